@@ -1,0 +1,195 @@
+"""`ops-report`: a thin command line over the ops_warehouse library (each command parses, calls, prints)."""
+
+from __future__ import annotations
+
+import sys
+from datetime import date
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ops_warehouse import OpsError
+from ops_warehouse.config import load_config
+from ops_warehouse.warehouse import connect
+
+app = typer.Typer(
+    help="ops-warehouse: offline analytics for GPU supercomputers (Slurm accounting in ClickHouse).",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+)
+etl_app = typer.Typer(help="Load data into the warehouse.", no_args_is_help=True)
+app.add_typer(etl_app, name="etl")
+
+_state: dict = {}
+
+WarehouseOpt = Annotated[Optional[str], typer.Option(
+    "--warehouse", "-w", envvar="OPS_WAREHOUSE",
+    help="Warehouse DSN: chdb:///path (embedded, default chdb://./warehouse) or http(s)://user@host:8123/db. "
+         "Put passwords in OPS_WAREHOUSE_PASSWORD, not here.", show_envvar=True)]
+
+
+@app.callback()
+def _main(
+    warehouse: WarehouseOpt = None,
+    config: Annotated[Optional[Path], typer.Option(
+        "--config", "-c", envvar="OPS_CONFIG", help="Config file (TOML). Default ./ops-warehouse.toml, "
+        "then ~/.config/ops-warehouse/config.toml.")] = None,
+):
+    cfg = load_config(config)
+    if warehouse:
+        cfg.dsn = warehouse
+    _state["cfg"] = cfg
+
+
+def _wh():
+    return connect(_state["cfg"])
+
+
+def _date(value: str, flag: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise OpsError(f"{flag} must be a date YYYY-MM-DD, not {value!r}") from None
+
+
+@app.command()
+def init():
+    """Create or upgrade the warehouse schema (idempotent; ETL commands do this too)."""
+    from ops_warehouse.migrations import apply_migrations
+
+    wh = connect(_state["cfg"], migrate=False)
+    applied = apply_migrations(wh)
+    from ops_warehouse.migrations import sync_projects
+
+    sync_projects(wh)
+    from ops_warehouse.warehouse import redact
+
+    print(f"warehouse {redact(wh.dsn)}: " + (f"applied {', '.join(applied)}" if applied else "schema up to date"))
+
+
+@app.command()
+def schema(
+    deployment: Annotated[str, typer.Option(help="single or cluster")] = "cluster",
+    cluster_name: Annotated[str, typer.Option(help="ClickHouse cluster name for ON CLUSTER")] = "ops",
+):
+    """Print the schema DDL as rendered for a deployment (review it before running it on a cluster)."""
+    from ops_warehouse.migrations import Deployment, rendered_schema
+
+    if deployment not in ("single", "cluster"):
+        raise OpsError("--deployment must be single or cluster")
+    for s in rendered_schema(Deployment(deployment, cluster_name)):
+        print(s.rstrip().rstrip(";") + ";\n")
+
+
+@etl_app.command("sacct")
+def etl_sacct(
+    files: Annotated[Optional[list[Path]], typer.Argument(
+        help="sacct output files: text with a header (--parsable2 or --parsable), headerless with --fields, "
+             "or sacct --json. Omit and give --from/--to to run sacct.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="auto, text or json")] = "auto",
+    delimiter: Annotated[str, typer.Option(help="Field delimiter of text input (sacct --delimiter)")] = "|",
+    fields: Annotated[Optional[str], typer.Option(
+        help="Field names of headerless text, comma-separated, or 'xdmod' for Open XDMoD's sacct format")] = None,
+    timezone: Annotated[Optional[str], typer.Option(
+        "--timezone", help="Zone sacct printed times in (default: config, else UTC)")] = None,
+    cluster: Annotated[Optional[str], typer.Option(help="Cluster name for input without a Cluster field")] = None,
+    date_from: Annotated[Optional[str], typer.Option("--from", help="Run sacct from this day (YYYY-MM-DD)")] = None,
+    date_to: Annotated[Optional[str], typer.Option("--to", help="Run sacct to this day, inclusive")] = None,
+):
+    """Load Slurm job records (jobs, steps, requeued runs) from sacct output or by running sacct."""
+    from ops_warehouse.etl.sacct_load import load_sacct
+    from ops_warehouse.etl.sacct_text import XDMOD_FIELDS, parse_fields
+    from ops_warehouse.progress import file_progress
+
+    cfg = _state["cfg"]
+    field_list = None
+    if fields:
+        field_list = parse_fields(XDMOD_FIELDS if fields.strip().lower() == "xdmod" else fields)
+    wh = _wh()
+    inputs: list[tuple[Path, str | None, bool]] = [(f, None, False) for f in files or []]
+    if date_from or date_to:
+        if files:
+            raise OpsError("give files or --from/--to, not both")
+        if not (date_from and date_to):
+            raise OpsError("--from and --to go together")
+        from ops_warehouse.etl.sacct_run import run_sacct
+
+        d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
+        out = run_sacct(cfg.sacct_command, d0, d1)
+        inputs = [(out, f"sacct {d0}..{d1}", True)]
+        timezone = "UTC"
+    if not inputs:
+        raise OpsError("nothing to load: give sacct output files, or --from and --to to run sacct")
+    for path, source, temporary in inputs:
+        try:
+            with file_progress(f"loading {source or path}") as progress:
+                r = load_sacct(wh, path, fmt=fmt, delimiter=delimiter, fields=field_list, tz=timezone,
+                               cluster=cluster, source=source, progress=progress)
+        finally:
+            if temporary:
+                path.unlink(missing_ok=True)
+        print(f"{source or path}: read {r.records_read}, loaded {r.loaded} "
+              f"({r.jobs_loaded} job runs, {r.steps_loaded} steps), quarantined {r.quarantined} "
+              f"in {r.seconds:.1f} s")
+        for reason, n in sorted(r.reasons.items(), key=lambda kv: -kv[1]):
+            print(f"  quarantined {n}: {reason}")
+
+
+@app.command()
+def summary(
+    date_from: Annotated[str, typer.Option("--from", help="First day (YYYY-MM-DD)")],
+    date_to: Annotated[str, typer.Option("--to", help="Last day, inclusive (YYYY-MM-DD)")],
+    by: Annotated[Optional[list[str]], typer.Option(
+        help="Group by: cluster, account, project, partition, qos, user, gpu_type, gpu_count_bin, "
+             "job_size_bin, wall_time_bin (comma-separated or repeated)")] = None,
+    period: Annotated[str, typer.Option(help="none, day or month")] = "none",
+    timezone: Annotated[Optional[str], typer.Option(
+        "--timezone", help="Zone of day/month boundaries (default: config, else UTC)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, json or csv")] = "table",
+):
+    """Job-accounting statistics with Open XDMoD's Jobs-realm definitions (see docs/statistics.md)."""
+    from ops_warehouse.reports.tabular import render
+    from ops_warehouse.summary import parse_by
+    from ops_warehouse.summary import summary as run_summary
+
+    keys = parse_by(by)
+    d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
+    if fmt not in ("table", "json", "csv"):
+        raise OpsError("--format must be table, json or csv")
+    df = run_summary(_wh(), d0, d1, keys, period, timezone)
+    sys.stdout.write(render(df, fmt))
+
+
+@app.command()
+def demo(
+    directory: Annotated[Path, typer.Option("--dir", help="Where the demo writes its inputs and outputs")] = Path("demo"),
+    jobs: Annotated[int, typer.Option(help="Jobs in the generated month")] = 20000,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same outputs)")] = 7,
+):
+    """Generate a month of a GPU cluster's Slurm history, load it day by day, write the reports."""
+    from ops_warehouse.demo import run_demo
+
+    run_demo(_state["cfg"], directory, jobs=jobs, seed=seed)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except OpsError as e:
+        print(f"ops-report: error: {e}", file=sys.stderr)
+        sys.exit(2)
+    except typer.Abort:
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as e:  # click usage errors
+        import click
+
+        if isinstance(e, click.exceptions.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,277 @@
+"""Named sacct string fields -> warehouse rows (job runs, job steps) and quarantined lines.
+
+Column for column this is the contract of tables slurm_job_run / slurm_job_step (sql/migrations). Every
+input row ends in exactly one of: a job run, one run per task of a pending array range, a step, or the
+quarantine with a reason.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ops_warehouse.etl import durations, hostlist, tres
+
+# States whose record will not change again (the run has ended).
+FINAL_STATES = [
+    "COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE",
+    "OUT_OF_MEMORY", "REQUEUED", "REVOKED", "SPECIAL_EXIT",
+]
+OPEN_STATES = [
+    "PENDING", "RUNNING", "SUSPENDED", "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "STOPPED", "SIGNALING",
+    "STAGE_OUT", "COMPLETING", "CONFIGURING", "RESV_DEL_HOLD", "POWER_UP_NODE", "UPDATE_DB",
+]
+# Largest pending array range expanded into tasks.
+MAX_ARRAY_TASKS = 1_000_000
+_FINAL_BIT = 1 << 40
+
+_JOBID = r"^(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(?:\.(.+))?$"
+
+RUN_SCHEMA = {
+    "cluster": pl.String, "job_id": pl.String, "job_id_raw": pl.UInt64, "array_job_id": pl.UInt64,
+    "array_task_id": pl.Int64, "het_job_id": pl.UInt64, "het_job_offset": pl.Int32, "job_name": pl.String,
+    "user": pl.String, "uid": pl.UInt32, "account": pl.String, "group_name": pl.String,
+    "partition": pl.String, "qos": pl.String, "reservation": pl.String, "state": pl.String,
+    "cancelled_by_uid": pl.UInt32, "exit_code": pl.Int32, "exit_signal": pl.Int32,
+    "submit_ts": pl.Datetime("ms", "UTC"), "eligible_ts": pl.Datetime("ms", "UTC"),
+    "start_ts": pl.Datetime("ms", "UTC"), "end_ts": pl.Datetime("ms", "UTC"), "as_of_ts": pl.Datetime("ms", "UTC"),
+    "elapsed_s": pl.UInt64, "timelimit_s": pl.UInt64, "timelimit_kind": pl.String, "nnodes": pl.UInt32,
+    "ncpus": pl.UInt32, "req_cpus": pl.UInt32, "req_mem": pl.String, "alloc_mem_mib": pl.Float64,
+    "gpus": pl.UInt32, "gpu_type": pl.String, "billing": pl.UInt64, "alloc_tres": pl.String,
+    "req_tres": pl.String, "node_list": pl.String, "nodes": pl.List(pl.String), "is_final": pl.UInt8,
+    "never_ran": pl.UInt8, "source": pl.String, "source_line": pl.UInt64, "_version": pl.UInt64,
+}
+STEP_SCHEMA = {
+    "cluster": pl.String, "job_id": pl.String, "job_id_raw": pl.UInt64, "step_id": pl.String,
+    "step_name": pl.String, "state": pl.String, "exit_code": pl.Int32, "exit_signal": pl.Int32,
+    "start_ts": pl.Datetime("ms", "UTC"), "end_ts": pl.Datetime("ms", "UTC"), "elapsed_s": pl.UInt64,
+    "nnodes": pl.UInt32, "ncpus": pl.UInt32, "ntasks": pl.UInt32, "gpus": pl.UInt32, "alloc_tres": pl.String,
+    "node_list": pl.String, "nodes": pl.List(pl.String), "source": pl.String, "source_line": pl.UInt64,
+    "_version": pl.UInt64,
+}
+QUARANTINE_SCHEMA = {"line_no": pl.UInt64, "reason": pl.String, "raw": pl.String}
+
+
+def _s(df: pl.DataFrame, name: str) -> pl.Expr:
+    """A field as stripped text, or null when the input has no such column."""
+    if name in df.columns:
+        return pl.col(name).str.strip_chars()
+    return pl.lit(None, dtype=pl.String)
+
+
+def _int(e: pl.Expr) -> pl.Expr:
+    return e.cast(pl.Int64, strict=False)
+
+
+def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
+              ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(runs, steps, quarantine) for one chunk of named string fields."""
+    df = records
+    jobid = pl.coalesce(_s(df, "jobid"), _s(df, "jobidraw"))
+    state_txt = _s(df, "state").fill_null("")
+    exit_txt = _s(df, "exitcode")
+    t = df.select(
+        "line_no", "raw",
+        _jobid=jobid,
+        _jobidraw=_s(df, "jobidraw"),
+        cluster=pl.coalesce(pl.when(_s(df, "cluster") != "").then(_s(df, "cluster")), pl.lit(cluster)),
+        job_name=_s(df, "jobname").fill_null("") if "jobname" in df.columns else pl.lit(""),
+        user=_s(df, "user").fill_null(""),
+        uid=_int(_s(df, "uid")),
+        account=_s(df, "account").fill_null(""),
+        group_name=_s(df, "group").fill_null(""),
+        partition=_s(df, "partition").fill_null(""),
+        qos=_s(df, "qos").fill_null(""),
+        reservation=_s(df, "reservation").fill_null(""),
+        state=state_txt.str.extract(r"^([A-Z_]+)", 1),
+        cancelled_by_uid=_int(state_txt.str.extract(r"^CANCELLED by (\d+)$", 1)),
+        exit_code=_int(exit_txt.str.extract(r"^(-?\d+)(?::-?\d+)?$", 1)),
+        exit_signal=_int(exit_txt.str.extract(r"^-?\d+:(-?\d+)$", 1)),
+        _submit=_s(df, "submit"), _eligible=_s(df, "eligible"), _start=_s(df, "start"), _end=_s(df, "end"),
+        _elapsed=pl.coalesce(
+            durations.duration_s(_s(df, "elapsedraw"), 1), durations.duration_s(_s(df, "elapsed"), 1)
+        ),
+        _tl_txt=pl.coalesce(_s(df, "timelimitraw"), _s(df, "timelimit")),
+        _tl_raw=_s(df, "timelimitraw").is_not_null(),
+        nnodes_txt=_s(df, "nnodes"), ncpus_txt=_s(df, "ncpus"),
+        req_cpus=_int(_s(df, "reqcpus")),
+        req_mem=_s(df, "reqmem").fill_null(""),
+        alloc_tres=_s(df, "alloctres").fill_null(""),
+        req_tres=_s(df, "reqtres").fill_null(""),
+        node_list=_s(df, "nodelist").fill_null(""),
+        ntasks=_int(_s(df, "ntasks")),
+    )
+    m = pl.col("_jobid").str.extract_groups(_JOBID)
+    t = t.with_columns(
+        _base=m.struct.field("1").cast(pl.UInt64, strict=False),
+        _arr=m.struct.field("2"),
+        _het=m.struct.field("3").cast(pl.Int32, strict=False),
+        _step=m.struct.field("4"),
+        _raw_id=pl.col("_jobidraw").str.extract(r"^(\d+)", 1).cast(pl.UInt64, strict=False),
+    )
+    # times
+    t = t.with_columns(
+        submit_ts=durations.parse_time(pl.col("_submit"), tz),
+        eligible_ts=durations.parse_time(pl.col("_eligible"), tz),
+        start_ts=durations.parse_time(pl.col("_start"), tz),
+        end_ts=durations.parse_time(pl.col("_end"), tz),
+    )
+    reason = pl.lit(None, dtype=pl.String)
+    checks = [
+        (pl.col("_jobid").is_null() | (pl.col("_jobid") == ""), pl.lit("no JobID")),
+        (pl.col("_base").is_null(), pl.format("unparseable JobID '{}'", pl.col("_jobid"))),
+        (pl.col("state").is_null(), pl.format("no job state in '{}'", pl.col("_jobid"))),
+        (~pl.col("state").is_in(FINAL_STATES + OPEN_STATES) & pl.col("_step").is_null(),
+         pl.format("unknown job state '{}'", pl.col("state"))),
+    ]
+    for name in ("submit", "eligible", "start", "end"):
+        raw_col, ts_col = pl.col(f"_{name}"), pl.col(f"{name}_ts")
+        checks.append((~durations.time_missing(raw_col) & ts_col.is_null(),
+                       pl.format("bad {} time '{}'", pl.lit(name), raw_col)))
+        checks.append((ts_col.dt.year().is_between(1990, 2200).not_(),
+                       pl.format("{} time out of range '{}'", pl.lit(name), raw_col)))
+    checks += [
+        (pl.col("submit_ts").is_null() & pl.col("_step").is_null(), pl.lit("no Submit time (part of the job key)")),
+        (pl.col("_elapsed") > 50 * 365 * 86400, pl.format("absurd elapsed '{}'", pl.col("_elapsed"))),
+        (pl.col("nnodes_txt").is_not_null() & (pl.col("nnodes_txt") != "")
+         & _int(pl.col("nnodes_txt")).is_between(0, 10_000_000).not_().fill_null(True),
+         pl.format("bad NNodes '{}'", pl.col("nnodes_txt"))),
+        (pl.col("ncpus_txt").is_not_null() & (pl.col("ncpus_txt") != "")
+         & _int(pl.col("ncpus_txt")).is_between(0, 1_000_000_000).not_().fill_null(True),
+         pl.format("bad NCPUS '{}'", pl.col("ncpus_txt"))),
+        (pl.col("end_ts") < pl.col("start_ts"), pl.lit("End before Start")),
+    ]
+    for cond, why in reversed(checks):
+        reason = pl.when(cond.fill_null(False)).then(why).otherwise(reason)
+    t = t.with_columns(_reason=reason)
+
+    # node lists (also a validity check)
+    t = t.with_row_index("_i")
+    nodes = hostlist.expand(t, "node_list", "_i")
+    t = t.join(nodes, on="_i", how="left").with_columns(
+        _reason=pl.when(pl.col("_reason").is_null() & ~pl.col("hostlist_ok"))
+        .then(pl.format("bad NodeList '{}'", pl.col("node_list")))
+        .otherwise(pl.col("_reason"))
+    )
+    # pending array ranges 123_[1-3,7%2] -> one row per task
+    rng = pl.col("_arr").str.starts_with("[")
+    t = t.with_columns(
+        _tasks=pl.when(rng).then(
+            pl.col("_arr").str.strip_chars("[]").str.replace(r"%\d+$", "").str.split(",")
+        )
+    )
+    t = t.with_columns(
+        _reason=pl.when(
+            pl.col("_reason").is_null() & rng & pl.col("_tasks").list.eval(
+                pl.element().str.contains(r"^\d+(-\d+)?$").not_()
+            ).list.any()
+        ).then(pl.format("bad array range '{}'", pl.col("_arr"))).otherwise(pl.col("_reason"))
+    )
+    quarantine = t.filter(pl.col("_reason").is_not_null()).select(
+        "line_no", pl.col("_reason").alias("reason"), "raw"
+    )
+    t = t.filter(pl.col("_reason").is_null())
+
+    t = _expand_array_ranges(t)
+    quarantine = pl.concat([quarantine, t.filter(pl.col("_reason").is_not_null()).select(
+        "line_no", pl.col("_reason").alias("reason"), "raw")]).cast(QUARANTINE_SCHEMA)
+    t = t.filter(pl.col("_reason").is_null())
+
+    job_id = (
+        pl.col("_base").cast(pl.String)
+        + pl.when(pl.col("_task").is_not_null()).then(pl.lit("_") + pl.col("_task").cast(pl.String)).otherwise(pl.lit(""))
+        + pl.when(pl.col("_het").is_not_null()).then(pl.lit("+") + pl.col("_het").cast(pl.String)).otherwise(pl.lit(""))
+    )
+    alloc = pl.col("alloc_tres")
+    t = t.with_columns(
+        job_id=job_id,
+        job_id_raw=pl.when(pl.col("_arr").str.starts_with("[").fill_null(False)).then(pl.col("_base"))
+        .otherwise(pl.coalesce("_raw_id", "_base")),
+        array_job_id=pl.when(pl.col("_task").is_not_null()).then(pl.col("_base")).otherwise(0).cast(pl.UInt64),
+        array_task_id=pl.col("_task").fill_null(-1),
+        het_job_id=pl.when(pl.col("_het").is_not_null()).then(pl.col("_base")).otherwise(0).cast(pl.UInt64),
+        het_job_offset=pl.col("_het").fill_null(-1),
+        elapsed_s=pl.col("_elapsed").fill_null(
+            (pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds()
+        ).fill_null(0).clip(0).cast(pl.UInt64),
+        nnodes=pl.coalesce(_int(pl.col("nnodes_txt")), tres.count(alloc, "node"), pl.lit(0)),
+        ncpus=pl.coalesce(_int(pl.col("ncpus_txt")), tres.count(alloc, "cpu"), pl.lit(0)),
+        gpus=tres.gpus(alloc),
+        gpu_type=tres.gpu_type(alloc),
+        alloc_mem_mib=tres.mem_mib(alloc),
+        billing=tres.count(alloc, "billing"),
+    )
+    is_step = pl.col("_step").is_not_null()
+    steps = _steps(t.filter(is_step), source)
+    runs = _runs(t.filter(~is_step), source)
+    return runs, steps, quarantine
+
+
+def _expand_array_ranges(t: pl.DataFrame) -> pl.DataFrame:
+    parts = (
+        t.with_columns(_part=pl.col("_tasks"))
+        .with_row_index("_r")
+        .explode("_part")
+        .with_columns(
+            _lo=pl.col("_part").str.extract(r"^(\d+)", 1).cast(pl.Int64, strict=False),
+            _hi=pl.coalesce(pl.col("_part").str.extract(r"-(\d+)$", 1), pl.col("_part").str.extract(r"^(\d+)", 1))
+            .cast(pl.Int64, strict=False),
+        )
+    )
+    too_big = parts.group_by("_r").agg(
+        _n=(pl.col("_hi") - pl.col("_lo") + 1).sum(), _bad=(pl.col("_hi") < pl.col("_lo")).any()
+    ).filter((pl.col("_n") > MAX_ARRAY_TASKS) | pl.col("_bad")).get_column("_r")
+    parts = parts.with_columns(
+        _reason=pl.when(pl.col("_r").is_in(too_big.implode()) & pl.col("_tasks").is_not_null())
+        .then(pl.format("array range '{}' is not a sane task list", pl.col("_arr")))
+        .otherwise(pl.col("_reason")),
+    )
+    parts = parts.with_columns(
+        _task=pl.when(pl.col("_tasks").is_not_null() & pl.col("_reason").is_null())
+        .then(pl.int_ranges(pl.col("_lo"), pl.col("_hi") + 1))
+        .otherwise(pl.concat_list(pl.col("_arr").cast(pl.Int64, strict=False)))
+    ).explode("_task")
+    # a task listed twice in overlapping ranges is still one task
+    return parts.unique(subset=["_r", "_task"], keep="first", maintain_order=True).drop("_r", "_part", "_lo", "_hi")
+
+
+def _runs(t: pl.DataFrame, source: str) -> pl.DataFrame:
+    final = pl.col("state").is_in(FINAL_STATES)
+    no_nodes = pl.col("node_list").is_in(["", "None assigned"])
+    started = pl.col("start_ts").is_not_null()
+    # A pending job has no nodes yet; sacct may print the requested ones.
+    open_pending = pl.col("state").is_in(["PENDING", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"])
+    as_of = (
+        pl.when(final).then(pl.coalesce("end_ts", pl.col("start_ts") + pl.duration(seconds=pl.col("elapsed_s")), "submit_ts"))
+        .when(started & ~open_pending).then(pl.col("start_ts") + pl.duration(seconds=pl.col("elapsed_s")))
+        .otherwise("submit_ts")
+    )
+    tl = pl.col("_tl_txt")
+    tl_s = pl.when(pl.col("_tl_raw")).then(durations.duration_s(tl, 60)).otherwise(durations.duration_s(tl, 60))
+    out = t.with_columns(
+        is_final=final.cast(pl.UInt8),
+        never_ran=(final & (no_nodes | ~started)).cast(pl.UInt8),
+        start_ts=pl.when(open_pending).then(None).otherwise(pl.col("start_ts")),
+        nodes=pl.when(open_pending).then(pl.lit([], dtype=pl.List(pl.String))).otherwise(pl.col("nodes")),
+        as_of_ts=as_of,
+        timelimit_s=tl_s.cast(pl.UInt64, strict=False),
+        timelimit_kind=pl.when(tl.is_in(durations.NO_LIMIT)).then(tl).otherwise(pl.lit("")),
+        source=pl.lit(source),
+        source_line=pl.col("line_no"),
+    ).with_columns(
+        _version=(pl.col("is_final").cast(pl.UInt64) * _FINAL_BIT
+                  + pl.col("as_of_ts").dt.epoch("s").cast(pl.UInt64)),
+    )
+    return out.select([pl.col(c).cast(d, strict=False) for c, d in RUN_SCHEMA.items()])
+
+
+def _steps(t: pl.DataFrame, source: str) -> pl.DataFrame:
+    out = t.with_columns(
+        step_id=pl.col("_step"),
+        step_name=pl.col("job_name"),
+        start_ts=pl.coalesce("start_ts", "submit_ts", pl.lit(0).cast(pl.Datetime("ms", "UTC"))),
+        source=pl.lit(source),
+        source_line=pl.col("line_no"),
+        _version=(pl.col("state").is_in(FINAL_STATES).cast(pl.UInt64) * _FINAL_BIT
+                  + pl.coalesce("end_ts", "start_ts", "submit_ts").dt.epoch("s").fill_null(0).cast(pl.UInt64)),
+    )
+    return out.select([pl.col(c).cast(d, strict=False) for c, d in STEP_SCHEMA.items()])

@@ -1,0 +1,176 @@
+"""``sacct --json`` (Slurm 21.08 – 23.11 schemas) -> the same named string fields as the text reader.
+
+Schema differences handled: numbers that became ``{set, infinite, number}`` objects (22.05 -> 23.02),
+``state.current`` and exit-code ``status`` that became lists (23.11), step ids as strings or objects.
+Known 22.05 bugs, taken as they are (see docs/sources.md): exit codes of failed jobs printed as SUCCESS/0,
+the reservation name printed as a garbage integer (dropped), unlimited time limits as null (UNLIMITED).
+Jobs are turned into rows one by one here: json.load has already built one Python dict per job, so this
+pass costs the same order as parsing; bulk history comes through the text path.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import polars as pl
+
+FIELDS = [
+    "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "user", "submit", "eligible",
+    "start", "end", "elapsedraw", "timelimitraw", "exitcode", "state", "nnodes", "ncpus", "reqcpus",
+    "reqmem", "reqtres", "alloctres", "nodelist", "reservation", "jobname", "ntasks",
+]
+
+
+def _num(v):
+    """21.08/22.05 plain numbers, 23.x {set, infinite, number}; None when unset."""
+    if isinstance(v, dict):
+        if v.get("infinite"):
+            return "inf"
+        return v.get("number") if v.get("set", True) else None
+    return v
+
+
+def _ts(v) -> str:
+    v = _num(v)
+    if not v or v == "inf":
+        return "Unknown"
+    return datetime.fromtimestamp(int(v), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _first(v):
+    if isinstance(v, list):
+        return v[0] if v else ""
+    return v or ""
+
+
+def _tres(items) -> str:
+    out = []
+    for t in items or []:
+        kind, name, count = t.get("type"), t.get("name"), _num(t.get("count"))
+        if count is None or (isinstance(count, (int, float)) and count < 0) or kind in ("energy", None):
+            continue
+        if kind == "mem":
+            out.append(f"mem={count}M")
+        elif name:
+            out.append(f"{kind}/{name}={count}")
+        else:
+            out.append(f"{kind}={count}")
+    return ",".join(out)
+
+
+def _exit(ec) -> str:
+    if not isinstance(ec, dict):
+        return ""
+    rc = _num(ec.get("return_code"))
+    sig = ec.get("signal") or {}
+    sig_id = _num(sig.get("id")) if isinstance(sig, dict) else None
+    return f"{rc if rc is not None else 0}:{sig_id or 0}"
+
+
+def _display_id(job) -> str:
+    jid = job.get("job_id")
+    arr = job.get("array") or {}
+    task = _num(arr.get("task_id"))
+    if arr.get("job_id") and task is not None and task != "inf":
+        return f"{arr['job_id']}_{task}"
+    if arr.get("job_id") and arr.get("task"):
+        return f"{arr['job_id']}_[{arr['task']}]"
+    het = job.get("het") or {}
+    off = _num(het.get("job_offset"))
+    if het.get("job_id") and off is not None:
+        return f"{het['job_id']}+{off}"
+    return str(jid)
+
+
+def _job_row(job) -> dict:
+    t = job.get("time") or {}
+    limit = _num(t.get("limit"))
+    tres = job.get("tres") or {}
+    req = job.get("required") or {}
+    resv = (job.get("reservation") or {}).get("name")
+    alloc = _tres(tres.get("allocated"))
+    cpus = next((_num(x.get("count")) for x in tres.get("allocated") or [] if x.get("type") == "cpu"), None)
+    return {
+        "jobid": _display_id(job),
+        "jobidraw": str(job.get("job_id", "")),
+        "cluster": job.get("cluster") or "",
+        "partition": job.get("partition") or "",
+        "qos": job.get("qos") or "",
+        "account": job.get("account") or "",
+        "group": job.get("group") or "",
+        "user": job.get("user") or "",
+        "submit": _ts(t.get("submission")),
+        "eligible": _ts(t.get("eligible")),
+        "start": _ts(t.get("start")),
+        "end": _ts(t.get("end")),
+        "elapsedraw": str(t.get("elapsed", "")),
+        "timelimitraw": "UNLIMITED" if limit in (None, "inf") else str(limit),
+        "exitcode": _exit(job.get("exit_code")),
+        "state": _first((job.get("state") or {}).get("current")),
+        "nnodes": str(job.get("allocation_nodes", "")),
+        "ncpus": str(cpus if cpus is not None else ""),
+        "reqcpus": str(_num(req.get("CPUs")) or ""),
+        "reqmem": str(_num(req.get("memory")) or ""),
+        "reqtres": _tres(tres.get("requested")),
+        "alloctres": alloc,
+        "nodelist": job.get("nodes") or "",
+        # 22.05 prints the name as an integer: not a name
+        "reservation": resv if isinstance(resv, str) else "",
+        "jobname": job.get("name") or "",
+        "ntasks": "",
+    }
+
+
+def _step_rows(job, parent: dict) -> list[dict]:
+    rows = []
+    for st in job.get("steps") or []:
+        sid = st.get("step") or {}
+        step_id = sid.get("id")
+        if isinstance(step_id, dict):  # 23.x: {"job_id": .., "step_id": ..}
+            step_id = step_id.get("step_id")
+        t = st.get("time") or {}
+        nodes = st.get("nodes") or {}
+        alloc = _tres((st.get("tres") or {}).get("allocated"))
+        rows.append({
+            **{k: "" for k in FIELDS},
+            "jobid": f"{parent['jobid']}.{step_id}",
+            "jobidraw": f"{parent['jobidraw']}.{step_id}",
+            "cluster": parent["cluster"],
+            "account": parent["account"],
+            "jobname": sid.get("name") or "",
+            "state": _first(st.get("state")),
+            "exitcode": _exit(st.get("exit_code")),
+            "submit": _ts(t.get("start")),
+            "start": _ts(t.get("start")),
+            "end": _ts(t.get("end")),
+            "elapsedraw": str(t.get("elapsed", "")),
+            "nnodes": str(nodes.get("count", "")),
+            "alloctres": alloc,
+            "nodelist": nodes.get("range") or ",".join(nodes.get("list") or []),
+            "ntasks": str((st.get("tasks") or {}).get("count", "")),
+        })
+    return rows
+
+
+def read_json(text: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(records, quarantine) for one ``sacct --json`` document; raises ValueError if it is not one."""
+    doc = json.loads(text)
+    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
+        raise ValueError("not sacct --json output (no 'jobs' list)")
+    rows, bad = [], []
+    for i, job in enumerate(doc["jobs"], start=1):
+        raw = json.dumps(job, ensure_ascii=False)[:4000]
+        try:
+            row = _job_row(job)
+            steps = _step_rows(job, row)
+        except (AttributeError, TypeError, ValueError, KeyError, OverflowError) as e:
+            bad.append({"line_no": i, "reason": f"job #{i}: malformed ({type(e).__name__}: {e})", "raw": raw})
+            continue
+        for r in [row, *steps]:
+            r["line_no"], r["raw"] = i, raw
+            rows.append(r)
+    schema = {"line_no": pl.UInt64, "raw": pl.String, **{f: pl.String for f in FIELDS}}
+    records = pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    quarantine = pl.DataFrame(bad, schema={"line_no": pl.UInt64, "reason": pl.String, "raw": pl.String})
+    return records, quarantine

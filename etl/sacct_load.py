@@ -1,0 +1,155 @@
+"""Load Slurm job records into the warehouse: read -> normalize -> stage (Parquet) -> load, in chunks.
+
+Memory stays flat in the input size: each chunk of the file is parsed, staged and loaded before the
+next is read. Loads are idempotent: rows are keyed (see sql/migrations/0001) and replaced, never added.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+
+from ops_warehouse import OpsError
+from ops_warehouse.etl import sacct_json, sacct_text
+from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
+
+
+@dataclass
+class LoadResult:
+    source: str
+    records_read: int = 0  # input records (lines, or jobs + steps for JSON)
+    jobs_loaded: int = 0  # job-run rows written (a pending array range gives one per task)
+    steps_loaded: int = 0
+    quarantined: int = 0
+    seconds: float = 0.0
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def loaded(self) -> int:
+        return self.records_read - self.quarantined
+
+
+def _staging_dir(wh) -> Path:
+    base = (wh.embedded_path / "staging") if wh.embedded else Path(tempfile.gettempdir()) / "ops-warehouse-staging"
+    d = base / uuid.uuid4().hex
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def detect_format(path: Path) -> str:
+    with open(path, "rb") as f:
+        head = f.read(4096).lstrip()
+    return "json" if head.startswith(b"{") else "text"
+
+
+def _chunks(path: Path, fmt: str, delimiter: str, fields: list[str] | None
+            ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, str]]:
+    """(records, quarantine, tz override or '') per chunk."""
+    if fmt == "json":
+        try:
+            text = path.read_text(encoding="utf-8")
+            records, bad = sacct_json.read_json(text)
+        except (UnicodeDecodeError, ValueError) as e:
+            bad = pl.DataFrame(
+                {"line_no": [1], "reason": [f"unreadable sacct --json: {str(e).splitlines()[0][:200]}"],
+                 "raw": [path.read_bytes()[:4000].decode("utf-8", "replace")]},
+                schema=QUARANTINE_SCHEMA,
+            )
+            yield pl.DataFrame(schema={"line_no": pl.UInt64, "raw": pl.String}), bad, "UTC"
+            return
+        yield records, bad, "UTC"  # JSON carries epoch seconds
+        return
+    for records, bad in sacct_text.read_text(path, delimiter, fields):
+        yield records, bad, ""
+
+
+def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
+               fields: list[str] | None = None, tz: str | None = None, cluster: str | None = None,
+               source: str | None = None, progress: Callable[[int, int], None] | None = None) -> LoadResult:
+    """Load one sacct output file (text with or without header, or --json). Returns what happened."""
+    path = Path(path)
+    if not path.is_file():
+        raise OpsError(f"cannot read {path}: no such file")
+    if not os.access(path, os.R_OK):
+        raise OpsError(f"cannot read {path}: permission denied")
+    tz = tz or wh.cfg.timezone
+    _check_tz(tz)
+    cluster = cluster or wh.cfg.default_cluster
+    source = source or str(path.resolve())
+    fmt = detect_format(path) if fmt == "auto" else fmt
+    result = LoadResult(source=source)
+    started = time.time()
+    stage = _staging_dir(wh)
+    total = path.stat().st_size
+    status, error = "ok", ""
+    try:
+        for i, (records, bad, tz_override) in enumerate(_chunks(path, fmt, delimiter, fields)):
+            runs, steps, q = normalize(records, tz=tz_override or tz, cluster=cluster, source=source)
+            quarantine = pl.concat([bad.cast(QUARANTINE_SCHEMA), q])
+            result.records_read += records.height + bad.height
+            result.jobs_loaded += runs.height
+            result.steps_loaded += steps.height
+            result.quarantined += quarantine.height
+            for r in quarantine.get_column("reason").str.replace(r" '.*'$", "").to_list():
+                result.reasons[r] = result.reasons.get(r, 0) + 1
+            _stage_and_load(wh, stage, i, runs, steps, quarantine, source)
+            if progress:
+                progress(min(total, (i + 1) * sacct_text.CHUNK_BYTES), total)
+    except OpsError as e:
+        status, error = "failed", str(e)
+        raise
+    except (pl.exceptions.ComputeError, UnicodeDecodeError) as e:
+        status, error = "failed", str(e)
+        raise OpsError(f"{path}: {e}") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        result.seconds = time.time() - started
+        _log_run(wh, "sacct", source, started, result, status, error)
+    return result
+
+
+def _stage_and_load(wh, stage: Path, i: int, runs, steps, quarantine, source: str) -> None:
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    parts = [("slurm_job_run", runs), ("slurm_job_step", steps)]
+    if quarantine.height:
+        parts.append(("etl_quarantine", quarantine.select(
+            pl.lit(source).alias("source"), "line_no", "reason", "raw",
+            pl.lit(now).cast(pl.Datetime("ms", "UTC")).alias("loaded_at"),
+        )))
+    for table, df in parts:
+        if not df.height:
+            continue
+        p = stage / f"{table}-{i:05d}.parquet"
+        df.write_parquet(p, compression="lz4", statistics=False)
+        wh.load_parquet(table, p)
+        p.unlink()
+
+
+def _check_tz(tz: str) -> None:
+    try:
+        pl.Series(["2020-01-01T00:00:00"]).str.to_datetime().dt.replace_time_zone(tz)
+    except Exception:
+        raise OpsError(f"unknown time zone {tz!r} (use an IANA name such as UTC or Asia/Tokyo)") from None
+
+
+def _log_run(wh, kind: str, source: str, started: float, r: LoadResult, status: str, error: str) -> None:
+    try:
+        wh.client.insert(
+            "etl_run_log",
+            [[uuid.uuid4(), kind, source, datetime.fromtimestamp(started, timezone.utc),
+              datetime.now(timezone.utc), r.records_read, r.loaded, r.quarantined, status, error[:1000]]],
+            column_names=["run_id", "source_kind", "source", "started_at", "finished_at", "rows_read",
+                          "rows_loaded", "rows_quarantined", "status", "error"],
+        )
+    except Exception as e:  # the run log must never hide the load's own outcome
+        print(f"warning: could not write etl_run_log: {str(e).splitlines()[0]}", file=sys.stderr)

@@ -1,0 +1,152 @@
+"""sacct text output -> rows of named string fields, streamed in chunks.
+
+Handles ``--parsable2`` and ``--parsable`` (trailing delimiter), any ``--delimiter`` (``|``, ``☃``), a
+header line or a ``--fields`` list for headerless dumps (Open XDMoD's shredder format), job names that
+contain the delimiter (the surplus is folded back into JobName), invalid UTF-8 and short lines
+(quarantined with their line number and reason).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from ops_warehouse import OpsError
+
+# The field list Open XDMoD runs sacct with (and the shared fixtures were written with).
+XDMOD_FIELDS = (
+    "jobid,jobidraw,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,elapsed,"
+    "exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,timelimit,nodelist,jobname"
+)
+# The fields ops-report asks sacct for when it runs it.
+SACCT_FORMAT = (
+    "jobidraw,jobid,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,elapsedraw,"
+    "timelimitraw,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,nodelist,reservation,jobname"
+)
+KNOWN_FIELDS = set(XDMOD_FIELDS.split(",")) | set(SACCT_FORMAT.split(",")) | {"ntasks"}
+CHUNK_BYTES = 32 << 20
+
+
+@dataclass
+class Layout:
+    fields: list[str]  # canonical lower-case names, in file order
+    delimiter: str
+    trailing: bool  # --parsable: every line ends with the delimiter
+    header_lines: int
+
+
+def parse_fields(spec: str) -> list[str]:
+    fields = [f.strip().lower() for f in spec.split(",") if f.strip()]
+    if not fields:
+        raise OpsError("--fields is empty")
+    return fields
+
+
+def detect_layout(first_line: str, delimiter: str, fields: list[str] | None) -> Layout:
+    if fields is None:
+        head = [h.strip().lower() for h in first_line.rstrip("\r\n").split(delimiter)]
+        trailing = len(head) > 1 and head[-1] == ""
+        if trailing:
+            head = head[:-1]
+        if "jobid" not in head and "jobidraw" not in head:
+            raise OpsError(
+                f"no sacct header line (first line has no JobID field with delimiter {delimiter!r}); "
+                "for headerless dumps pass --fields (e.g. --fields xdmod)"
+            )
+        return Layout(head, delimiter, trailing, 1)
+    n = len(first_line.rstrip("\r\n").split(delimiter))
+    trailing = n == len(fields) + 1 and first_line.rstrip("\r\n").endswith(delimiter)
+    return Layout(fields, delimiter, trailing, 0)
+
+
+def _decode(block: bytes, first_line_no: int) -> tuple[list[str], list[tuple[int, str, str]]]:
+    """Lines of a block; invalid UTF-8 lines come back separately (rare, so a Python pass is fine there)."""
+    try:
+        return block.decode("utf-8").split("\n"), []
+    except UnicodeDecodeError:
+        good, bad = [], []
+        for i, raw in enumerate(block.split(b"\n")):
+            try:
+                good.append(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                good.append("")  # keeps numbering; the line is reported as bad below
+                bad.append((first_line_no + i, "invalid UTF-8", raw.decode("utf-8", "replace")))
+        return good, bad
+
+
+def iter_blocks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[int, bytes]]:
+    """(first line number, bytes of whole lines) blocks of a file."""
+    line_no = 1
+    with open(path, "rb") as f:
+        rest = b""
+        while True:
+            data = f.read(chunk_bytes)
+            if not data:
+                break
+            data = rest + data
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                rest = data
+                continue
+            block, rest = data[: cut + 1], data[cut + 1 :]
+            yield line_no, block[:-1]
+            line_no += block.count(b"\n")
+        if rest:
+            yield line_no, rest
+
+
+def split_lines(lines: list[str], first_line_no: int, layout: Layout) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(records with one string column per field + line_no + raw, quarantine rows)."""
+    d = layout.delimiter
+    n = len(layout.fields)
+    df = pl.DataFrame({"raw": lines}, schema={"raw": pl.String}).with_row_index("line_no", offset=first_line_no)
+    df = df.with_columns(pl.col("line_no").cast(pl.UInt64), raw=pl.col("raw").str.strip_suffix("\r"))
+    df = df.filter(pl.col("raw").str.strip_chars() != "")
+    body = pl.col("raw")
+    if layout.trailing:
+        body = pl.when(body.str.ends_with(d)).then(body.str.slice(0, body.str.len_chars() - len(d))).otherwise(body)
+    df = df.with_columns(_f=body.str.split(d)).with_columns(_n=pl.col("_f").list.len())
+    surplus = pl.col("_n") - n
+    can_fold = "jobname" in layout.fields
+    ok = (pl.col("_n") == n) | ((pl.col("_n") > n) & pl.lit(can_fold))
+    bad = df.filter(~ok).select(
+        "line_no",
+        reason=pl.format("{} fields, expected {} (delimiter {})", pl.col("_n"), pl.lit(n), pl.lit(repr(d))),
+        raw="raw",
+    )
+    good = df.filter(ok)
+    cols = []
+    j = layout.fields.index("jobname") if can_fold else n
+    for i, name in enumerate(layout.fields):
+        if i < j:
+            cols.append(pl.col("_f").list.get(i).alias(name))
+        elif i == j:
+            cols.append(pl.col("_f").list.slice(i, surplus + 1).list.join(d).alias(name))
+        else:
+            cols.append(pl.col("_f").list.get(surplus + i).alias(name))
+    records = good.select("line_no", "raw", *cols)
+    return records, bad
+
+
+def read_text(path: Path, delimiter: str = "|", fields: list[str] | None = None,
+              chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+    """Stream (records, quarantine) chunk pairs from a sacct text file."""
+    layout = None
+    for first_no, block in iter_blocks(path, chunk_bytes):
+        lines, bad_utf8 = _decode(block, first_no)
+        start = first_no
+        if layout is None:
+            while lines and not lines[0].strip():
+                lines, start = lines[1:], start + 1
+            if not lines:
+                continue
+            layout = detect_layout(lines[0], delimiter, fields)
+            if layout.header_lines:
+                lines, start = lines[1:], start + 1
+        records, bad = split_lines(lines, start, layout)
+        if bad_utf8:
+            bad = pl.concat([bad, pl.DataFrame(bad_utf8, schema=bad.schema, orient="row")])
+        yield records, bad

@@ -1,0 +1,49 @@
+"""TRES strings (``billing=8,cpu=8,gres/gpu:v100=1,gres/gpu=1,mem=10G,node=1``) -> counts, as polars exprs.
+
+GPU count follows Open XDMoD: the ``gres/gpu=N`` total when present, else the sum of the typed
+``gres/gpu:TYPE=N`` entries; ``gres/gpumem``/``gres/gpuutil`` are usage figures, not GPUs.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+_MEM_FACTOR_MIB = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
+
+
+def _key(tres: pl.Expr, key: str) -> pl.Expr:
+    return tres.str.extract(rf"(?:^|,){key}=(\d+)(?:,|$)", 1).cast(pl.Int64, strict=False)
+
+
+def gpus(tres: pl.Expr) -> pl.Expr:
+    total = _key(tres, "gres/gpu")
+    typed = (
+        tres.str.extract_all(r"(?:^|,)gres/gpu:[^=,]+=\d+")
+        .list.eval(pl.element().str.extract(r"=(\d+)$", 1).cast(pl.Int64))
+        .list.sum()
+    )
+    return pl.coalesce(total, pl.when(typed > 0).then(typed), pl.lit(0)).cast(pl.UInt32)
+
+
+def gpu_type(tres: pl.Expr) -> pl.Expr:
+    """The GPU model(s) of typed gres, '+'-joined when a job holds several; '' when untyped."""
+    return (
+        tres.str.extract_all(r"(?:^|,)gres/gpu:[^=,]+=")
+        .list.eval(pl.element().str.extract(r"gres/gpu:([^=,]+)=", 1))
+        .list.unique()
+        .list.sort()
+        .list.join("+")
+        .fill_null("")
+    )
+
+
+def mem_mib(tres: pl.Expr) -> pl.Expr:
+    value = tres.str.extract(r"(?:^|,)mem=([\d.]+)[KMGTP]?(?:,|$)", 1).cast(pl.Float64, strict=False)
+    unit = tres.str.extract(r"(?:^|,)mem=[\d.]+([KMGTP]?)(?:,|$)", 1)
+    factor = unit.replace_strict(_MEM_FACTOR_MIB, default=None, return_dtype=pl.Float64)
+    return value * factor
+
+
+def count(tres: pl.Expr, key: str) -> pl.Expr:
+    """An integer TRES such as cpu, node or billing (null when absent)."""
+    return _key(tres, key)

@@ -1,0 +1,80 @@
+"""Configuration: one TOML file, overridden by environment variables, overridden by CLI flags.
+
+Looked up in order: the path in ``OPS_CONFIG``, ``./ops-warehouse.toml``,
+``~/.config/ops-warehouse/config.toml``. Every key is optional; the defaults run the embedded warehouse.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ops_warehouse import OpsError
+
+DEFAULT_DSN = "chdb://./warehouse"
+
+
+@dataclass
+class Config:
+    dsn: str = DEFAULT_DSN
+    # "single" (one server or embedded) or "cluster" (ON CLUSTER, Replicated*MergeTree + Distributed).
+    deployment: str = "single"
+    cluster_name: str = "ops"
+    timezone: str = "UTC"
+    default_cluster: str = "cluster"
+    sacct_command: list[str] = field(default_factory=lambda: ["sacct"])
+    # Slurm account -> reporting project. Accounts not listed are their own project.
+    projects: dict[str, str] = field(default_factory=dict)
+    path: Path | None = None
+
+
+def _candidate_paths() -> list[Path]:
+    paths = []
+    if os.environ.get("OPS_CONFIG"):
+        paths.append(Path(os.environ["OPS_CONFIG"]))
+    paths.append(Path("ops-warehouse.toml"))
+    paths.append(Path.home() / ".config" / "ops-warehouse" / "config.toml")
+    return paths
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    cfg = Config()
+    candidates = [Path(path)] if path else _candidate_paths()
+    for p in candidates:
+        if p.is_file():
+            _apply_file(cfg, p)
+            break
+        if path:
+            raise OpsError(f"config file not found: {p}")
+    if os.environ.get("OPS_WAREHOUSE"):
+        cfg.dsn = os.environ["OPS_WAREHOUSE"]
+    return cfg
+
+
+def _apply_file(cfg: Config, p: Path) -> None:
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise OpsError(f"cannot read config {p}: {e}") from None
+    wh = data.get("warehouse", {})
+    if "dsn" in wh:
+        # A DSN with a password is a secret: refuse a file others can read.
+        if "@" in wh["dsn"] and p.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH):
+            raise OpsError(f"{p} holds a warehouse password but is readable by others: chmod 600 {p}")
+        cfg.dsn = wh["dsn"]
+    cfg.deployment = wh.get("deployment", cfg.deployment)
+    cfg.cluster_name = wh.get("cluster_name", cfg.cluster_name)
+    if cfg.deployment not in ("single", "cluster"):
+        raise OpsError(f"{p}: warehouse.deployment must be 'single' or 'cluster', not {cfg.deployment!r}")
+    cfg.timezone = data.get("timezone", cfg.timezone)
+    sacct = data.get("sacct", {})
+    cfg.timezone = sacct.get("timezone", cfg.timezone)
+    cfg.default_cluster = sacct.get("cluster", cfg.default_cluster)
+    cmd = sacct.get("command")
+    if cmd is not None:
+        cfg.sacct_command = [cmd] if isinstance(cmd, str) else list(cmd)
+    cfg.projects = {str(k).lower(): str(v) for k, v in data.get("projects", {}).items()}
+    cfg.path = p

@@ -1,0 +1,145 @@
+"""Schema as versioned SQL files under sql/: rendered for the deployment, applied once, recorded.
+
+sql/migrations/NNNN_name.sql are applied in order, once each, and recorded in ``schema_migrations``;
+sql/models/*.sql are views (``CREATE OR REPLACE``) re-applied whenever their text changes. The same files
+render for one server / the embedded engine, or for a cluster (ON CLUSTER, Replicated*MergeTree and a
+Distributed table in front of each sharded table).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib.resources import files
+
+from ops_warehouse import OpsError
+
+_STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
+_CREATE_TABLE = re.compile(r"CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+?)(?:\{\{local\}\})?\s", re.IGNORECASE)
+_MERGETREE = re.compile(r"\{\{(mergetree|mergetree_all) ([A-Za-z]*MergeTree)(?:\(([^)]*)\))?\}\}")
+_DISTRIBUTED = re.compile(r"^--\s*distributed:\s*(.+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    mode: str = "single"  # or "cluster"
+    cluster: str = "ops"
+
+
+def sql_text(relpath: str) -> str:
+    """The text of a shipped SQL file, e.g. ``stats/summary.sql``."""
+    try:
+        return files("ops_warehouse.sql").joinpath(relpath).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise OpsError(f"SQL file missing from the installation: sql/{relpath}") from None
+
+
+def _sql_files(folder: str) -> list[tuple[str, str]]:
+    root = files("ops_warehouse.sql").joinpath(folder)
+    names = sorted(p.name for p in root.iterdir() if p.name.endswith(".sql"))
+    return [(n, root.joinpath(n).read_text(encoding="utf-8")) for n in names]
+
+
+def split_statements(text: str) -> list[str]:
+    """Statements end with ';' at the end of a line; a '-- distributed:' line right after one belongs to it."""
+    out: list[str] = []
+    for part in _STATEMENT_END.split(text):
+        m = re.match(r"\s*(--\s*distributed:[^\n]*)", part)
+        if m and out:
+            out[-1] += "\n" + m.group(1)
+            part = part[m.end():]
+        if any(line.strip() and not line.strip().startswith("--") for line in part.splitlines()):
+            out.append(part.strip())
+    return out
+
+
+def render(statement: str, dep: Deployment) -> list[str]:
+    """One template statement -> the statements to run for this deployment."""
+    cluster = dep.mode == "cluster"
+    m = _CREATE_TABLE.search(statement)
+    table = m.group(1) if m else None
+    dist = _DISTRIBUTED.search(statement)
+    stmt = _DISTRIBUTED.sub("", statement).strip()
+    stmt = stmt.replace("{{local}}", "_local" if cluster else "")
+    stmt = stmt.replace("{{on_cluster}}", f"ON CLUSTER '{dep.cluster}'" if cluster else "")
+
+    def engine(mt: re.Match) -> str:
+        kind, name, args = mt.group(1), mt.group(2), mt.group(3)
+        if not cluster:
+            return f"{name}({args})" if args is not None else name
+        shard = "all" if kind == "mergetree_all" else "{shard}"
+        local = f"{table}_local" if kind == "mergetree" else table
+        zk = f"'/clickhouse/tables/{shard}/{{database}}/{local}', '{{replica}}'"
+        return f"Replicated{name}({zk}{', ' + args if args else ''})"
+
+    stmt = _MERGETREE.sub(engine, stmt)
+    out = [stmt]
+    if cluster and dist and table:
+        key = dist.group(1).strip()
+        out.append(
+            f"CREATE TABLE IF NOT EXISTS {table} ON CLUSTER '{dep.cluster}' AS {table}_local "
+            f"ENGINE = Distributed('{dep.cluster}', currentDatabase(), '{table}_local', {key})"
+        )
+    return out
+
+
+def rendered_schema(dep: Deployment) -> list[str]:
+    """Every DDL statement of the schema (migrations then models) for a deployment."""
+    stmts = []
+    for _, text in _sql_files("migrations") + _sql_files("models"):
+        for s in split_statements(text):
+            stmts.extend(render(s, dep))
+    return stmts
+
+
+def _deployment(wh) -> Deployment:
+    return Deployment(mode=wh.cfg.deployment, cluster=wh.cfg.cluster_name)
+
+
+def apply_migrations(wh) -> list[str]:
+    """Apply what is not yet applied; return the names applied. Safe to run any number of times."""
+    dep = _deployment(wh)
+    oc = f"ON CLUSTER '{dep.cluster}'" if dep.mode == "cluster" else ""
+    engine = (
+        f"ReplicatedReplacingMergeTree('/clickhouse/tables/all/{{database}}/schema_migrations', '{{replica}}', applied_at)"
+        if dep.mode == "cluster" else "ReplacingMergeTree(applied_at)"
+    )
+    wh.command(
+        f"CREATE TABLE IF NOT EXISTS schema_migrations {oc} (name String, kind LowCardinality(String), "
+        f"checksum String, applied_at DateTime64(3, 'UTC')) ENGINE = {engine} ORDER BY name"
+    )
+    done = dict(wh.query_rows("SELECT name, checksum FROM schema_migrations FINAL"))
+    applied = []
+    for kind in ("migrations", "models"):
+        for name, text in _sql_files(kind):
+            checksum = hashlib.sha256(text.encode()).hexdigest()
+            if kind == "migrations" and name in done:
+                continue  # versioned: applied once, never edited afterwards
+            if kind == "models" and done.get(name) == checksum:
+                continue  # repeatable: re-applied when its text changes
+            for s in split_statements(text):
+                for r in render(s, dep):
+                    wh.command(r)
+            wh.command(
+                "INSERT INTO schema_migrations (name, kind, checksum, applied_at) "
+                "VALUES ({n:String}, {k:String}, {c:String}, now64(3))",
+                {"n": name, "k": kind, "c": checksum},
+            )
+            applied.append(name)
+    return applied
+
+
+def sync_projects(wh) -> None:
+    """Make account_project equal to the config's mapping (cheap when unchanged)."""
+    want = sorted(wh.cfg.projects.items())
+    have = sorted(tuple(r) for r in wh.query_rows("SELECT account, project FROM account_project FINAL"))
+    if want == have:
+        return
+    dep = _deployment(wh)
+    oc = f"ON CLUSTER '{dep.cluster}'" if dep.mode == "cluster" else ""
+    wh.command(f"TRUNCATE TABLE account_project {oc}")
+    if want:
+        wh.client.insert(
+            "account_project", [[a, p] for a, p in want], column_names=["account", "project"]
+        )

@@ -1,0 +1,133 @@
+"""The warehouse connection: one clickhouse-connect client for the embedded chDB engine or a server.
+
+``chdb:///path`` (or ``chdb://./relative``) opens the on-disk embedded warehouse in this process;
+``http(s)://user@host:port/db`` reaches a ClickHouse server or cluster with the same code and SQL.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import clickhouse_connect
+
+from ops_warehouse import OpsError
+from ops_warehouse.config import Config
+
+# chDB runs one engine per process and per directory: keep one client per path.
+_EMBEDDED: dict[str, object] = {}
+
+
+class Warehouse:
+    """A connected warehouse plus the deployment settings the SQL renders for."""
+
+    def __init__(self, client, dsn: str, cfg: Config, embedded_path: Path | None):
+        self.client = client
+        self.dsn = dsn
+        self.cfg = cfg
+        self.embedded_path = embedded_path
+
+    @property
+    def embedded(self) -> bool:
+        return self.embedded_path is not None
+
+    def query_arrow(self, sql: str, params: dict | None = None):
+        return self.client.query_arrow(sql, parameters=params or {})
+
+    def query_rows(self, sql: str, params: dict | None = None):
+        return self.client.query(sql, parameters=params or {}).result_rows
+
+    def command(self, sql: str, params: dict | None = None):
+        return self.client.command(sql, parameters=params or {})
+
+    def load_parquet(self, table: str, path: Path) -> None:
+        """Insert one staged Parquet file into ``table`` (same column names)."""
+        if self.embedded:
+            # In-process the engine reads the file itself: the fastest path the notes measured.
+            self.client.command(
+                f"INSERT INTO {table} SELECT * FROM file({{p:String}}, Parquet)",
+                parameters={"p": str(Path(path).resolve())},
+            )
+        else:
+            from clickhouse_connect.driver.tools import insert_file
+
+            insert_file(self.client, table, str(path), fmt="Parquet")
+
+
+def redact(dsn: str) -> str:
+    """The DSN without its password, for messages and logs."""
+    parts = urlsplit(dsn)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return parts._replace(netloc=netloc).geturl()
+    return dsn
+
+
+def embedded_path(dsn: str) -> Path | None:
+    if not dsn.startswith("chdb://"):
+        return None
+    rest = dsn[len("chdb://"):]
+    return Path(rest or "./warehouse").expanduser().resolve()
+
+
+def _locked_by_other(path: Path) -> bool:
+    status = path / "status"
+    if not status.exists():
+        return False
+    try:
+        fd = os.open(status, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def connect(cfg: Config, dsn: str | None = None, migrate: bool = True) -> Warehouse:
+    dsn = dsn or cfg.dsn
+    path = embedded_path(dsn)
+    if path is not None:
+        key = str(path)
+        if key not in _EMBEDDED:
+            if _locked_by_other(path):
+                raise OpsError(
+                    f"the embedded warehouse {path} is in use by another process; embedded chDB allows one "
+                    "process at a time: wait for it, or use a ClickHouse server (--warehouse http://host:8123/db) "
+                    "for concurrent use"
+                )
+            path.mkdir(parents=True, exist_ok=True)
+            try:
+                _EMBEDDED[key] = clickhouse_connect.get_client(dsn=f"chdb://{path}")
+            except Exception as e:  # chDB raises generic errors for a held lock; report it as one line
+                if _locked_by_other(path):
+                    raise OpsError(
+                        f"the embedded warehouse {path} is in use by another process; use a ClickHouse server "
+                        "for concurrent use"
+                    ) from None
+                raise OpsError(f"cannot open embedded warehouse {path}: {str(e).splitlines()[0]}") from None
+        client = _EMBEDDED[key]
+    elif dsn.startswith(("http://", "https://", "clickhouse://", "clickhouses://")):
+        parts = urlsplit(dsn)
+        kwargs = {}
+        if not parts.password and os.environ.get("OPS_WAREHOUSE_PASSWORD"):
+            kwargs["password"] = os.environ["OPS_WAREHOUSE_PASSWORD"]
+        try:
+            client = clickhouse_connect.get_client(dsn=dsn, **kwargs)
+        except Exception as e:
+            raise OpsError(f"cannot reach warehouse {redact(dsn)}: {str(e).splitlines()[0]}") from None
+    else:
+        raise OpsError(f"unsupported warehouse DSN {redact(dsn)!r}: use chdb:///path or http(s)://host:port/db")
+    wh = Warehouse(client, dsn, cfg, path)
+    if migrate:
+        from ops_warehouse.migrations import apply_migrations, sync_projects
+
+        apply_migrations(wh)
+        sync_projects(wh)
+    return wh

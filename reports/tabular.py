@@ -1,0 +1,32 @@
+"""Render a result frame as an aligned table, JSON (list of objects) or CSV."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import date, datetime
+
+import polars as pl
+
+
+def _jsonable(v):
+    if isinstance(v, (date, datetime)):
+        return v.isoformat()
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    return v
+
+
+def render(df: pl.DataFrame, fmt: str) -> str:
+    if fmt == "json":
+        rows = [{k: _jsonable(v) for k, v in r.items()} for r in df.iter_rows(named=True)]
+        return json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        return df.write_csv()
+    if df.height == 0:
+        return "(no rows)\n"
+    shown = df.with_columns(pl.col(pl.Float64).round(4))
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, fmt_str_lengths=60,
+                   tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=4,
+                   tbl_formatting="ASCII_MARKDOWN", thousands_separator=False):
+        return str(shown) + "\n"

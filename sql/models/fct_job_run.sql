@@ -1,0 +1,73 @@
+-- fct_job_run: one row per job run (grain: run), deduplicated, with the attributes every job statistic
+-- groups by. Open XDMoD's Jobs-realm conventions: usage spans [start, end]; a job with no allocated nodes
+-- never ran; bins as XDMoD defines them (job-times.json, gpu-buckets.json, processor buckets).
+CREATE OR REPLACE VIEW fct_job_run {{on_cluster}} AS
+WITH
+runs AS (
+    SELECT * FROM slurm_job_run FINAL
+),
+
+-- An earlier run of a requeued job (sacct --duplicates) is superseded by the next run of the same job id,
+-- user and name submitted once it ended. A reused id (controller reset) is a different job: its runs
+-- are far apart in time, so the same test keeps them apart.
+sequenced AS (
+    SELECT
+        *,
+        leadInFrame(toNullable(submit_ts)) OVER w AS next_submit_ts,
+        leadInFrame(toNullable(user)) OVER w AS next_user,
+        leadInFrame(toNullable(job_name)) OVER w AS next_job_name
+    FROM runs
+    WINDOW w AS (PARTITION BY cluster, job_id ORDER BY submit_ts ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING)
+),
+
+flagged AS (
+    SELECT
+        *,
+        toUInt8(
+            next_submit_ts IS NOT NULL
+            AND next_user = user
+            AND next_job_name = job_name
+            AND (state LIKE 'REQUEUE%' OR state IN ('PREEMPTED', 'NODE_FAIL', 'FAILED', 'TIMEOUT', 'BOOT_FAIL'))
+            AND next_submit_ts >= coalesce(start_ts, submit_ts)
+            AND next_submit_ts <= coalesce(end_ts, as_of_ts) + 3600
+        ) AS is_superseded
+    FROM sequenced
+),
+
+usage AS (
+    SELECT
+        *,
+        -- the interval the run held its resources; running jobs count up to the time of their last load
+        if(never_ran, NULL, start_ts) AS usage_start_ts,
+        if(never_ran, NULL, if(is_final, end_ts, as_of_ts)) AS usage_end_ts,
+        if(never_ran OR start_ts IS NULL, 0,
+           greatest(toInt64(if(is_final, end_ts, as_of_ts)) - toInt64(start_ts), 0)) AS wall_s
+    FROM flagged
+),
+
+binned AS (
+    SELECT
+        u.*,
+        coalesce(nullIf(p.project, ''), u.account) AS project,
+        multiIf(gpus <= 8, toString(gpus),
+                gpus <= 16, '9 - 16', gpus <= 32, '17 - 32', gpus <= 64, '33 - 64',
+                gpus <= 128, '65 - 128', gpus <= 256, '129 - 256', gpus <= 512, '257 - 512',
+                gpus <= 1024, '513 - 1024', gpus <= 2048, '1k - 2k', gpus <= 4096, '2k - 4k', '> 4k')
+            AS gpu_count_bin,
+        multiIf(ncpus <= 1, '1', ncpus <= 2, '2', ncpus <= 4, '3 - 4', ncpus <= 8, '5 - 8',
+                ncpus <= 16, '9 - 16', ncpus <= 32, '17 - 32', ncpus <= 64, '33 - 64',
+                ncpus <= 128, '65 - 128', ncpus <= 256, '129 - 256', ncpus <= 512, '257 - 512',
+                ncpus <= 1024, '513 - 1k', ncpus <= 2048, '1k - 2k', ncpus <= 4096, '2k - 4k',
+                ncpus <= 8192, '4k - 8k', ncpus <= 16384, '8k - 16k', ncpus <= 32768, '16k - 32k',
+                ncpus <= 65536, '32k - 64k', ncpus <= 131072, '64k - 128k', '> 128k')
+            AS job_size_bin,
+        multiIf(wall_s < 1, '0 - 1s', wall_s < 30, '1 - 30s', wall_s < 1800, '30s - 30min',
+                wall_s < 3600, '30 - 60min', wall_s < 18000, '1 - 5hr', wall_s < 36000, '5 - 10hr',
+                wall_s < 64800, '10 - 18hr', '18+hr')
+            AS wall_time_bin
+    FROM usage AS u
+    LEFT JOIN account_project AS p ON lower(u.account) = p.account
+    SETTINGS join_use_nulls = 1
+)
+
+SELECT * FROM binned;
