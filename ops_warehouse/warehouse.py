@@ -16,8 +16,18 @@ import clickhouse_connect
 from ops_warehouse import OpsError
 from ops_warehouse.config import Config
 
-# chDB runs one engine per process and per directory: keep one client per path.
+# chDB runs one embedded engine per process, on one directory at a time: keep that client, and close it
+# before opening another directory.
 _EMBEDDED: dict[str, object] = {}
+
+
+def close_embedded() -> None:
+    """Close the process's embedded engine (a later connect may then open another directory)."""
+    for key, client in list(_EMBEDDED.items()):
+        try:
+            client.close()
+        finally:
+            _EMBEDDED.pop(key, None)
 
 
 class Warehouse:
@@ -96,6 +106,7 @@ def connect(cfg: Config, dsn: str | None = None, migrate: bool = True) -> Wareho
     if path is not None:
         key = str(path)
         if key not in _EMBEDDED:
+            close_embedded()
             if _locked_by_other(path):
                 raise OpsError(
                     f"the embedded warehouse {path} is in use by another process; embedded chDB allows one "
