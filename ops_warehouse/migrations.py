@@ -49,8 +49,10 @@ def split_statements(text: str) -> list[str]:
         if m and out:
             out[-1] += "\n" + m.group(1)
             part = part[m.end():]
-        if any(line.strip() and not line.strip().startswith("--") for line in part.splitlines()):
-            out.append(part.strip())
+        # whole-line comments document the file; they are not sent (the directive line is kept above)
+        code = "\n".join(line for line in part.splitlines() if not line.strip().startswith("--"))
+        if code.strip():
+            out.append(code.strip())
     return out
 
 

@@ -290,7 +290,7 @@ def _lines(j: pl.DataFrame, cluster: str, steps: bool) -> tuple[pl.Series, int]:
     acct = pl.col("acct").replace_strict(list(range(len(ACCOUNTS))), list(ACCOUNTS), return_dtype=pl.String)
     group = pl.col("primary").replace_strict(list(range(len(ACCOUNTS))), list(ACCOUNTS), return_dtype=pl.String)
     never = ~pl.col("ran")
-    jobs = j.select(
+    jobs = _line(j, dict(
         _k=pl.col("raw") * 4,
         jobidraw=S("raw"), jobid=jobid, cluster=pl.lit(cluster), partition=pname,
         qos=pl.col("qos").replace_strict([0, 1, 2], ["normal", "high", "low"], return_dtype=pl.String),
@@ -308,7 +308,7 @@ def _lines(j: pl.DataFrame, cluster: str, steps: bool) -> tuple[pl.Series, int]:
         nodelist=pl.when(never).then(pl.lit("None assigned")).otherwise(nodelist),
         reservation=pl.when(pl.col("resv")).then(pl.lit("big_run")).otherwise(pl.lit("")),
         jobname=pl.col("name"),
-    )
+    ))
     frames = [jobs]
     n_steps = 0
     if steps:
@@ -321,23 +321,23 @@ def _lines(j: pl.DataFrame, cluster: str, steps: bool) -> tuple[pl.Series, int]:
         per_node = lambda c: (pl.col(c) // pl.col("nnodes")).cast(pl.String)  # noqa: E731
         common = dict(cluster=pl.lit(cluster), account=acct, submit=start_txt, eligible=start_txt, start=start_txt,
                       end=end_txt, elapsedraw=S("elapsed"), reqmem=mem_txt, **blank)
-        batch = r.select(
+        batch = _line(r, dict(
             _k=pl.col("raw") * 4 + 1, jobidraw=S("raw") + ".batch", jobid=jobid + ".batch",
             exitcode=bexit, state=bstate, nnodes=pl.lit("1"), ncpus=per_node("cpus"), reqcpus=per_node("cpus"),
             alloctres=tres(per_node("cpus"), per_node("gpus"), per_node("mem") + "M", pl.lit("1")),
             nodelist=pname + "-" + z3(n0), jobname=pl.lit("batch"), **common,
-        )
-        extern = r.select(
+        ))
+        extern = _line(r, dict(
             _k=pl.col("raw") * 4 + 2, jobidraw=S("raw") + ".extern", jobid=jobid + ".extern",
             exitcode=pl.lit("0:0"),
             state=pl.when(state == RUNNING).then(pl.lit("RUNNING")).otherwise(pl.lit("COMPLETED")),
             nnodes=S("nnodes"), ncpus=S("cpus"), reqcpus=S("cpus"), alloctres=alloc, nodelist=nodelist,
             jobname=pl.lit("extern"), **common,
-        )
+        ))
         m = r.filter(pl.col("nnodes") > 1)
         s0_start = pl.col("start") + pl.col("step0_delay")
         s0_start_txt = _ts(s0_start)
-        step0 = m.select(
+        step0 = _line(m, dict(
             _k=pl.col("raw") * 4 + 3, jobidraw=S("raw") + ".0", jobid=jobid + ".0",
             exitcode=bexit,
             state=pl.when(state == TIMEOUT).then(pl.lit("CANCELLED")).otherwise(bstate),
@@ -346,14 +346,14 @@ def _lines(j: pl.DataFrame, cluster: str, steps: bool) -> tuple[pl.Series, int]:
             jobname=pl.col("srun"),
             **{**common, "submit": s0_start_txt, "eligible": s0_start_txt, "start": s0_start_txt,
                "elapsedraw": (pl.col("elapsed") - pl.col("step0_delay")).cast(pl.String)},
-        )
+        ))
         n_steps = batch.height + extern.height + step0.height
         frames += [batch, extern, step0]
-    cols = ["_k", *FIELDS]
-    lines = (
-        pl.concat([f.select(cols) for f in frames])
-        .sort("_k")
-        .select(pl.concat_str([pl.col(c) for c in FIELDS], separator="|").alias("l"))
-        .get_column("l")
-    )
+    lines = pl.concat(frames).sort("_k").get_column("l")
     return lines, n_steps
+
+
+def _line(df: pl.DataFrame, fields: dict[str, pl.Expr]) -> pl.DataFrame:
+    """(_k order key, l the sacct line) from one expression per field."""
+    assert set(fields) == {"_k", *FIELDS}, set(fields) ^ {"_k", *FIELDS}
+    return df.select(_k=fields["_k"], l=pl.concat_str([fields[f] for f in FIELDS], separator="|"))

@@ -1,0 +1,66 @@
+"""Schema migrations, the cluster rendering of the same files, and the embedded warehouse's lock."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ops_warehouse import OpsError
+from ops_warehouse.config import Config
+from ops_warehouse.migrations import Deployment, apply_migrations, rendered_schema
+from ops_warehouse.warehouse import connect, redact
+from tests.conftest import rows
+
+
+def test_migrations_apply_once_and_are_recorded(wh):
+    assert apply_migrations(wh) == []  # connect() already applied them
+    names = [n for (n,) in rows(wh, "SELECT name FROM schema_migrations FINAL ORDER BY name")]
+    assert "0001_slurm_accounting.sql" in names and "fct_job_run.sql" in names
+    tables = {t for (t,) in rows(wh, "SELECT name FROM system.tables WHERE database = currentDatabase()")}
+    assert {"slurm_job_run", "slurm_job_step", "etl_quarantine", "etl_run_log", "account_project",
+            "fct_job_run"} <= tables
+
+
+@pytest.mark.parametrize("mode", ["single", "cluster"])
+def test_rendered_ddl_parses_with_the_engines_own_parser(wh, mode):
+    stmts = rendered_schema(Deployment(mode, "ops_prod"))
+    for s in stmts:
+        formatted = rows(wh, "SELECT formatQuery({q:String})", q=s)[0][0]
+        assert formatted
+    text = "\n".join(stmts)
+    if mode == "cluster":
+        assert "ON CLUSTER 'ops_prod'" in text
+        assert "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/slurm_job_run_local', " \
+               "'{replica}', _version)" in text
+        assert ("CREATE TABLE IF NOT EXISTS slurm_job_run ON CLUSTER 'ops_prod' AS slurm_job_run_local "
+                "ENGINE = Distributed('ops_prod', currentDatabase(), 'slurm_job_run_local', "
+                "cityHash64(cluster, job_id))") in text
+        # small dimensions are replicated to every node, not sharded
+        assert "'/clickhouse/tables/all/{database}/account_project'" in text
+        assert sum("ENGINE = Distributed" in s for s in stmts) == 4
+    else:
+        assert "Replicated" not in text and "ON CLUSTER" not in text and "_local" not in text
+
+
+def test_second_process_gets_one_clear_line(wh, cfg):
+    code = ("from ops_warehouse.cli.main import main; import sys; "
+            f"sys.argv=['ops-report', '--warehouse', {cfg.dsn!r}, 'init']; main()")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert str(wh.embedded_path) in lines[0] and "ClickHouse server" in lines[0]
+    assert "Traceback" not in p.stderr
+
+
+def test_unsupported_dsn_and_password_redaction():
+    with pytest.raises(OpsError, match="unsupported warehouse DSN"):
+        connect(Config(dsn="postgres://u:secret@h/db"))
+    assert redact("http://ops:s3cret@ch:8123/db") == "http://ops:***@ch:8123/db"
+
+
+def test_unreachable_server_is_one_line(tmp_path):
+    with pytest.raises(OpsError, match=r"cannot reach warehouse http://ops:\*\*\*@127.0.0.1:9/db"):
+        connect(Config(dsn="http://ops:s3cret@127.0.0.1:9/db"))
