@@ -1,0 +1,289 @@
+"""Benchmark: sacct text -> warehouse, the product's loader against the engine's own ceiling.
+
+    /work/venv/bin/python bench/bench_etl_sacct.py [--jobs 1000000] [--small-jobs 250000] [--workdir DIR]
+
+1. writes a synthetic ``sacct --parsable2`` dump with steps (ops_warehouse.synth) and times it;
+2. in a fresh child process, loads it with the product (``ops_warehouse.etl.sacct_load.load_sacct``) into a
+   fresh embedded warehouse: seconds, rows/s, peak RSS of that child;
+3. in another fresh child, the ceiling: ClickHouse (chDB through clickhouse-connect, fresh warehouse) parsing
+   the same file itself (``INSERT INTO t SELECT ... FROM file(..., 'CSVWithNames')``, times through
+   ``parseDateTimeBestEffortOrNull``) into a typed ReplacingMergeTree with slurm_job_run's ORDER BY;
+4. the product load again on a smaller dump, to show its peak RSS does not grow with the input.
+
+Each phase runs in its own process so ru_maxrss is that phase's peak. ``--stages`` adds a child that times
+the loader's stages (read/split, normalize, Parquet staging, engine insert) chunk by chunk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+GOAL_RATIO = 0.5
+GOAL_RSS_MB = 1536
+START = datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _current_rss_mb() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
+# ---------------------------------------------------------------------------------------------- children
+
+def child_product(path: str, wh_dir: str) -> dict:
+    from ops_warehouse.config import Config
+    from ops_warehouse.etl.sacct_load import load_sacct
+    from ops_warehouse.warehouse import connect
+
+    t = time.perf_counter()
+    wh = connect(Config(dsn=f"chdb://{wh_dir}"))
+    connect_s = time.perf_counter() - t
+    rss_before = _current_rss_mb()
+    t = time.perf_counter()
+    r = load_sacct(wh, path)
+    seconds = time.perf_counter() - t
+    runs = wh.query_rows("SELECT count() FROM slurm_job_run")[0][0]
+    steps = wh.query_rows("SELECT count() FROM slurm_job_step")[0][0]
+    return {
+        "seconds": seconds, "connect_s": connect_s, "records_read": r.records_read, "jobs_loaded": r.jobs_loaded,
+        "steps_loaded": r.steps_loaded, "quarantined": r.quarantined, "reasons": r.reasons,
+        "rows_in_tables": runs + steps, "rss_before_mb": rss_before, "peak_rss_mb": _peak_rss_mb(),
+    }
+
+
+def _sacct_columns(path: str) -> list[str]:
+    with open(path, encoding="utf-8") as f:
+        return f.readline().rstrip("\n").split("|")
+
+
+CEILING_TABLE = """
+CREATE TABLE sacct_ceiling
+(
+    cluster LowCardinality(String), job_id String, job_id_raw String, partition LowCardinality(String),
+    qos LowCardinality(String), account LowCardinality(String), group_name LowCardinality(String),
+    gid Nullable(UInt32), user LowCardinality(String), uid Nullable(UInt32),
+    submit_ts DateTime('UTC'), eligible_ts Nullable(DateTime('UTC')), start_ts Nullable(DateTime('UTC')),
+    end_ts Nullable(DateTime('UTC')), elapsed_s UInt64, timelimit String, exit_code String,
+    state LowCardinality(String), nnodes UInt32, ncpus UInt32, req_cpus Nullable(UInt32), req_mem String,
+    req_tres String, alloc_tres String, node_list String, reservation LowCardinality(String), job_name String
+)
+ENGINE = ReplacingMergeTree
+PARTITION BY toYYYYMM(submit_ts)
+ORDER BY (cluster, job_id, submit_ts)
+"""
+
+CEILING_INSERT = """
+INSERT INTO sacct_ceiling
+SELECT
+    Cluster, JobID, JobIDRaw, Partition, QOS, Account, `Group`, toUInt32OrNull(GID), User, toUInt32OrNull(UID),
+    ifNull(parseDateTimeBestEffortOrNull(Submit, 'UTC'), toDateTime(0, 'UTC')),
+    parseDateTimeBestEffortOrNull(Eligible, 'UTC'), parseDateTimeBestEffortOrNull(Start, 'UTC'),
+    parseDateTimeBestEffortOrNull(`End`, 'UTC'), toUInt64OrZero(ElapsedRaw), TimelimitRaw, ExitCode, State,
+    toUInt32OrZero(NNodes), toUInt32OrZero(NCPUS), toUInt32OrNull(ReqCPUS), ReqMem, ReqTRES, AllocTRES,
+    NodeList, Reservation, JobName
+FROM file({path:String}, 'CSVWithNames', {structure:String})
+SETTINGS format_csv_delimiter = '|', format_csv_allow_double_quotes = 0, format_csv_allow_single_quotes = 0,
+    input_format_csv_empty_as_default = 0, input_format_csv_use_default_on_bad_values = 0
+"""
+
+
+def child_ceiling(path: str, wh_dir: str) -> dict:
+    import clickhouse_connect
+
+    client = clickhouse_connect.get_client(dsn=f"chdb://{wh_dir}")
+    client.command(CEILING_TABLE)
+    structure = ", ".join(f"`{c}` String" for c in _sacct_columns(path))
+    rss_before = _current_rss_mb()
+    t = time.perf_counter()
+    client.command(CEILING_INSERT, parameters={"path": str(Path(path).resolve()), "structure": structure})
+    seconds = time.perf_counter() - t
+    rows = client.command("SELECT count() FROM sacct_ceiling")
+    return {"seconds": seconds, "rows_in_tables": int(rows), "rss_before_mb": rss_before,
+            "peak_rss_mb": _peak_rss_mb()}
+
+
+def child_stages(path: str, wh_dir: str) -> dict:
+    """The product load with each stage timed (wrappers add a few calls per chunk, nothing per row)."""
+    from ops_warehouse.config import Config
+    from ops_warehouse.etl import sacct_load, sacct_text
+    from ops_warehouse.warehouse import Warehouse, connect
+
+    acc: dict[str, float] = {"read+split (sacct_text.read_text)": 0.0, "normalize": 0.0,
+                             "write_parquet (staging)": 0.0, "engine INSERT from Parquet": 0.0}
+    orig_read, orig_norm, orig_load = sacct_text.read_text, sacct_load.normalize, Warehouse.load_parquet
+
+    def read_text(*a, **k):
+        it = orig_read(*a, **k)
+        while True:
+            t = time.perf_counter()
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            finally:
+                acc["read+split (sacct_text.read_text)"] += time.perf_counter() - t
+            yield item
+
+    def normalize(*a, **k):
+        t = time.perf_counter()
+        try:
+            return orig_norm(*a, **k)
+        finally:
+            acc["normalize"] += time.perf_counter() - t
+
+    def load_parquet(self, table, p):
+        t = time.perf_counter()
+        try:
+            return orig_load(self, table, p)
+        finally:
+            acc["engine INSERT from Parquet"] += time.perf_counter() - t
+
+    orig_stage = sacct_load._stage_and_load
+
+    def stage_and_load(*a, **k):
+        t = time.perf_counter()
+        before = acc["engine INSERT from Parquet"]
+        try:
+            return orig_stage(*a, **k)
+        finally:
+            acc["write_parquet (staging)"] += time.perf_counter() - t - (acc["engine INSERT from Parquet"] - before)
+
+    sacct_text.read_text = read_text
+    sacct_load.normalize = normalize
+    sacct_load._stage_and_load = stage_and_load
+    Warehouse.load_parquet = load_parquet
+    wh = connect(Config(dsn=f"chdb://{wh_dir}"))
+    t = time.perf_counter()
+    sacct_load.load_sacct(wh, path)
+    total = time.perf_counter() - t
+    return {"seconds": total, "stages": acc, "peak_rss_mb": _peak_rss_mb()}
+
+
+CHILDREN = {"product": child_product, "ceiling": child_ceiling, "stages": child_stages}
+
+
+# ---------------------------------------------------------------------------------------------- parent
+
+def run_child(kind: str, path: Path, workdir: Path) -> dict:
+    wh_dir = workdir / f"wh-{kind}-{os.getpid()}-{time.monotonic_ns()}"
+    try:
+        p = subprocess.run(
+            [sys.executable, __file__, "--child", kind, "--file", str(path), "--warehouse-dir", str(wh_dir)],
+            capture_output=True, text=True, check=False,
+        )
+        if p.returncode != 0:
+            sys.exit(f"{kind} child failed (exit {p.returncode}):\n{p.stderr[-4000:]}")
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(wh_dir, ignore_errors=True)
+
+
+def generate(path: Path, jobs: int, days: int, seed: int) -> dict:
+    from ops_warehouse.synth import write_sacct_dump
+
+    t = time.perf_counter()
+    out = write_sacct_dump(path, jobs=jobs, start=START, days=days, seed=seed, steps=True)
+    out["seconds"] = time.perf_counter() - t
+    return out
+
+
+def machine() -> str:
+    model = platform.processor() or "?"
+    try:
+        for line in subprocess.run(["lscpu"], capture_output=True, text=True).stdout.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import psutil
+
+    return f"{os.cpu_count()} CPUs, {model}, {psutil.virtual_memory().total / 2**30:.0f} GiB RAM"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=1_000_000)
+    ap.add_argument("--small-jobs", type=int, default=250_000, help="second product run (0: skip)")
+    ap.add_argument("--days", type=int, default=180, help="period the jobs are submitted over")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder, removed after")
+    ap.add_argument("--stages", action="store_true", help="also time the loader's stages (one more load)")
+    ap.add_argument("--json", type=Path, default=None, help="write the figures here too")
+    ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
+    ap.add_argument("--file", help=argparse.SUPPRESS)
+    ap.add_argument("--warehouse-dir", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        print(json.dumps(CHILDREN[a.child](a.file, a.warehouse_dir)))
+        return
+
+    own = a.workdir is None
+    workdir = Path(tempfile.mkdtemp(prefix="bench-etl-sacct-")) if own else a.workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    res: dict = {"machine": machine(), "jobs": a.jobs, "days": a.days, "seed": a.seed}
+    print(f"machine: {res['machine']}")
+    try:
+        big = workdir / f"sacct-{a.jobs}.psv"
+        g = res["generate"] = generate(big, a.jobs, a.days, a.seed)
+        print(f"generate: {g['jobs']:,} jobs, {g['lines']:,} lines, {g['bytes'] / 1e6:,.0f} MB "
+              f"in {g['seconds']:.1f} s ({g['lines'] / g['seconds']:,.0f} lines/s)")
+
+        def show(name: str, r: dict, lines: int) -> None:
+            r["rows_per_s"] = lines / r["seconds"]
+            print(f"{name}: {lines:,} lines in {r['seconds']:.1f} s = {r['rows_per_s']:,.0f} rows/s, "
+                  f"peak RSS {r['peak_rss_mb']:,.0f} MB (before the load {r['rss_before_mb']:,.0f} MB), "
+                  f"rows in tables {r['rows_in_tables']:,}"
+                  + (f", quarantined {r['quarantined']:,} {r['reasons'] or ''}" if "quarantined" in r else ""))
+
+        p = res["product"] = run_child("product", big, workdir)
+        show("product load_sacct", p, g["lines"])
+        c = res["ceiling"] = run_child("ceiling", big, workdir)
+        show("engine ceiling (chDB file() CSV)", c, g["lines"])
+        if c["rows_in_tables"] != g["lines"]:
+            print(f"  WARNING: ceiling loaded {c['rows_in_tables']:,} rows, the file has {g['lines']:,}")
+        if p["rows_in_tables"] != g["lines"] - p["quarantined"]:
+            print(f"  WARNING: product tables hold {p['rows_in_tables']:,} rows, expected "
+                  f"{g['lines'] - p['quarantined']:,}")
+        ratio = res["ratio"] = p["rows_per_s"] / c["rows_per_s"]
+        print(f"ratio product/ceiling: {ratio:.2f} (goal >= {GOAL_RATIO}: {'met' if ratio >= GOAL_RATIO else 'NOT met'})")
+        print(f"peak RSS goal < {GOAL_RSS_MB} MB: product {'met' if p['peak_rss_mb'] < GOAL_RSS_MB else 'NOT met'}, "
+              f"ceiling {'met' if c['peak_rss_mb'] < GOAL_RSS_MB else 'NOT met'}")
+        if a.stages:
+            s = res["stages"] = run_child("stages", big, workdir)
+            print(f"product stages ({s['seconds']:.1f} s in all):")
+            for k, v in s["stages"].items():
+                print(f"  {k:<40} {v:7.1f} s  {100 * v / s['seconds']:5.1f}%")
+        big.unlink()
+        if a.small_jobs:
+            small = workdir / f"sacct-{a.small_jobs}.psv"
+            gs = res["generate_small"] = generate(small, a.small_jobs, max(1, a.days * a.small_jobs // a.jobs), a.seed)
+            ps = res["product_small"] = run_child("product", small, workdir)
+            show(f"product load_sacct, {a.small_jobs:,} jobs", ps, gs["lines"])
+            print(f"peak RSS {a.small_jobs:,} jobs: {ps['peak_rss_mb']:,.0f} MB; {a.jobs:,} jobs: "
+                  f"{p['peak_rss_mb']:,.0f} MB")
+            small.unlink()
+    finally:
+        if own:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if a.json:
+        a.json.write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()
