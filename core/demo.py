@@ -39,6 +39,8 @@ def run_demo(cfg: Config, directory: Path, *, jobs: int = 20000, seed: int = 7) 
     out.mkdir(parents=True, exist_ok=True)
     if cfg.dsn == DEFAULT_DSN:  # nothing chosen: a warehouse of the demo's own
         cfg.dsn = f"chdb://{directory / 'warehouse'}"
+    if not cfg.projects:  # the generated accounts proja..projf are the projects A..F
+        cfg.projects = {f"proj{c}": c.upper() for c in "abcdef"}
     done = _stage(f"generate {jobs} jobs of {DEMO_MONTH:%Y-%m} (seed {seed})")
     dump = directory / "sacct-2026-10.psv"
     stats = write_sacct_dump(dump, jobs=jobs, start=datetime.combine(DEMO_MONTH, datetime.min.time(), timezone.utc),
