@@ -51,71 +51,29 @@ STEP_SCHEMA = {
 QUARANTINE_SCHEMA = {"line_no": pl.UInt64, "reason": pl.String, "raw": pl.String}
 
 
-def _s(df: pl.DataFrame, name: str) -> pl.Expr:
-    """A field as stripped text, or null when the input has no such column."""
-    if name in df.columns:
-        return pl.col(name).str.strip_chars()
-    return pl.lit(None, dtype=pl.String)
+def _col(df: pl.DataFrame, name: str) -> pl.Expr:
+    """A field as text, or null when the input has no such column (sacct pads nothing in parsable mode)."""
+    return pl.col(name) if name in df.columns else pl.lit(None, dtype=pl.String)
 
 
 def _int(e: pl.Expr) -> pl.Expr:
     return e.cast(pl.Int64, strict=False)
 
 
-def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
-              ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(runs, steps, quarantine) for one chunk of named string fields."""
-    df = records
-    jobid = pl.coalesce(_s(df, "jobid"), _s(df, "jobidraw"))
-    state_txt = _s(df, "state").fill_null("")
-    exit_txt = _s(df, "exitcode")
-    t = df.select(
-        "line_no", "raw",
-        _jobid=jobid,
-        _jobidraw=_s(df, "jobidraw"),
-        cluster=pl.coalesce(pl.when(_s(df, "cluster") != "").then(_s(df, "cluster")), pl.lit(cluster)),
-        job_name=_s(df, "jobname").fill_null("") if "jobname" in df.columns else pl.lit(""),
-        user=_s(df, "user").fill_null(""),
-        uid=_int(_s(df, "uid")),
-        account=_s(df, "account").fill_null(""),
-        group_name=_s(df, "group").fill_null(""),
-        partition=_s(df, "partition").fill_null(""),
-        qos=_s(df, "qos").fill_null(""),
-        reservation=_s(df, "reservation").fill_null(""),
-        state=state_txt.str.extract(r"^([A-Z_]+)", 1),
-        cancelled_by_uid=_int(state_txt.str.extract(r"^CANCELLED by (\d+)$", 1)),
-        exit_code=_int(exit_txt.str.extract(r"^(-?\d+)(?::-?\d+)?$", 1)),
-        exit_signal=_int(exit_txt.str.extract(r"^-?\d+:(-?\d+)$", 1)),
-        _submit=_s(df, "submit"), _eligible=_s(df, "eligible"), _start=_s(df, "start"), _end=_s(df, "end"),
-        _elapsed=pl.coalesce(
-            durations.duration_s(_s(df, "elapsedraw"), 1), durations.duration_s(_s(df, "elapsed"), 1)
-        ),
-        _tl_txt=pl.coalesce(_s(df, "timelimitraw"), _s(df, "timelimit")),
-        _tl_raw=_s(df, "timelimitraw").is_not_null(),
-        nnodes_txt=_s(df, "nnodes"), ncpus_txt=_s(df, "ncpus"),
-        req_cpus=_int(_s(df, "reqcpus")),
-        req_mem=_s(df, "reqmem").fill_null(""),
-        alloc_tres=_s(df, "alloctres").fill_null(""),
-        req_tres=_s(df, "reqtres").fill_null(""),
-        node_list=_s(df, "nodelist").fill_null(""),
-        ntasks=_int(_s(df, "ntasks")),
-    )
-    m = pl.col("_jobid").str.extract_groups(_JOBID)
-    t = t.with_columns(
-        _base=m.struct.field("1").cast(pl.UInt64, strict=False),
-        _arr=m.struct.field("2"),
-        _het=m.struct.field("3").cast(pl.Int32, strict=False),
-        _step=m.struct.field("4"),
-        _raw_id=pl.col("_jobidraw").str.extract(r"^(\d+)", 1).cast(pl.UInt64, strict=False),
-    )
-    # times
-    t = t.with_columns(
-        submit_ts=durations.parse_time(pl.col("_submit"), tz),
-        eligible_ts=durations.parse_time(pl.col("_eligible"), tz),
-        start_ts=durations.parse_time(pl.col("_start"), tz),
-        end_ts=durations.parse_time(pl.col("_end"), tz),
-    )
-    reason = pl.lit(None, dtype=pl.String)
+def _on_rows(df: pl.DataFrame, mask: pl.Expr, fix) -> pl.DataFrame:
+    """Apply the costly ``fix`` (frame -> frame, same schema) only to rows where ``mask`` holds.
+
+    Most inputs need the slow path (regex fallbacks, list work) on no row at all; computing it for every row
+    is what made this module slow."""
+    mask = mask.fill_null(False)
+    sub = df.filter(mask)
+    if sub.height == 0:
+        return df
+    return pl.concat([df.filter(~mask), fix(sub).select(df.columns)], how="vertical_relaxed")
+
+
+def _checks() -> list[tuple[pl.Expr, pl.Expr]]:
+    """(condition, reason) pairs; the first that holds names why a record is quarantined."""
     checks = [
         (pl.col("_jobid").is_null() | (pl.col("_jobid") == ""), pl.lit("no JobID")),
         (pl.col("_base").is_null(), pl.format("unparseable JobID '{}'", pl.col("_jobid"))),
@@ -140,41 +98,103 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
          pl.format("bad NCPUS '{}'", pl.col("ncpus_txt"))),
         (pl.col("end_ts") < pl.col("start_ts"), pl.lit("End before Start")),
     ]
-    for cond, why in reversed(checks):
-        reason = pl.when(cond.fill_null(False)).then(why).otherwise(reason)
-    t = t.with_columns(_reason=reason)
+    return checks
 
-    # node lists (also a validity check)
+
+def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
+              ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(runs, steps, quarantine) for one chunk of named string fields."""
+    df = records
+    c = lambda name: _col(df, name)  # noqa: E731
+    state_txt = c("state").fill_null("")
+    exit_parts = c("exitcode").str.split_exact(":", 1)
+    t = df.select(
+        "line_no", "raw",
+        _jobid=pl.coalesce(c("jobid"), c("jobidraw")),
+        _jobidraw=c("jobidraw"),
+        cluster=pl.when(c("cluster").fill_null("") != "").then(c("cluster")).otherwise(pl.lit(cluster)),
+        job_name=c("jobname").fill_null(""),
+        user=c("user").fill_null(""),
+        uid=_int(c("uid")),
+        account=c("account").fill_null(""),
+        group_name=c("group").fill_null(""),
+        partition=c("partition").fill_null(""),
+        qos=c("qos").fill_null(""),
+        reservation=c("reservation").fill_null(""),
+        state=state_txt.str.extract(r"^([A-Z_]+)", 1),
+        cancelled_by_uid=_int(state_txt.str.strip_prefix("CANCELLED by ")),
+        exit_code=_int(exit_parts.struct.field("field_0")),
+        exit_signal=_int(exit_parts.struct.field("field_1")),
+        _exit_txt=c("exitcode"),
+        _submit=c("submit"), _eligible=c("eligible"), _start=c("start"), _end=c("end"),
+        _elapsed_txt=pl.coalesce(c("elapsedraw"), c("elapsed")),
+        _elapsed_is_raw=c("elapsedraw").is_not_null(),
+        _tl_txt=pl.coalesce(c("timelimitraw"), c("timelimit")),
+        nnodes_txt=c("nnodes"), ncpus_txt=c("ncpus"),
+        req_cpus=_int(c("reqcpus")),
+        req_mem=c("reqmem").fill_null(""),
+        alloc_tres=c("alloctres").fill_null(""),
+        req_tres=c("reqtres").fill_null(""),
+        node_list=c("nodelist").fill_null(""),
+        ntasks=_int(c("ntasks")),
+    )
+    # exit codes that are not "N:M" (rare): regex path
+    t = _on_rows(t, pl.col("_exit_txt").is_not_null() & pl.col("exit_signal").is_null(), lambda s: s.with_columns(
+        exit_code=_int(pl.col("_exit_txt").str.extract(r"^(-?\d+)(?::-?\d+)?$", 1)),
+        exit_signal=_int(pl.col("_exit_txt").str.extract(r"^-?\d+:(-?\d+)$", 1)),
+    ))
+    m = pl.col("_jobid").str.extract_groups(_JOBID)
+    t = t.with_columns(
+        _base=m.struct.field("1").cast(pl.UInt64, strict=False),
+        _arr=m.struct.field("2"),
+        _het=m.struct.field("3").cast(pl.Int32, strict=False),
+        _step=m.struct.field("4"),
+        _raw_id=pl.col("_jobidraw").str.extract(r"^(\d+)", 1).cast(pl.UInt64, strict=False),
+        submit_ts=durations.parse_time(pl.col("_submit"), tz),
+        eligible_ts=durations.parse_time(pl.col("_eligible"), tz),
+        start_ts=durations.parse_time(pl.col("_start"), tz),
+        end_ts=durations.parse_time(pl.col("_end"), tz),
+        # ElapsedRaw is plain seconds; Elapsed text takes the regex path below
+        _elapsed=pl.col("_elapsed_txt").cast(pl.Float64, strict=False),
+    )
+    t = _on_rows(t, pl.col("_elapsed").is_null() & pl.col("_elapsed_txt").is_not_null(), lambda s: s.with_columns(
+        _elapsed=durations.duration_s(pl.col("_elapsed_txt"), 1)))
+
+    checks = _checks()
+    bad = pl.any_horizontal([cond.fill_null(False) for cond, _ in checks])
+    t = t.with_columns(_bad=bad)
     t = t.with_row_index("_i")
-    nodes = hostlist.expand(t, "node_list", "_i")
-    t = t.join(nodes, on="_i", how="left").with_columns(
-        _reason=pl.when(pl.col("_reason").is_null() & ~pl.col("hostlist_ok"))
-        .then(pl.format("bad NodeList '{}'", pl.col("node_list")))
-        .otherwise(pl.col("_reason"))
-    )
-    # pending array ranges 123_[1-3,7%2] -> one row per task
-    rng = pl.col("_arr").str.starts_with("[")
+    # node lists (also a validity check): plain single names need no expansion
+    plain = ~pl.col("node_list").str.contains(r"[\[,]") & ~pl.col("node_list").is_in(["", "None assigned", "(null)"])
     t = t.with_columns(
-        _tasks=pl.when(rng).then(
-            pl.col("_arr").str.strip_chars("[]").str.replace(r"%\d+$", "").str.split(",")
-        )
+        nodes=pl.when(plain).then(pl.concat_list(pl.col("node_list"))).otherwise(pl.lit([], dtype=pl.List(pl.String))),
+        hostlist_ok=pl.lit(True),
     )
-    t = t.with_columns(
-        _reason=pl.when(
-            pl.col("_reason").is_null() & rng & pl.col("_tasks").list.eval(
-                pl.element().str.contains(r"^\d+(-\d+)?$").not_()
-            ).list.any()
-        ).then(pl.format("bad array range '{}'", pl.col("_arr"))).otherwise(pl.col("_reason"))
-    )
-    quarantine = t.filter(pl.col("_reason").is_not_null()).select(
-        "line_no", pl.col("_reason").alias("reason"), "raw"
-    )
-    t = t.filter(pl.col("_reason").is_null())
 
-    t = _expand_array_ranges(t)
-    quarantine = pl.concat([quarantine, t.filter(pl.col("_reason").is_not_null()).select(
-        "line_no", pl.col("_reason").alias("reason"), "raw")]).cast(QUARANTINE_SCHEMA)
-    t = t.filter(pl.col("_reason").is_null())
+    def expand_nodes(s: pl.DataFrame) -> pl.DataFrame:
+        e = hostlist.expand(s, "node_list", "_i")
+        return s.drop("nodes", "hostlist_ok").join(e, on="_i", how="left")
+
+    t = _on_rows(t, pl.col("node_list").str.contains(r"[\[,]"), expand_nodes)
+    t = t.with_columns(_bad=pl.col("_bad") | ~pl.col("hostlist_ok"))
+    # pending array ranges 123_[1-3,7%2] -> one row per task
+    t = t.with_columns(_reason=pl.lit(None, dtype=pl.String), _task=pl.lit(None, dtype=pl.Int64))
+    ranged = pl.col("_arr").str.starts_with("[").fill_null(False)
+    t = t.with_columns(_task=pl.when(~ranged).then(pl.col("_arr").cast(pl.Int64, strict=False)))
+
+    def reasons(s: pl.DataFrame) -> pl.DataFrame:
+        reason = pl.lit(None, dtype=pl.String)
+        for cond, why in reversed(checks):
+            reason = pl.when(cond.fill_null(False)).then(why).otherwise(reason)
+        reason = pl.coalesce(reason, pl.when(~pl.col("hostlist_ok")).then(
+            pl.format("bad NodeList '{}'", pl.col("node_list"))))
+        return s.with_columns(_reason=reason)
+
+    t = _on_rows(t, pl.col("_bad"), reasons)
+    t = _on_rows(t, ranged & pl.col("_reason").is_null(), _expand_array_ranges)
+    failed = pl.col("_reason").is_not_null()
+    quarantine = t.filter(failed).select("line_no", pl.col("_reason").alias("reason"), "raw").cast(QUARANTINE_SCHEMA)
+    t = t.filter(~failed)
 
     job_id = (
         pl.col("_base").cast(pl.String)
@@ -184,8 +204,7 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
     alloc = pl.col("alloc_tres")
     t = t.with_columns(
         job_id=job_id,
-        job_id_raw=pl.when(pl.col("_arr").str.starts_with("[").fill_null(False)).then(pl.col("_base"))
-        .otherwise(pl.coalesce("_raw_id", "_base")),
+        job_id_raw=pl.when(ranged).then(pl.col("_base")).otherwise(pl.coalesce("_raw_id", "_base")),
         array_job_id=pl.when(pl.col("_task").is_not_null()).then(pl.col("_base")).otherwise(0).cast(pl.UInt64),
         array_task_id=pl.col("_task").fill_null(-1),
         het_job_id=pl.when(pl.col("_het").is_not_null()).then(pl.col("_base")).otherwise(0).cast(pl.UInt64),
@@ -195,11 +214,16 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
         ).fill_null(0).clip(0).cast(pl.UInt64),
         nnodes=pl.coalesce(_int(pl.col("nnodes_txt")), tres.count(alloc, "node"), pl.lit(0)),
         ncpus=pl.coalesce(_int(pl.col("ncpus_txt")), tres.count(alloc, "cpu"), pl.lit(0)),
-        gpus=tres.gpus(alloc),
-        gpu_type=tres.gpu_type(alloc),
+        gpus=tres.gpus_simple(alloc),
+        gpu_type=tres.gpu_type_simple(alloc),
         alloc_mem_mib=tres.mem_mib(alloc),
         billing=tres.count(alloc, "billing"),
     )
+    # several GPU types, or typed GPUs without a total (rare): the list path
+    t = _on_rows(t, alloc.str.count_matches("gres/gpu:", literal=True) > 1
+                 | (pl.col("gpus").is_null() & alloc.str.contains("gres/gpu:", literal=True)),
+                 lambda s: s.with_columns(gpus=tres.gpus(alloc), gpu_type=tres.gpu_type(alloc)))
+    t = t.with_columns(gpus=pl.col("gpus").fill_null(0))
     is_step = pl.col("_step").is_not_null()
     steps = _steps(t.filter(is_step), source)
     runs = _runs(t.filter(~is_step), source)
@@ -207,31 +231,31 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
 
 
 def _expand_array_ranges(t: pl.DataFrame) -> pl.DataFrame:
+    """Rows whose JobID is a pending range (``123_[1-3,7%2]``) -> one row per task (or a reason)."""
     parts = (
-        t.with_columns(_part=pl.col("_tasks"))
-        .with_row_index("_r")
+        t.with_row_index("_r")
+        .with_columns(_part=pl.col("_arr").str.strip_chars("[]").str.replace(r"%\d+$", "").str.split(","))
         .explode("_part")
         .with_columns(
-            _lo=pl.col("_part").str.extract(r"^(\d+)", 1).cast(pl.Int64, strict=False),
-            _hi=pl.coalesce(pl.col("_part").str.extract(r"-(\d+)$", 1), pl.col("_part").str.extract(r"^(\d+)", 1))
-            .cast(pl.Int64, strict=False),
+            _lo=pl.col("_part").str.extract(r"^(\d+)(?:-\d+)?$", 1).cast(pl.Int64, strict=False),
+            _hi=pl.col("_part").str.extract(r"^\d+(?:-(\d+))?$", 1).cast(pl.Int64, strict=False),
         )
+        .with_columns(_hi=pl.coalesce("_hi", "_lo"))
     )
-    too_big = parts.group_by("_r").agg(
-        _n=(pl.col("_hi") - pl.col("_lo") + 1).sum(), _bad=(pl.col("_hi") < pl.col("_lo")).any()
+    bad = parts.group_by("_r").agg(
+        _n=(pl.col("_hi") - pl.col("_lo") + 1).sum(),
+        _bad=(pl.col("_lo").is_null() | (pl.col("_hi") < pl.col("_lo"))).any(),
     ).filter((pl.col("_n") > MAX_ARRAY_TASKS) | pl.col("_bad")).get_column("_r")
     parts = parts.with_columns(
-        _reason=pl.when(pl.col("_r").is_in(too_big.implode()) & pl.col("_tasks").is_not_null())
-        .then(pl.format("array range '{}' is not a sane task list", pl.col("_arr")))
-        .otherwise(pl.col("_reason")),
+        _reason=pl.when(pl.col("_r").is_in(bad.implode()))
+        .then(pl.format("bad array range '{}'", pl.col("_arr"))).otherwise(pl.col("_reason"))
     )
     parts = parts.with_columns(
-        _task=pl.when(pl.col("_tasks").is_not_null() & pl.col("_reason").is_null())
-        .then(pl.int_ranges(pl.col("_lo"), pl.col("_hi") + 1))
-        .otherwise(pl.concat_list(pl.col("_arr").cast(pl.Int64, strict=False)))
+        _task=pl.when(pl.col("_reason").is_null()).then(pl.int_ranges(pl.col("_lo"), pl.col("_hi") + 1))
+        .otherwise(pl.concat_list(pl.lit(None, dtype=pl.Int64)))
     ).explode("_task")
     # a task listed twice in overlapping ranges is still one task
-    return parts.unique(subset=["_r", "_task"], keep="first", maintain_order=True).drop("_r", "_part", "_lo", "_hi")
+    return parts.unique(subset=["_r", "_task"], keep="first", maintain_order=True)
 
 
 def _runs(t: pl.DataFrame, source: str) -> pl.DataFrame:
@@ -246,14 +270,14 @@ def _runs(t: pl.DataFrame, source: str) -> pl.DataFrame:
         .otherwise("submit_ts")
     )
     tl = pl.col("_tl_txt")
-    tl_s = pl.when(pl.col("_tl_raw")).then(durations.duration_s(tl, 60)).otherwise(durations.duration_s(tl, 60))
     out = t.with_columns(
         is_final=final.cast(pl.UInt8),
         never_ran=(final & (no_nodes | ~started)).cast(pl.UInt8),
         start_ts=pl.when(open_pending).then(None).otherwise(pl.col("start_ts")),
         nodes=pl.when(open_pending).then(pl.lit([], dtype=pl.List(pl.String))).otherwise(pl.col("nodes")),
         as_of_ts=as_of,
-        timelimit_s=tl_s.cast(pl.UInt64, strict=False),
+        # TimelimitRaw is minutes; text forms (D-HH:MM:SS) take the regex path below
+        timelimit_s=(tl.cast(pl.Float64, strict=False) * 60).cast(pl.UInt64, strict=False),
         timelimit_kind=pl.when(tl.is_in(durations.NO_LIMIT)).then(tl).otherwise(pl.lit("")),
         source=pl.lit(source),
         source_line=pl.col("line_no"),
@@ -261,6 +285,8 @@ def _runs(t: pl.DataFrame, source: str) -> pl.DataFrame:
         _version=(pl.col("is_final").cast(pl.UInt64) * _FINAL_BIT
                   + pl.col("as_of_ts").dt.epoch("s").cast(pl.UInt64)),
     )
+    out = _on_rows(out, pl.col("timelimit_s").is_null() & tl.is_not_null(), lambda s: s.with_columns(
+        timelimit_s=durations.duration_s(tl, 60).cast(pl.UInt64, strict=False)))
     return out.select([pl.col(c).cast(d, strict=False) for c, d in RUN_SCHEMA.items()])
 
 

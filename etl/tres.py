@@ -25,6 +25,18 @@ def gpus(tres: pl.Expr) -> pl.Expr:
     return pl.coalesce(total, pl.when(typed > 0).then(typed), pl.lit(0)).cast(pl.UInt32)
 
 
+def gpus_simple(tres: pl.Expr) -> pl.Expr:
+    """The ``gres/gpu=N`` total; 0 without any gres/gpu; null when only typed entries exist (see gpus)."""
+    total = _key(tres, "gres/gpu")
+    return pl.when(total.is_not_null()).then(total).when(~tres.str.contains("gres/gpu:", literal=True)).then(0) \
+        .cast(pl.UInt32)
+
+
+def gpu_type_simple(tres: pl.Expr) -> pl.Expr:
+    """The first typed GPU model; exact whenever a job holds one GPU type (see gpu_type)."""
+    return tres.str.extract(r"(?:^|,)gres/gpu:([^=,]+)=", 1).fill_null("")
+
+
 def gpu_type(tres: pl.Expr) -> pl.Expr:
     """The GPU model(s) of typed gres, '+'-joined when a job holds several; '' when untyped."""
     return (
