@@ -10,6 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from ops_warehouse.etl import durations, hostlist, tres
+from ops_warehouse.etl.frames import fmt, on_rows
 
 # States whose record will not change again (the run has ended).
 FINAL_STATES = [
@@ -60,56 +61,48 @@ def _int(e: pl.Expr) -> pl.Expr:
     return e.cast(pl.Int64, strict=False)
 
 
-def _on_rows(df: pl.DataFrame, mask: pl.Expr, fix) -> pl.DataFrame:
-    """Apply the costly ``fix`` (frame -> frame, same schema) only to rows where ``mask`` holds.
-
-    Most inputs need the slow path (regex fallbacks, list work) on no row at all; computing it for every row
-    is what made this module slow."""
-    mask = mask.fill_null(False)
-    sub = df.filter(mask)
-    if sub.height == 0:
-        return df
-    return pl.concat([df.filter(~mask), fix(sub).select(df.columns)], how="vertical_relaxed")
-
-
 def _checks() -> list[tuple[pl.Expr, pl.Expr]]:
     """(condition, reason) pairs; the first that holds names why a record is quarantined."""
     checks = [
         (pl.col("_jobid").is_null() | (pl.col("_jobid") == ""), pl.lit("no JobID")),
-        (pl.col("_base").is_null(), pl.format("unparseable JobID '{}'", pl.col("_jobid"))),
-        (pl.col("state").is_null(), pl.format("no job state in '{}'", pl.col("_jobid"))),
+        (pl.col("_base").is_null(), fmt("unparseable JobID '{}'", pl.col("_jobid"))),
+        (pl.col("state").is_null(), fmt("no job state in '{}'", pl.col("_jobid"))),
         (~pl.col("state").is_in(FINAL_STATES + OPEN_STATES) & pl.col("_step").is_null(),
-         pl.format("unknown job state '{}'", pl.col("state"))),
+         fmt("unknown job state '{}'", pl.col("state"))),
     ]
     for name in ("submit", "eligible", "start", "end"):
         raw_col, ts_col = pl.col(f"_{name}"), pl.col(f"{name}_ts")
         checks.append((~durations.time_missing(raw_col) & ts_col.is_null(),
-                       pl.format("bad {} time '{}'", pl.lit(name), raw_col)))
+                       fmt("bad {} time '{}'", pl.lit(name), raw_col)))
         checks.append((ts_col.dt.year().is_between(1990, 2200).not_(),
-                       pl.format("{} time out of range '{}'", pl.lit(name), raw_col)))
+                       fmt("{} time out of range '{}'", pl.lit(name), raw_col)))
     checks += [
         (pl.col("submit_ts").is_null() & pl.col("_step").is_null(), pl.lit("no Submit time (part of the job key)")),
-        (pl.col("_elapsed") > 50 * 365 * 86400, pl.format("absurd elapsed '{}'", pl.col("_elapsed"))),
+        (pl.col("_elapsed") > 50 * 365 * 86400, fmt("absurd elapsed '{}'", pl.col("_elapsed"))),
         (pl.col("nnodes_txt").is_not_null() & (pl.col("nnodes_txt") != "")
          & _int(pl.col("nnodes_txt")).is_between(0, 10_000_000).not_().fill_null(True),
-         pl.format("bad NNodes '{}'", pl.col("nnodes_txt"))),
+         fmt("bad NNodes '{}'", pl.col("nnodes_txt"))),
         (pl.col("ncpus_txt").is_not_null() & (pl.col("ncpus_txt") != "")
          & _int(pl.col("ncpus_txt")).is_between(0, 1_000_000_000).not_().fill_null(True),
-         pl.format("bad NCPUS '{}'", pl.col("ncpus_txt"))),
+         fmt("bad NCPUS '{}'", pl.col("ncpus_txt"))),
         (pl.col("end_ts") < pl.col("start_ts"), pl.lit("End before Start")),
     ]
     return checks
 
 
-def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
+def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw: pl.Expr | None = None
               ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """(runs, steps, quarantine) for one chunk of named string fields."""
+    """(runs, steps, quarantine) for one chunk of named string fields.
+
+    ``raw`` gives a record's input line (default: the ``raw`` column); it is evaluated for quarantined
+    records only."""
     df = records
+    raw = pl.col("raw") if raw is None else raw
     c = lambda name: _col(df, name)  # noqa: E731
     state_txt = c("state").fill_null("")
     exit_parts = c("exitcode").str.split_exact(":", 1)
     t = df.select(
-        "line_no", "raw",
+        "line_no",
         _jobid=pl.coalesce(c("jobid"), c("jobidraw")),
         _jobidraw=c("jobidraw"),
         cluster=pl.when(c("cluster").fill_null("") != "").then(c("cluster")).otherwise(pl.lit(cluster)),
@@ -139,7 +132,7 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
         ntasks=_int(c("ntasks")),
     )
     # exit codes that are not "N:M" (rare): regex path
-    t = _on_rows(t, pl.col("_exit_txt").is_not_null() & pl.col("exit_signal").is_null(), lambda s: s.with_columns(
+    t = on_rows(t, pl.col("_exit_txt").is_not_null() & pl.col("exit_signal").is_null(), lambda s: s.with_columns(
         exit_code=_int(pl.col("_exit_txt").str.extract(r"^(-?\d+)(?::-?\d+)?$", 1)),
         exit_signal=_int(pl.col("_exit_txt").str.extract(r"^-?\d+:(-?\d+)$", 1)),
     ))
@@ -157,7 +150,7 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
         # ElapsedRaw is plain seconds; Elapsed text takes the regex path below
         _elapsed=pl.col("_elapsed_txt").cast(pl.Float64, strict=False),
     )
-    t = _on_rows(t, pl.col("_elapsed").is_null() & pl.col("_elapsed_txt").is_not_null(), lambda s: s.with_columns(
+    t = on_rows(t, pl.col("_elapsed").is_null() & pl.col("_elapsed_txt").is_not_null(), lambda s: s.with_columns(
         _elapsed=durations.duration_s(pl.col("_elapsed_txt"), 1)))
 
     checks = _checks()
@@ -175,7 +168,7 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
         e = hostlist.expand(s, "node_list", "_i")
         return s.drop("nodes", "hostlist_ok").join(e, on="_i", how="left")
 
-    t = _on_rows(t, pl.col("node_list").str.contains(r"[\[,]"), expand_nodes)
+    t = on_rows(t, pl.col("node_list").str.contains(r"[\[,]"), expand_nodes)
     t = t.with_columns(_bad=pl.col("_bad") | ~pl.col("hostlist_ok"))
     # pending array ranges 123_[1-3,7%2] -> one row per task
     t = t.with_columns(_reason=pl.lit(None, dtype=pl.String), _task=pl.lit(None, dtype=pl.Int64))
@@ -187,13 +180,20 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
         for cond, why in reversed(checks):
             reason = pl.when(cond.fill_null(False)).then(why).otherwise(reason)
         reason = pl.coalesce(reason, pl.when(~pl.col("hostlist_ok")).then(
-            pl.format("bad NodeList '{}'", pl.col("node_list"))))
+            fmt("bad NodeList '{}'", pl.col("node_list"))))
         return s.with_columns(_reason=reason)
 
-    t = _on_rows(t, pl.col("_bad"), reasons)
-    t = _on_rows(t, ranged & pl.col("_reason").is_null(), _expand_array_ranges)
+    t = on_rows(t, pl.col("_bad"), reasons)
+    t = on_rows(t, ranged & pl.col("_reason").is_null(), _expand_array_ranges)
     failed = pl.col("_reason").is_not_null()
-    quarantine = t.filter(failed).select("line_no", pl.col("_reason").alias("reason"), "raw").cast(QUARANTINE_SCHEMA)
+    quarantine = t.filter(failed).select("line_no", pl.col("_reason").alias("reason"))
+    if quarantine.height:
+        lines = df.filter(pl.col("line_no").is_in(quarantine.get_column("line_no").implode()))
+        lines = lines.select("line_no", raw.alias("raw")).unique("line_no", keep="first")
+        quarantine = quarantine.join(lines, on="line_no", how="left")
+    else:
+        quarantine = quarantine.with_columns(raw=pl.lit(None, dtype=pl.String))
+    quarantine = quarantine.select("line_no", "reason", "raw").cast(QUARANTINE_SCHEMA)
     t = t.filter(~failed)
 
     job_id = (
@@ -220,7 +220,7 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str
         billing=tres.count(alloc, "billing"),
     )
     # several GPU types, or typed GPUs without a total (rare): the list path
-    t = _on_rows(t, alloc.str.count_matches("gres/gpu:", literal=True) > 1
+    t = on_rows(t, alloc.str.count_matches("gres/gpu:", literal=True) > 1
                  | (pl.col("gpus").is_null() & alloc.str.contains("gres/gpu:", literal=True)),
                  lambda s: s.with_columns(gpus=tres.gpus(alloc), gpu_type=tres.gpu_type(alloc)))
     t = t.with_columns(gpus=pl.col("gpus").fill_null(0))
@@ -248,7 +248,7 @@ def _expand_array_ranges(t: pl.DataFrame) -> pl.DataFrame:
     ).filter((pl.col("_n") > MAX_ARRAY_TASKS) | pl.col("_bad")).get_column("_r")
     parts = parts.with_columns(
         _reason=pl.when(pl.col("_r").is_in(bad.implode()))
-        .then(pl.format("bad array range '{}'", pl.col("_arr"))).otherwise(pl.col("_reason"))
+        .then(fmt("bad array range '{}'", pl.col("_arr"))).otherwise(pl.col("_reason"))
     )
     parts = parts.with_columns(
         _task=pl.when(pl.col("_reason").is_null()).then(pl.int_ranges(pl.col("_lo"), pl.col("_hi") + 1))
@@ -285,7 +285,7 @@ def _runs(t: pl.DataFrame, source: str) -> pl.DataFrame:
         _version=(pl.col("is_final").cast(pl.UInt64) * _FINAL_BIT
                   + pl.col("as_of_ts").dt.epoch("s").cast(pl.UInt64)),
     )
-    out = _on_rows(out, pl.col("timelimit_s").is_null() & tl.is_not_null(), lambda s: s.with_columns(
+    out = on_rows(out, pl.col("timelimit_s").is_null() & tl.is_not_null(), lambda s: s.with_columns(
         timelimit_s=durations.duration_s(tl, 60).cast(pl.UInt64, strict=False)))
     return out.select([pl.col(c).cast(d, strict=False) for c, d in RUN_SCHEMA.items()])
 

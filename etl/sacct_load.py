@@ -53,8 +53,8 @@ def detect_format(path: Path) -> str:
 
 
 def _chunks(path: Path, fmt: str, delimiter: str, fields: list[str] | None
-            ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, str]]:
-    """(records, quarantine, tz override or '') per chunk."""
+            ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.Expr, str]]:
+    """(records, quarantine, raw-line expression, tz override or '') per chunk."""
     if fmt == "json":
         try:
             text = path.read_text(encoding="utf-8")
@@ -65,12 +65,12 @@ def _chunks(path: Path, fmt: str, delimiter: str, fields: list[str] | None
                  "raw": [path.read_bytes()[:4000].decode("utf-8", "replace")]},
                 schema=QUARANTINE_SCHEMA,
             )
-            yield pl.DataFrame(schema={"line_no": pl.UInt64, "raw": pl.String}), bad, "UTC"
+            yield pl.DataFrame(schema={"line_no": pl.UInt64, "raw": pl.String}), bad, pl.col("raw"), "UTC"
             return
-        yield records, bad, "UTC"  # JSON carries epoch seconds
+        yield records, bad, pl.col("raw"), "UTC"  # JSON carries epoch seconds
         return
-    for records, bad in sacct_text.read_text(path, delimiter, fields):
-        yield records, bad, ""
+    for records, bad, raw in sacct_text.read_text(path, delimiter, fields):
+        yield records, bad, raw, ""
 
 
 def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
@@ -93,8 +93,8 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
     total = path.stat().st_size
     status, error = "ok", ""
     try:
-        for i, (records, bad, tz_override) in enumerate(_chunks(path, fmt, delimiter, fields)):
-            runs, steps, q = normalize(records, tz=tz_override or tz, cluster=cluster, source=source)
+        for i, (records, bad, raw, tz_override) in enumerate(_chunks(path, fmt, delimiter, fields)):
+            runs, steps, q = normalize(records, tz=tz_override or tz, cluster=cluster, source=source, raw=raw)
             quarantine = pl.concat([bad.cast(QUARANTINE_SCHEMA), q])
             result.records_read += records.height + bad.height
             result.jobs_loaded += runs.height

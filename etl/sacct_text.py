@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from ops_warehouse import OpsError
+from ops_warehouse.etl.frames import fmt
 
 # The field list Open XDMoD runs sacct with (and the shared fixtures were written with).
 XDMOD_FIELDS = (
@@ -114,7 +115,7 @@ def split_lines(lines: list[str], first_line_no: int, layout: Layout) -> tuple[p
     ok = (pl.col("_n") == n) | ((pl.col("_n") > n) & pl.lit(can_fold))
     bad = df.filter(~ok).select(
         "line_no",
-        reason=pl.format("{} fields, expected {} (delimiter {})", pl.col("_n"), pl.lit(n), pl.lit(repr(d))),
+        reason=fmt("{} fields, expected {} (delimiter {})", pl.col("_n"), pl.lit(n), pl.lit(repr(d))),
         raw="raw",
     )
     good = df.filter(ok)
@@ -131,22 +132,68 @@ def split_lines(lines: list[str], first_line_no: int, layout: Layout) -> tuple[p
     return records, bad
 
 
+def split_block_fast(block: bytes, first_line_no: int, layout: Layout) -> pl.DataFrame | None:
+    """The common case in one multi-threaded pass: every line has exactly the expected field count, a
+    one-byte delimiter, valid UTF-8, no CR. Returns None when any of that does not hold (the caller then
+    takes the line-by-line path, which folds delimiters in job names and quarantines bad lines)."""
+    d = layout.delimiter.encode()
+    if len(d) != 1 or not block or b"\r" in block or b"\x00" in block:
+        return None
+    per_line = len(layout.fields) - 1 + (1 if layout.trailing else 0)
+    n_lines = block.count(b"\n") + 1
+    # read_csv refuses a line with too many fields; with the total exact, no line can then have too few
+    if block.count(d) != n_lines * per_line:
+        return None
+    names = list(layout.fields) + (["_trailing"] if layout.trailing else [])
+    try:
+        df = pl.read_csv(block, separator=layout.delimiter, has_header=False, quote_char=None,
+                         infer_schema=False, new_columns=names, encoding="utf8", raise_if_empty=False)
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError, UnicodeDecodeError):
+        return None
+    if df.height != n_lines:
+        return None
+    if layout.trailing:
+        df = df.drop("_trailing")
+    return df.with_row_index("line_no", offset=first_line_no).with_columns(pl.col("line_no").cast(pl.UInt64))
+
+
+def raw_line(layout: Layout) -> pl.Expr:
+    """The input line of a fast-path record, rebuilt from its fields (exact: the field count was exact)."""
+    parts = [pl.col(f).fill_null("") for f in layout.fields]
+    expr = pl.concat_str(parts, separator=layout.delimiter)
+    return expr + layout.delimiter if layout.trailing else expr
+
+
 def read_text(path: Path, delimiter: str = "|", fields: list[str] | None = None,
-              chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
-    """Stream (records, quarantine) chunk pairs from a sacct text file."""
+              chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.Expr]]:
+    """Stream (records, quarantine, raw) per chunk from a sacct text file.
+
+    Records carry ``line_no`` and one column per field; ``raw`` is the expression giving a record's input
+    line, evaluated only for records that end in the quarantine."""
     layout = None
     for first_no, block in iter_blocks(path, chunk_bytes):
-        lines, bad_utf8 = _decode(block, first_no)
         start = first_no
         if layout is None:
-            while lines and not lines[0].strip():
-                lines, start = lines[1:], start + 1
-            if not lines:
+            # skip leading blank lines, then read the header (or take --fields)
+            while block[:1] in (b"\n",) or block[:2] == b"\r\n":
+                cut = block.find(b"\n")
+                block, start = block[cut + 1:], start + 1
+            if not block.strip():
                 continue
-            layout = detect_layout(lines[0], delimiter, fields)
+            cut = block.find(b"\n")
+            first = (block if cut < 0 else block[:cut]).decode("utf-8", "replace")
+            layout = detect_layout(first, delimiter, fields)
             if layout.header_lines:
-                lines, start = lines[1:], start + 1
+                block, start = (b"" if cut < 0 else block[cut + 1:]), start + 1
+                if not block:
+                    continue
+        fast = split_block_fast(block, start, layout)
+        if fast is not None:
+            yield fast, pl.DataFrame(schema={"line_no": pl.UInt64, "reason": pl.String, "raw": pl.String}), \
+                raw_line(layout)
+            continue
+        lines, bad_utf8 = _decode(block, start)
         records, bad = split_lines(lines, start, layout)
         if bad_utf8:
             bad = pl.concat([bad, pl.DataFrame(bad_utf8, schema=bad.schema, orient="row")])
-        yield records, bad
+        yield records, bad, pl.col("raw")
