@@ -156,19 +156,19 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw:
     checks = _checks()
     bad = pl.any_horizontal([cond.fill_null(False) for cond, _ in checks])
     t = t.with_columns(_bad=bad)
-    t = t.with_row_index("_i")
-    # node lists (also a validity check): plain single names need no expansion
-    plain = ~pl.col("node_list").str.contains(r"[\[,]") & ~pl.col("node_list").is_in(["", "None assigned", "(null)"])
+    # node lists (also a validity check), expanded once per distinct expression
+    lists = t.select(pl.col("node_list").unique()).filter(pl.col("node_list").str.contains(r"[\[,]"))
     t = t.with_columns(
-        nodes=pl.when(plain).then(pl.concat_list(pl.col("node_list"))).otherwise(pl.lit([], dtype=pl.List(pl.String))),
+        nodes=pl.when(pl.col("node_list").is_in(["", "None assigned", "(null)"]))
+        .then(pl.lit([], dtype=pl.List(pl.String))).otherwise(pl.concat_list(pl.col("node_list"))),
         hostlist_ok=pl.lit(True),
     )
-
-    def expand_nodes(s: pl.DataFrame) -> pl.DataFrame:
-        e = hostlist.expand(s, "node_list", "_i")
-        return s.drop("nodes", "hostlist_ok").join(e, on="_i", how="left")
-
-    t = on_rows(t, pl.col("node_list").str.contains(r"[\[,]"), expand_nodes)
+    if lists.height:
+        expanded = hostlist.expand(lists.with_row_index("_i"), "node_list", "_i")
+        expanded = lists.with_row_index("_i").join(expanded, on="_i").drop("_i")
+        t = t.join(expanded, on="node_list", how="left", suffix="_x").with_columns(
+            nodes=pl.coalesce("nodes_x", "nodes"), hostlist_ok=pl.coalesce("hostlist_ok_x", "hostlist_ok"),
+        ).drop("nodes_x", "hostlist_ok_x")
     t = t.with_columns(_bad=pl.col("_bad") | ~pl.col("hostlist_ok"))
     # pending array ranges 123_[1-3,7%2] -> one row per task
     t = t.with_columns(_reason=pl.lit(None, dtype=pl.String), _task=pl.lit(None, dtype=pl.Int64))
@@ -205,28 +205,32 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw:
     t = t.with_columns(
         job_id=job_id,
         job_id_raw=pl.when(ranged).then(pl.col("_base")).otherwise(pl.coalesce("_raw_id", "_base")),
+        elapsed_s=pl.col("_elapsed").fill_null(
+            (pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds()
+        ).fill_null(0).clip(0).cast(pl.UInt64),
+        nnodes=_int(pl.col("nnodes_txt")),
+        ncpus=_int(pl.col("ncpus_txt")),
+        gpus=tres.gpus_simple(alloc),
+    )
+    # counts missing from the text come from the TRES; several GPU types or typed GPUs without a total: lists
+    t = on_rows(t, pl.col("nnodes").is_null() | pl.col("ncpus").is_null(), lambda s: s.with_columns(
+        nnodes=pl.coalesce("nnodes", tres.count(alloc, "node"), pl.lit(0)),
+        ncpus=pl.coalesce("ncpus", tres.count(alloc, "cpu"), pl.lit(0))))
+    multi = alloc.str.count_matches("gres/gpu:", literal=True) > 1
+    t = on_rows(t, pl.col("gpus").is_null(), lambda s: s.with_columns(gpus=tres.gpus(alloc)))
+    is_step = pl.col("_step").is_not_null()
+    steps = _steps(t.filter(is_step), source)
+    runs = t.filter(~is_step).with_columns(
         array_job_id=pl.when(pl.col("_task").is_not_null()).then(pl.col("_base")).otherwise(0).cast(pl.UInt64),
         array_task_id=pl.col("_task").fill_null(-1),
         het_job_id=pl.when(pl.col("_het").is_not_null()).then(pl.col("_base")).otherwise(0).cast(pl.UInt64),
         het_job_offset=pl.col("_het").fill_null(-1),
-        elapsed_s=pl.col("_elapsed").fill_null(
-            (pl.col("end_ts") - pl.col("start_ts")).dt.total_seconds()
-        ).fill_null(0).clip(0).cast(pl.UInt64),
-        nnodes=pl.coalesce(_int(pl.col("nnodes_txt")), tres.count(alloc, "node"), pl.lit(0)),
-        ncpus=pl.coalesce(_int(pl.col("ncpus_txt")), tres.count(alloc, "cpu"), pl.lit(0)),
-        gpus=tres.gpus_simple(alloc),
         gpu_type=tres.gpu_type_simple(alloc),
         alloc_mem_mib=tres.mem_mib(alloc),
         billing=tres.count(alloc, "billing"),
     )
-    # several GPU types, or typed GPUs without a total (rare): the list path
-    t = on_rows(t, alloc.str.count_matches("gres/gpu:", literal=True) > 1
-                 | (pl.col("gpus").is_null() & alloc.str.contains("gres/gpu:", literal=True)),
-                 lambda s: s.with_columns(gpus=tres.gpus(alloc), gpu_type=tres.gpu_type(alloc)))
-    t = t.with_columns(gpus=pl.col("gpus").fill_null(0))
-    is_step = pl.col("_step").is_not_null()
-    steps = _steps(t.filter(is_step), source)
-    runs = _runs(t.filter(~is_step), source)
+    runs = on_rows(runs, multi, lambda s: s.with_columns(gpu_type=tres.gpu_type(alloc)))
+    runs = _runs(runs, source)
     return runs, steps, quarantine
 
 

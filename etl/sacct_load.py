@@ -13,6 +13,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -92,19 +93,28 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
     stage = _staging_dir(wh)
     total = path.stat().st_size
     status, error = "ok", ""
+    # The engine inserts chunk i (it releases the GIL) while polars parses chunk i+1; one insert in flight
+    # at a time keeps memory to two chunks.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ops-load")
+    pending = None
     try:
         for i, (records, bad, raw, tz_override) in enumerate(_chunks(path, fmt, delimiter, fields)):
             runs, steps, q = normalize(records, tz=tz_override or tz, cluster=cluster, source=source, raw=raw)
-            quarantine = pl.concat([bad.cast(QUARANTINE_SCHEMA), q])
             result.records_read += records.height + bad.height
+            del records
+            quarantine = pl.concat([bad.cast(QUARANTINE_SCHEMA), q])
             result.jobs_loaded += runs.height
             result.steps_loaded += steps.height
             result.quarantined += quarantine.height
             for r in quarantine.get_column("reason").str.replace(r" '.*'$", "").to_list():
                 result.reasons[r] = result.reasons.get(r, 0) + 1
-            _stage_and_load(wh, stage, i, runs, steps, quarantine, source)
+            if pending is not None:
+                pending.result()
+            pending = pool.submit(_stage_and_load, wh, stage, i, runs, steps, quarantine, source)
             if progress:
                 progress(min(total, (i + 1) * sacct_text.CHUNK_BYTES), total)
+        if pending is not None:
+            pending.result()
     except OpsError as e:
         status, error = "failed", str(e)
         raise
@@ -112,6 +122,7 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
         status, error = "failed", str(e)
         raise OpsError(f"{path}: {e}") from None
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(stage, ignore_errors=True)
         result.seconds = time.time() - started
         _log_run(wh, "sacct", source, started, result, status, error)
@@ -130,7 +141,7 @@ def _stage_and_load(wh, stage: Path, i: int, runs, steps, quarantine, source: st
         if not df.height:
             continue
         p = stage / f"{table}-{i:05d}.parquet"
-        df.write_parquet(p, compression="lz4", statistics=False)
+        df.write_parquet(p, compression="uncompressed", statistics=False)
         wh.load_parquet(table, p)
         p.unlink()
 

@@ -87,14 +87,14 @@ def iter_blocks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[in
             data = f.read(chunk_bytes)
             if not data:
                 break
-            data = rest + data
+            data = rest + data if rest else data
             cut = data.rfind(b"\n")
             if cut < 0:
                 rest = data
                 continue
-            block, rest = data[: cut + 1], data[cut + 1 :]
-            yield line_no, block[:-1]
-            line_no += block.count(b"\n")
+            block, rest = data[:cut], data[cut + 1 :]
+            yield line_no, block
+            line_no += block.count(b"\n") + 1
         if rest:
             yield line_no, rest
 

@@ -181,3 +181,32 @@ def test_projects_map_accounts_from_config(cfg, tmp_path):
     got = summary(w, date(2026, 10, 1), date(2026, 10, 1), ["project"])
     assert sorted(got.get_column("project").to_list()) == ["A", "projb"]
     close_embedded()
+
+
+def test_fast_and_line_by_line_paths_give_the_same_facts(cfg, tmp_path):
+    """A one-byte delimiter with exact field counts takes the multi-threaded read; the same records with a
+    multi-byte delimiter take the line-by-line path. Same facts either way."""
+    from ops_warehouse.warehouse import close_embedded, connect
+    from tests.conftest import LIVE
+
+    text = (LIVE / "sacct.psv").read_text(encoding="utf-8")
+    snow = tmp_path / "snow.txt"
+    snow.write_text(text.replace("|", "☃"), encoding="utf-8")
+    sums = []
+    for name, path, delim in (("fast", LIVE / "sacct.psv", "|"), ("slow", snow, "☃")):
+        cfg.dsn = f"chdb://{tmp_path / name}"
+        w = connect(cfg)
+        r = load_sacct(w, path, delimiter=delim, cluster="testclu", source="same")
+        assert (r.records_read, r.quarantined) == (31, 0)
+        sums.append(table_checksums(w))
+        close_embedded()
+    assert sums[0] == sums[1]
+
+
+def test_quarantine_keeps_the_exact_input_line_on_the_fast_path(wh, tmp_path):
+    bad = line(4, 4, "2026-10-01T00:00:00", "2026-10-01T02:00:00", "2026-10-01T01:00:00", 1, "COMPLETED", name="")
+    p = write(tmp_path, "fast.psv",
+              line(1, 1, "2026-10-01T00:00:00", "2026-10-01T00:00:00", "2026-10-01T01:00:00", 3600, "COMPLETED"), bad)
+    r = load_sacct(wh, p)
+    assert (r.records_read, r.quarantined) == (2, 1)
+    assert rows(wh, "SELECT line_no, reason, raw FROM etl_quarantine FINAL") == [(3, "End before Start", bad)]
