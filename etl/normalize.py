@@ -114,7 +114,7 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw:
         partition=c("partition").fill_null(""),
         qos=c("qos").fill_null(""),
         reservation=c("reservation").fill_null(""),
-        state=state_txt.str.extract(r"^([A-Z_]+)", 1),
+        state=pl.when(state_txt != "").then(state_txt.str.split_exact(" ", 1).struct.field("field_0")),
         cancelled_by_uid=_int(state_txt.str.strip_prefix("CANCELLED by ")),
         exit_code=_int(exit_parts.struct.field("field_0")),
         exit_signal=_int(exit_parts.struct.field("field_1")),
@@ -142,7 +142,7 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw:
         _arr=m.struct.field("2"),
         _het=m.struct.field("3").cast(pl.Int32, strict=False),
         _step=m.struct.field("4"),
-        _raw_id=pl.col("_jobidraw").str.extract(r"^(\d+)", 1).cast(pl.UInt64, strict=False),
+        _raw_id=pl.col("_jobidraw").str.split_exact(".", 1).struct.field("field_0").cast(pl.UInt64, strict=False),
         submit_ts=durations.parse_time(pl.col("_submit"), tz),
         eligible_ts=durations.parse_time(pl.col("_eligible"), tz),
         start_ts=durations.parse_time(pl.col("_start"), tz),
@@ -289,7 +289,8 @@ def _runs(t: pl.DataFrame, source: str) -> pl.DataFrame:
         _version=(pl.col("is_final").cast(pl.UInt64) * _FINAL_BIT
                   + pl.col("as_of_ts").dt.epoch("s").cast(pl.UInt64)),
     )
-    out = on_rows(out, pl.col("timelimit_s").is_null() & tl.is_not_null(), lambda s: s.with_columns(
+    out = on_rows(out, pl.col("timelimit_s").is_null() & tl.is_not_null() & ~tl.is_in(durations.NO_LIMIT),
+                  lambda s: s.with_columns(
         timelimit_s=durations.duration_s(tl, 60).cast(pl.UInt64, strict=False)))
     return out.select([pl.col(c).cast(d, strict=False) for c, d in RUN_SCHEMA.items()])
 
