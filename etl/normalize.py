@@ -121,7 +121,6 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw:
         _exit_txt=c("exitcode"),
         _submit=c("submit"), _eligible=c("eligible"), _start=c("start"), _end=c("end"),
         _elapsed_txt=pl.coalesce(c("elapsedraw"), c("elapsed")),
-        _elapsed_is_raw=c("elapsedraw").is_not_null(),
         _tl_txt=pl.coalesce(c("timelimitraw"), c("timelimit")),
         nnodes_txt=c("nnodes"), ncpus_txt=c("ncpus"),
         req_cpus=_int(c("reqcpus")),
