@@ -1,0 +1,106 @@
+"""A realistic synthetic GPU cluster: the files a real site has, for a configurable cluster and period.
+
+``generate(out_dir, ...)`` simulates the period (generate/schedule.py) and writes:
+
+- ``sacct/sacct.psv``: ``sacct --parsable2 --duplicates`` for the whole period as of its end; with
+  ``nightly=True`` also ``sacct/nightly/YYYY-MM-DD.psv``, what the nightly cron's sacct call for each day
+  returned at midnight (running jobs RUNNING, replaced by later nights);
+- ``slurm/events.psv``: node down/drain events as ``sacctmgr list event --parsable2`` prints them;
+- ``slurm/reservations.txt``: ``scontrol show reservation`` text;
+- ``inventory.csv``: node, GPU model, GPUs, partition, rack, in-service date;
+- ``telemetry/``: dcgm-exporter, RDMA NIC, Lustre and IPMI metrics (generate/telemetry.py), Parquet and/or
+  OpenMetrics for ``promtool tsdb create-blocks-from openmetrics``;
+- ``truth/*.parquet``: the simulation's own frames (runs, GPU allocations, events, Xids, throttling), the
+  ground truth tests compare reports with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import polars as pl
+
+from ops_warehouse.generate.model import ClusterSpec, Partition
+from ops_warehouse.generate.sacct_writer import compress_hostlist, sacct_text
+from ops_warehouse.generate.schedule import History, simulate
+
+__all__ = ["ClusterSpec", "History", "generate", "scaled_spec", "simulate"]
+
+
+def scaled_spec(nodes: int | None = None, name: str = "ai1") -> ClusterSpec:
+    """The default cluster (90 H100 + 16 H200 + 8 B200 nodes), scaled to ``nodes`` in the same proportions."""
+    spec = ClusterSpec(name=name)
+    if not nodes or nodes == spec.n_nodes:
+        return spec
+    total = spec.n_nodes
+    parts = []
+    left = nodes
+    for i, p in enumerate(spec.partitions):
+        n = left if i == len(spec.partitions) - 1 else max(1, round(p.nodes * nodes / total))
+        left -= n
+        parts.append(Partition(p.name, p.gpu_model, max(n, 1), p.node_prefix, p.rack_size))
+    return replace(spec, partitions=tuple(parts))
+
+
+def _events_psv(h: History) -> str:
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    lines = ["Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User"]
+    for r in h.node_events.sort("start_ts", "node").iter_rows(named=True):
+        lines.append(f"{h.spec.name}|{r['node']}|{r['start_ts']:{fmt}}|{r['end_ts']:{fmt}}|"
+                     f"{r['state'].upper()}|{r['reason']}|root(0)")
+    return "\n".join(lines) + "\n"
+
+
+def _reservations_txt(h: History) -> str:
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    out = []
+    for r in h.reservations.iter_rows(named=True):
+        d = r["end_ts"] - r["start_ts"]
+        dur = f"{d.days}-{d.seconds // 3600:02d}:{d.seconds % 3600 // 60:02d}:00"
+        n = len(r["nodes"])
+        out.append(
+            f"ReservationName={r['name']} StartTime={r['start_ts']:{fmt}} EndTime={r['end_ts']:{fmt}} "
+            f"Duration={dur}\n   Nodes={compress_hostlist(tuple(r['nodes']))} NodeCnt={n} "
+            f"CoreCnt={n * h.spec.cpus_per_node} Features=(null) PartitionName={r['partition']} Flags=\n"
+            f"   TRES=cpu={n * h.spec.cpus_per_node}\n   Users=(null) Groups=(null) Accounts={r['accounts']} "
+            f"Licenses=(null) State=INACTIVE BurstBuffer=(null) Watts=n/a\n   MaxStartDelay=(null)\n")
+    return "\n".join(out)
+
+
+def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: int = 900, nodes: int | None = None,
+             seed: int = 0, metrics_step_s: int = 300, telemetry: tuple[str, ...] = ("parquet",),
+             nightly: bool = False, progress=None) -> History:
+    out = Path(out_dir)
+    (out / "sacct").mkdir(parents=True, exist_ok=True)
+    (out / "slurm").mkdir(exist_ok=True)
+    (out / "truth").mkdir(exist_ok=True)
+    start = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+    spec = scaled_spec(nodes)
+    h = simulate(spec, start=start, days=days, jobs_per_day=jobs_per_day, seed=seed)
+    t0, t1 = int(start.timestamp()), int(h.end.timestamp())
+    per_gpu_cpus = spec.cpus_per_node // spec.gpus_per_node
+    per_gpu_mem = spec.mem_per_node_mib // spec.gpus_per_node
+    kw = dict(cluster=spec.name, cpus_per_gpu=per_gpu_cpus, mem_per_gpu_mib=per_gpu_mem)
+    (out / "sacct" / "sacct.psv").write_text(sacct_text(h.runs, as_of=t1, **kw), encoding="utf-8")
+    if nightly:
+        (out / "sacct" / "nightly").mkdir(exist_ok=True)
+        for d in range(days):
+            w0 = t0 + d * 86400
+            day = (start + timedelta(days=d)).strftime("%Y-%m-%d")
+            (out / "sacct" / "nightly" / f"{day}.psv").write_text(
+                sacct_text(h.runs, as_of=w0 + 86400, window=(w0, w0 + 86400), **kw), encoding="utf-8")
+    (out / "slurm" / "events.psv").write_text(_events_psv(h), encoding="utf-8")
+    (out / "slurm" / "reservations.txt").write_text(_reservations_txt(h), encoding="utf-8")
+    h.inventory.select("node", "gpu_model", "gpus", "partition", "rack",
+                       pl.col("in_service_ts").dt.date().alias("in_service_date")).write_csv(out / "inventory.csv")
+    for name in ("runs", "gpu_alloc", "node_events", "xids", "throttle", "reservations", "inventory"):
+        getattr(h, name).write_parquet(out / "truth" / f"{name}.parquet")
+    if telemetry:
+        from ops_warehouse.generate.telemetry import write_telemetry
+
+        write_telemetry(out, spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc, node_events=h.node_events,
+                        xids=h.xids, throttle=h.throttle, start=start, end=h.end, step_s=metrics_step_s, seed=seed,
+                        formats=tuple(telemetry), progress=progress)
+    return h

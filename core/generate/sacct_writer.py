@@ -1,0 +1,144 @@
+"""Simulated runs -> what `sacct --parsable2 --duplicates` prints, as of a given time, for a window.
+
+The nightly cron runs sacct for the day just ended; a job still running then shows RUNNING with End
+Unknown, and the next nights' extracts show it again until it ends. ``sacct_text(..., as_of, window)``
+reproduces that: runs that were pending or running in the window, each in the state it had at ``as_of``.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import polars as pl
+
+from ops_warehouse.etl.sacct_text import SACCT_FORMAT
+
+HEADER_NAMES = {
+    "jobidraw": "JobIDRaw", "jobid": "JobID", "cluster": "Cluster", "partition": "Partition", "qos": "QOS",
+    "account": "Account", "group": "Group", "gid": "GID", "user": "User", "uid": "UID", "submit": "Submit",
+    "eligible": "Eligible", "start": "Start", "end": "End", "elapsedraw": "ElapsedRaw",
+    "timelimitraw": "TimelimitRaw", "exitcode": "ExitCode", "state": "State", "nnodes": "NNodes",
+    "ncpus": "NCPUS", "reqcpus": "ReqCPUS", "reqmem": "ReqMem", "reqtres": "ReqTRES", "alloctres": "AllocTRES",
+    "nodelist": "NodeList", "reservation": "Reservation", "jobname": "JobName",
+}
+FIELDS = SACCT_FORMAT.split(",")
+HEADER = "|".join(HEADER_NAMES[f] for f in FIELDS)
+_NUM = re.compile(r"^(.*?)(\d+)$")
+
+
+@lru_cache(maxsize=None)
+def compress_hostlist(nodes: tuple[str, ...]) -> str:
+    """['h100-001', 'h100-002', 'h100-004'] -> 'h100-[001-002,004]' (one prefix; others comma-joined)."""
+    if len(nodes) == 1:
+        return nodes[0]
+    groups: dict[tuple[str, int], list[int]] = {}
+    plain = []
+    for n in nodes:
+        m = _NUM.match(n)
+        if not m:
+            plain.append(n)
+            continue
+        groups.setdefault((m.group(1), len(m.group(2))), []).append(int(m.group(2)))
+    parts = []
+    for (prefix, width), nums in groups.items():
+        nums.sort()
+        ranges, lo = [], nums[0]
+        for a, b in zip(nums, nums[1:] + [None]):
+            if b != a + 1:
+                ranges.append(f"{lo:0{width}d}" if lo == a else f"{lo:0{width}d}-{a:0{width}d}")
+                lo = b
+        parts.append(f"{prefix}{ranges[0]}" if len(nums) == 1 else f"{prefix}[{','.join(ranges)}]")
+    return ",".join(parts + plain)
+
+
+def _ts(e: pl.Expr) -> pl.Expr:
+    return pl.from_epoch(e, "s").dt.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def sacct_text(runs: pl.DataFrame, *, cluster: str, cpus_per_gpu: int, mem_per_gpu_mib: int, as_of: int,
+               window: tuple[int, int] | None = None, steps: bool = True) -> str:
+    """sacct --parsable2 output (with header) for the runs, in their state at ``as_of`` (epoch s)."""
+    r = runs.filter(pl.col("submit") <= as_of)
+    if window is not None:
+        w0, w1 = window
+        # sacct without --state: jobs eligible (pending) or running at some time in the window
+        r = r.filter(pl.col("submit") < w1, pl.coalesce(pl.col("end"), pl.lit(2**62)) >= w0)
+    started = pl.col("start").is_not_null() & (pl.col("start") <= as_of)
+    ended = pl.col("end").is_not_null() & (pl.col("end") <= as_of)
+    ran = started & (pl.col("nodes").list.len() > 0)
+    r = r.with_columns(
+        _started=started, _ended=ended, _ran=ran,
+        _state=pl.when(ended).then(pl.col("state")).when(started).then(pl.lit("RUNNING"))
+        .when(ended).then(pl.col("state")).otherwise(pl.lit("PENDING")),
+        _nodelist=pl.col("nodes").map_elements(lambda x: compress_hostlist(tuple(x)) if len(x) else "None assigned",
+                                               return_dtype=pl.String),
+    )
+    # a job cancelled while pending ended without starting
+    r = r.with_columns(_state=pl.when(pl.col("start").is_null() & ended).then(pl.col("state")).otherwise("_state"))
+    S = lambda c: pl.col(c).cast(pl.String)  # noqa: E731
+    nnodes = pl.col("nodes").list.len()
+    nnodes_req = (pl.col("gpus") + 7) // 8
+    cpus = pl.col("gpus") * cpus_per_gpu
+    mem = (pl.col("gpus") * mem_per_gpu_mib).cast(pl.String) + "M"
+    gtype = pl.col("partition")
+    alloc = ("billing=" + S("_cpus") + ",cpu=" + S("_cpus") + ",gres/gpu:" + gtype + "=" + S("gpus")
+             + ",gres/gpu=" + S("gpus") + ",mem=" + mem + ",node=" + nnodes.cast(pl.String))
+    req = ("billing=" + S("_cpus") + ",cpu=" + S("_cpus") + ",gres/gpu=" + S("gpus") + ",mem=" + mem
+           + ",node=" + nnodes_req.cast(pl.String))
+    end_shown = pl.when(pl.col("_ended")).then(pl.col("end")).otherwise(None)
+    elapsed = pl.when(pl.col("_ended") & pl.col("_started")).then(pl.col("end") - pl.col("start")) \
+        .when(pl.col("_started")).then(as_of - pl.col("start")).otherwise(0)
+    state_txt = pl.when(pl.col("_state") == "CANCELLED").then("CANCELLED by " + S("uid")).otherwise("_state")
+    r = r.with_columns(_cpus=cpus, _elapsed=elapsed, _end=end_shown)
+    jobid = pl.when(pl.col("array_job_id") > 0).then(pl.col("job_id")).otherwise(S("job_id_raw"))
+    start_txt = pl.when(pl.col("_started")).then(_ts(pl.col("start")))
+    # sacct prints Start = End for a job cancelled while pending
+    start_txt = pl.when(pl.col("start").is_null() & pl.col("_ended")).then(_ts(pl.col("end"))) \
+        .otherwise(start_txt).fill_null("Unknown")
+    end_txt = pl.when(pl.col("_ended")).then(_ts(pl.col("end"))).otherwise(pl.lit("Unknown"))
+    job = dict(
+        jobidraw=S("job_id_raw"), jobid=jobid, cluster=pl.lit(cluster), partition=pl.col("partition"),
+        qos=pl.col("qos"), account=pl.col("account"), group=pl.col("account"), gid=S("gid"), user=pl.col("user"),
+        uid=S("uid"), submit=_ts(pl.col("submit")), eligible=_ts(pl.col("submit")), start=start_txt, end=end_txt,
+        elapsedraw=S("_elapsed"),
+        timelimitraw=pl.when(pl.col("timelimit_min").is_null()).then(pl.lit("UNLIMITED")).otherwise(S("timelimit_min")),
+        exitcode=pl.when(pl.col("_ended")).then(pl.col("exit")).otherwise(pl.lit("0:0")), state=state_txt,
+        nnodes=pl.when(pl.col("_ran")).then(nnodes).otherwise(nnodes_req).cast(pl.String),
+        ncpus=S("_cpus"), reqcpus=S("_cpus"), reqmem=mem, reqtres=req,
+        alloctres=pl.when(pl.col("_ran")).then(alloc).otherwise(pl.lit("")),
+        nodelist=pl.when(pl.col("_ran")).then(pl.col("_nodelist")).otherwise(pl.lit("None assigned")),
+        reservation=pl.col("reservation"), jobname=pl.col("name"),
+    )
+    frames = [r.select(pl.col("run_idx").alias("_k"), pl.lit(0).alias("_s"), *[job[f].alias(f) for f in FIELDS])]
+    if steps:
+        s = r.filter(pl.col("_ran"))
+        blank = {f: pl.lit("") for f in ("partition", "qos", "group", "gid", "user", "uid", "timelimitraw",
+                                          "reqtres", "reservation")}
+        step_state = pl.when(~pl.col("_ended")).then(pl.lit("RUNNING")) \
+            .when(pl.col("_state").is_in(["TIMEOUT", "PREEMPTED"])).then(pl.lit("CANCELLED")) \
+            .otherwise(pl.col("_state"))
+        base = {**job, **blank, "submit": start_txt, "eligible": start_txt}
+        first = pl.col("nodes").list.first()
+        per_node_cpus = (pl.col("_cpus") // nnodes).cast(pl.String)
+        batch = {**base, "jobidraw": S("job_id_raw") + ".batch", "jobid": jobid + ".batch", "jobname": pl.lit("batch"),
+                 "state": step_state, "nnodes": pl.lit("1"), "ncpus": per_node_cpus, "reqcpus": per_node_cpus,
+                 "alloctres": "cpu=" + per_node_cpus + ",gres/gpu:" + gtype + "=" + (S("gpus") if False else
+                              (pl.col("gpus") // nnodes).cast(pl.String)) + ",gres/gpu="
+                              + (pl.col("gpus") // nnodes).cast(pl.String) + ",mem=" + mem + ",node=1",
+                 "nodelist": first}
+        extern = {**base, "jobidraw": S("job_id_raw") + ".extern", "jobid": jobid + ".extern",
+                  "jobname": pl.lit("extern"), "exitcode": pl.lit("0:0"),
+                  "state": pl.when(pl.col("_ended")).then(pl.lit("COMPLETED")).otherwise(pl.lit("RUNNING"))}
+        frames.append(s.select(pl.col("run_idx").alias("_k"), pl.lit(1).alias("_s"),
+                               *[batch[f].alias(f) for f in FIELDS]))
+        frames.append(s.select(pl.col("run_idx").alias("_k"), pl.lit(2).alias("_s"),
+                               *[extern[f].alias(f) for f in FIELDS]))
+        m = s.filter(nnodes > 1)
+        srun = {**base, "jobidraw": S("job_id_raw") + ".0", "jobid": jobid + ".0", "jobname": pl.lit("python"),
+                "state": step_state}
+        frames.append(m.select(pl.col("run_idx").alias("_k"), pl.lit(3).alias("_s"),
+                               *[srun[f].alias(f) for f in FIELDS]))
+    lines = pl.concat(frames).sort("_k", "_s").select(pl.concat_str([pl.col(f) for f in FIELDS], separator="|"))
+    body = "\n".join(lines.to_series().to_list())
+    return HEADER + "\n" + body + ("\n" if body else "")

@@ -1,0 +1,415 @@
+"""A month of a GPU cluster, simulated: inventory, failures, a reservation, and jobs placed on nodes.
+
+Jobs are placed in submission order at the earliest time their partition has the GPUs (first fit; a job
+never waits behind a larger one, like Slurm's backfill), so GPU allocations never overlap and telemetry
+drawn from them is coherent. Node failures are drawn first (Poisson per node, a few "lemon" nodes at a
+much higher rate) with an Xid just before; a job running on a node when it fails ends NODE_FAIL and is
+often requeued (a new run of the same job id). Drains (high ECC rate, thermal, maintenance) stop new jobs
+starting on a node. One project holds a reservation of a whole partition for part of the period. The
+placement loop is a discrete-event simulation, sequential by nature; everything around it is vectorized.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+import polars as pl
+
+from ops_warehouse.generate.model import (GPU_ALLOC_SCHEMA, GPU_MODELS, INVENTORY_SCHEMA, NODE_EVENT_SCHEMA,
+                                          THROTTLE_SCHEMA, TS, XID_SCHEMA, ClusterSpec)
+from ops_warehouse.generate.workload import draw_jobs
+
+FAILURES_PER_1000_NODE_DAYS = 4.0
+LEMON_FACTOR = 12.0
+FATAL_XIDS = {79: "GPU has fallen off the bus", 48: "double-bit ECC error", 95: "uncontained ECC error",
+              74: "NVLink error"}
+DRAIN_XIDS = {92: "high single-bit ECC error rate", 64: "ECC row remapping failure"}
+REQUEUE_SHARE = 0.6
+WATCHDOG_S = 1800  # NCCL watchdog kills a hung job after this long
+
+
+@dataclass
+class History:
+    spec: ClusterSpec
+    start: datetime
+    end: datetime
+    inventory: pl.DataFrame
+    runs: pl.DataFrame  # one row per job run (sacct --duplicates)
+    gpu_alloc: pl.DataFrame
+    node_events: pl.DataFrame
+    xids: pl.DataFrame
+    throttle: pl.DataFrame
+    reservations: pl.DataFrame
+    lemons: list[str]
+    straggler: str
+
+
+def _inventory(spec: ClusterSpec, t0: int, rng: np.random.Generator) -> pl.DataFrame:
+    rows = []
+    for p in spec.partitions:
+        m = GPU_MODELS[p.gpu_model]
+        # the newest partition came into service a few days into the period
+        in_service = t0 + 5 * 86400 if p is spec.partitions[-1] else t0 - 400 * 86400
+        for i in range(p.nodes):
+            u = rng.integers(0, 256, (spec.gpus_per_node, 16), dtype=np.uint8)
+            uuids = ["GPU-{}-{}-{}-{}-{}".format(*(bytes(x).hex()[a:b] for a, b in
+                                                   ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)))) for x in u]
+            rows.append({"node": f"{p.node_prefix}{i + 1:03d}", "partition": p.name, "gpu_model": p.gpu_model,
+                         "model_name": m.model_name, "gpus": spec.gpus_per_node,
+                         "rack": f"{p.name}-r{i // p.rack_size + 1:02d}",
+                         "in_service_ts": datetime.fromtimestamp(in_service, timezone.utc), "gpu_uuids": uuids})
+    return pl.DataFrame(rows, schema=INVENTORY_SCHEMA)
+
+
+def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, jobs_per_day: int = 800,
+             seed: int = 0, reservation_days: tuple[int, int] = (10, 17)) -> History:
+    spec = spec or ClusterSpec()
+    rng = np.random.default_rng(seed)
+    t0 = int(start.timestamp())
+    t_end = t0 + days * 86400
+    inv = _inventory(spec, t0, rng)
+    nodes = inv.get_column("node").to_list()
+    n_nodes, G = len(nodes), spec.gpus_per_node
+    part_of = np.array([spec.partitions.index(next(p for p in spec.partitions if p.name == x))
+                        for x in inv.get_column("partition")])
+    part_nodes = [np.flatnonzero(part_of == i) for i in range(len(spec.partitions))]
+    in_service = np.array([int(x.timestamp()) for x in inv.get_column("in_service_ts")])
+
+    # --- node trouble, drawn before any job: failures (down), drains, thermal throttling, a straggler
+    big = part_nodes[0]
+    lemons = [int(x) for x in rng.choice(big, 2, replace=False)]
+    straggler = int(rng.choice(np.setdiff1d(big, lemons)))
+    rate = np.full(n_nodes, FAILURES_PER_1000_NODE_DAYS / 1000 / 86400)
+    rate[lemons] *= LEMON_FACTOR
+    ev_node, ev_start, ev_end, ev_state, ev_reason = [], [], [], [], []
+    x_node, x_gpu, x_ts, x_code = [], [], [], []
+    for n in range(n_nodes):
+        t = max(t0, in_service[n])
+        while True:
+            t += int(rng.exponential(1 / rate[n]))
+            if t >= t_end:
+                break
+            if rng.random() < 0.75:
+                code = int(rng.choice(list(FATAL_XIDS)))
+                state, reason, repair = "down", f"Xid {code}: {FATAL_XIDS[code]}", rng.uniform(2, 36) * 3600
+            else:
+                code = int(rng.choice(list(DRAIN_XIDS)))
+                state, reason, repair = "drain", f"Xid {code}: {DRAIN_XIDS[code]}", rng.uniform(4, 48) * 3600
+            ev_node.append(n), ev_start.append(t), ev_end.append(int(t + repair)), ev_state.append(state)
+            ev_reason.append(reason)
+            x_node.append(n), x_gpu.append(int(rng.integers(0, G))), x_ts.append(t - 5), x_code.append(code)
+            t += int(repair)
+    # planned maintenance: a rack drained for a morning mid-period
+    for n in big[8:12]:
+        ms = t0 + (days // 2) * 86400 + 6 * 3600
+        ev_node.append(int(n)), ev_start.append(ms), ev_end.append(ms + 6 * 3600), ev_state.append("drain")
+        ev_reason.append("maintenance: firmware update")
+    # a few hot GPUs throttle every afternoon; one node gets drained for it at the end of the first week
+    hot = [(int(rng.choice(big)), int(rng.integers(0, G))) for _ in range(3)]
+    th_node, th_gpu, th_s, th_e = [], [], [], []
+    for n, g in hot:
+        for d in range(days):
+            th_node.append(n), th_gpu.append(g)
+            th_s.append(t0 + d * 86400 + 12 * 3600), th_e.append(t0 + d * 86400 + 18 * 3600)
+    ev_node.append(hot[0][0]), ev_start.append(t0 + 7 * 86400 + 18 * 3600)
+    ev_end.append(t0 + 8 * 86400 + 10 * 3600), ev_state.append("drain"), ev_reason.append("thermal: GPU over temp")
+
+    ev = sorted(zip(ev_node, ev_start, ev_end, ev_state, ev_reason), key=lambda e: (e[1], e[0]))
+    nostart = [(n, s, e) for n, s, e, _, _ in ev]  # no job starts on a down or drained node
+    down_at = {}  # node -> sorted failure times (they kill running jobs)
+    for n, s, _, st, _ in ev:
+        if st == "down":
+            down_at.setdefault(n, []).append(s)
+    ns_node = np.array([x[0] for x in nostart], dtype=np.int64)
+    ns_start = np.array([x[1] for x in nostart], dtype=np.int64)
+    ns_end = np.array([x[2] for x in nostart], dtype=np.int64)
+
+    # --- the reservation: the first account holds the whole first partition for part of the period
+    owner = 0
+    rs, re_ = t0 + reservation_days[0] * 86400, t0 + reservation_days[1] * 86400
+    resv_name = f"{spec.accounts[owner]}_{spec.partitions[0].name}"
+
+    jobs = draw_jobs(spec, start, days, jobs_per_day, rng)
+    n_jobs = jobs.height
+    J = {c: jobs.get_column(c).to_numpy() for c in jobs.columns}
+    # partition: big jobs need the first partition; others by capacity, avoiding a partition not yet in
+    # service and (for accounts other than the owner) the reserved one while the reservation holds
+    cap = np.array([p.nodes for p in spec.partitions], float)
+    part = rng.choice(len(spec.partitions), n_jobs, p=cap / cap.sum())
+    late = in_service[part_nodes[-1][0]]
+    part = np.where((part == len(spec.partitions) - 1) & (J["submit"] < late), 0, part)
+    # while the owner holds the first partition, the others send what fits elsewhere
+    in_resv = (J["submit"] >= rs - 3 * 86400) & (J["submit"] < re_) & (J["account_idx"] != owner)
+    others = np.where(J["submit"] >= late, rng.choice([1, 2], n_jobs, p=[2 / 3, 1 / 3]), 1)
+    part = np.where(in_resv & (part == 0), others, part)
+    # a job larger than its partition goes to the first (largest) partition
+    part = np.where(J["gpus"] > np.array([p.nodes for p in spec.partitions])[part] * G, 0, part)
+
+    busy = np.full((n_nodes, G), t0 - 1, dtype=np.int64)  # each GPU busy until
+    slow = np.ones(n_nodes)
+    slow[straggler] = 0.7
+    ns_by_node = {}
+    for n, s_, e_ in nostart:
+        ns_by_node.setdefault(n, []).append((s_, e_))
+
+    raw_id = np.arange(1_000_001, 1_000_001 + n_jobs, dtype=np.int64)
+    array_of = np.full(n_jobs, -1, dtype=np.int64)
+    task_of = np.full(n_jobs, -1, dtype=np.int64)
+    # arrays: array-flagged jobs of one user submitted within a minute of the first form one array
+    arr_open: dict[int, list[int]] = {}
+    for i in np.flatnonzero(J["array"]):
+        u = int(J["user_idx"][i])
+        a = arr_open.get(u)
+        if a and J["submit"][i] - a[1] < 60:
+            array_of[i], task_of[i] = a[0], a[2] + 1
+            a[2] += 1
+        else:
+            array_of[i], task_of[i] = raw_id[i], 0
+            arr_open[u] = [int(raw_id[i]), int(J["submit"][i]), 0]
+    first_submit = {int(raw_id[i]): int(J["submit"][i]) for i in np.flatnonzero(task_of == 0)}
+
+    out: list[dict] = []
+    alloc_rows = []
+    pending: list[list] = []  # [priority submit, i, run_no, remaining runtime or -1, true submit]
+    completions: list[tuple[int, int]] = []  # (end, run index)
+    shadow = {}  # partition -> (time, node set) held for its oldest blocked large job (EASY backfill)
+
+    class Pass:
+        """What is free at one instant, kept up to date as jobs start within the pass."""
+
+        def __init__(self, t: int):
+            self.t = t
+            self.free = (busy <= t).sum(axis=1)
+            m = (ns_start <= t) & (t < ns_end)
+            self.avail = in_service <= t
+            self.avail[ns_node[m]] = False
+            self.summary = {}
+
+        def fits(self, p: int, per_node: int, k: int) -> bool:
+            """Cheap test before any per-node work: are there k nodes with per_node free GPUs?"""
+            if p not in self.summary:
+                f = np.where(self.avail[part_nodes[p]], self.free[part_nodes[p]], 0)
+                self.summary[p] = np.bincount(f, minlength=G + 1)[::-1].cumsum()[::-1]  # nodes with >= x free
+            return self.summary[p][per_node] >= k
+
+        def took(self, p: int, chosen, per_node: int) -> None:
+            self.free[chosen] -= per_node
+            self.summary.pop(p, None)
+
+    def try_start(job, ps: Pass) -> bool:
+        t = ps.t
+        _, i, run_no, remaining, submit = job
+        g, acct, p = int(J["gpus"][i]), int(J["account_idx"][i]), int(part[i])
+        outcome = str(J["outcome"][i]) if run_no == 0 else "COMPLETED"
+        if outcome == "CANCELLED_PENDING":
+            return False  # held (a dependency that never resolves) until its owner cancels it
+        limit_s = 10**9 if J["unlimited"][i] else int(J["timelimit_min"][i]) * 60
+        if p == 0 and acct != owner and t < re_ and t + min(limit_s, 3 * 86400) > rs:
+            return False  # would run into the reservation
+        k, per_node = max(1, -(-g // G)), min(g, G)
+        if not ps.fits(p, per_node, k):
+            return False
+        runtime = int(J["runtime_s"][i]) if remaining < 0 else remaining
+        cand = part_nodes[p]
+        free_n = ps.free[cand]
+        ok = (free_n >= per_node) & ps.avail[cand]
+        sh = shadow.get(p)
+        if sh is not None and sh[2] != i and t + min(limit_s, runtime) > sh[0]:
+            ok &= ~sh[1]  # keep the large job's nodes unless done before it starts
+        idx = np.flatnonzero(ok)
+        if len(idx) < k:
+            return False
+        # single-node jobs pack onto the fullest node that fits; multi-node jobs take whole free nodes
+        idx = idx[np.argsort(free_n[idx], kind="stable")][:k] if k == 1 else idx[:k]
+        chosen = cand[idx]
+        dur = int(min(runtime * (J["cut"][i] if run_no == 0 else 1.0), limit_s))
+        dur = max(dur, 1)
+        if np.any(slow[chosen] < 1):
+            dur = int(min(dur / slow[chosen].min(), limit_s))
+        end_t = t + dur
+        state = outcome
+        if run_no == 0 and J["cut"][i] >= 1.0 and runtime > limit_s:
+            state = "TIMEOUT"
+        failed_at = min((f for n in chosen for f in down_at.get(int(n), []) if t < f < end_t), default=None)
+        if failed_at is not None:
+            end_t, state = failed_at, "NODE_FAIL"
+        hang_from = None
+        if J["hang"][i] and state in ("FAILED", "CANCELLED", "TIMEOUT") and dur > 2 * WATCHDOG_S:
+            hang_from, state = end_t - WATCHDOG_S, "FAILED"
+        exit_code = {"FAILED": "0:6" if hang_from else str(J["fail_exit"][i]), "OUT_OF_MEMORY": "0:125"}.get(state, "0:0")
+        gsel = np.argsort(busy[chosen] > t, axis=1, kind="stable")[:, :per_node]
+        busy[chosen[:, None], gsel] = end_t
+        ps.took(p, chosen, per_node)
+        shown = first_submit.get(int(array_of[i]), submit) if (array_of[i] >= 0 and run_no == 0) else submit
+        out.append({"i": i, "run": run_no, "submit": shown, "partition": spec.partitions[p].name, "start": t,
+                    "end": end_t, "state": state, "exit": exit_code, "nodes": [nodes[n] for n in sorted(chosen)],
+                    "hang_from": hang_from,
+                    "reservation": resv_name if (p == 0 and acct == owner and rs <= t < re_) else ""})
+        alloc_rows.append((len(out) - 1, chosen, gsel))
+        heapq.heappush(completions, (end_t, len(out) - 1))
+        if state == "NODE_FAIL" and rng.random() < REQUEUE_SHARE:
+            left = max(runtime - (end_t - t), 60)
+            requeued.append([end_t, i, run_no + 1, left, end_t])
+        if sh is not None and sh[2] == i:
+            del shadow[p]
+        return True
+
+    def set_shadow(job, t: int) -> None:
+        _, i, _, _, _ = job
+        p, g = int(part[i]), int(J["gpus"][i])
+        if g <= G or p in shadow:
+            return
+        cand = part_nodes[p]
+        node_free = np.maximum(busy[cand].max(axis=1), t)
+        order = np.argsort(node_free, kind="stable")[: -(-g // G)]
+        held = np.zeros(len(cand), dtype=bool)
+        held[order] = True
+        shadow[p] = (int(node_free[order[-1]]), held, i)
+
+    def schedule(t: int, jobs: list, limit: int = 100) -> list:
+        """Start what can start at t, in priority order; return the jobs still waiting."""
+        ps = Pass(t)
+        waiting = []
+        for pos, job in enumerate(jobs):
+            if pos >= limit:
+                waiting.extend(jobs[pos:])
+                break
+            if not try_start(job, ps):
+                set_shadow(job, t)
+                waiting.append(job)
+        return waiting
+
+    requeued: list[list] = []
+    cancel_at = {}
+    arrivals = J["submit"]
+    ai = 0
+    while ai < n_jobs or completions:
+        t_next = min(int(arrivals[ai]) if ai < n_jobs else 10**12, completions[0][0] if completions else 10**12)
+        if t_next >= t_end:
+            break
+        freed = False
+        while completions and completions[0][0] <= t_next:
+            heapq.heappop(completions)
+            freed = True
+        new = []
+        while ai < n_jobs and arrivals[ai] <= t_next:
+            i = ai
+            ai += 1
+            if J["outcome"][i] == "CANCELLED_PENDING":
+                cancel_at[i] = int(arrivals[i]) + int(J["cancel_wait_s"][i])
+            new.append([int(arrivals[i]), i, 0, -1, int(arrivals[i])])
+        # jobs cancelled while pending leave the queue
+        if cancel_at:
+            for j in [j for j in pending if j[2] == 0 and j[1] in cancel_at and cancel_at[j[1]] <= t_next]:
+                pending.remove(j)
+                i = j[1]
+                out.append({"i": i, "run": 0, "submit": j[4], "partition": spec.partitions[int(part[i])].name,
+                            "start": None, "end": cancel_at.pop(i), "state": "CANCELLED", "exit": "0:0",
+                            "nodes": [], "hang_from": None, "reservation": ""})
+        if freed:
+            # resources came back: the whole queue in priority order, new arrivals last
+            pending[:] = schedule(t_next, pending + new)
+        elif new:
+            # nothing was freed: only the new arrivals can start (backfill)
+            pending.extend(schedule(t_next, new))
+        if requeued:
+            pending.extend(requeued)
+            pending.sort(key=lambda x: x[0])
+            requeued.clear()
+    # what is left in the queue at the end of the period is pending (or was cancelled by then)
+    for j in pending:
+        i = j[1]
+        c = cancel_at.get(i)
+        out.append({"i": i, "run": j[2], "submit": j[4], "partition": spec.partitions[int(part[i])].name,
+                    "start": None, "end": c if c is not None and c < t_end else None,
+                    "state": "CANCELLED" if c is not None and c < t_end else "PENDING", "exit": "0:0",
+                    "nodes": [], "hang_from": None, "reservation": ""})
+    return _frames(spec, start, t0, t_end, inv, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow,
+                   (ev, x_node, x_gpu, x_ts, x_code), (th_node, th_gpu, th_s, th_e),
+                   (resv_name, spec.accounts[owner], spec.partitions[0], rs, re_), lemons, straggler)
+
+
+def _dt(v) -> datetime | None:
+    return None if v is None else datetime.fromtimestamp(int(v), timezone.utc)
+
+
+def _frames(spec, start, t0, t_end, inv, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, events,
+            throttle, resv, lemons, straggler) -> History:
+    users = [f"user{u + 1:03d}" for u in range(len(spec.accounts) * 25)]
+    recs = []
+    for r in out:
+        i = r["i"]
+        arr = array_of[i] >= 0
+        recs.append({
+            "job_id_raw": int(raw_id[i]),
+            "job_id": f"{array_of[i]}_{task_of[i]}" if arr else str(raw_id[i]),
+            "array_job_id": int(array_of[i]) if arr else 0, "run": r["run"],
+            "name": str(J["name"][i]), "user": users[int(J["user_idx"][i])],
+            "uid": 10001 + int(J["user_idx"][i]), "account": spec.accounts[int(J["account_idx"][i])],
+            "gid": 20001 + int(J["account_idx"][i]), "partition": r["partition"], "qos": str(J["qos"][i]),
+            "submit": r["submit"], "start": r["start"], "end": r["end"], "state": r["state"], "exit": r["exit"],
+            "gpus": int(J["gpus"][i]), "timelimit_min": None if J["unlimited"][i] else int(J["timelimit_min"][i]),
+            "nodes": r["nodes"], "reservation": r["reservation"],
+            "hang_from": r.get("hang_from"),
+        })
+    runs = pl.DataFrame(recs, schema={
+        "job_id_raw": pl.Int64, "job_id": pl.String, "array_job_id": pl.Int64, "run": pl.Int32, "name": pl.String,
+        "user": pl.String, "uid": pl.Int64, "account": pl.String, "gid": pl.Int64, "partition": pl.String,
+        "qos": pl.String, "submit": pl.Int64, "start": pl.Int64, "end": pl.Int64, "state": pl.String,
+        "exit": pl.String, "gpus": pl.Int32, "timelimit_min": pl.Int64, "nodes": pl.List(pl.String),
+        "reservation": pl.String, "hang_from": pl.Int64,
+    }).with_row_index("run_idx")
+    # GPU allocations: one row per (run, node, GPU)
+    ai, an, ag = [], [], []
+    for ri, chosen, gsel in alloc_rows:
+        for n, gs in zip(chosen, gsel):
+            ai.extend([ri] * len(gs)), an.extend([int(n)] * len(gs)), ag.extend(int(x) for x in gs)
+    J_run = runs.select("run_idx", "job_id", "start", "end", "hang_from", "gpus")
+    per = pl.DataFrame({"run_idx": np.array(ai, dtype=np.uint32), "n": np.array(an, dtype=np.int64),
+                        "gpu": np.array(ag, dtype=np.int32)})
+    i_of_run = np.array([r["i"] for r in out])
+    prof = pl.DataFrame({c: J[c][i_of_run] for c in ("util", "sm_active", "tensor_active", "dram_active",
+                                                      "fb_used_frac", "ckpt_period_s")}).with_row_index("run_idx")
+    node_names = pl.Series(nodes)
+    gpu_alloc = (
+        per.join(J_run, on="run_idx").join(prof, on="run_idx")
+        .with_columns(
+            node=node_names.gather(per.get_column("n")).alias("node") if per.height else pl.lit(None, pl.String),
+            start_ts=pl.from_epoch("start", "s").dt.replace_time_zone("UTC"),
+            end_ts=pl.from_epoch("end", "s").dt.replace_time_zone("UTC"),
+            hang_from_ts=pl.from_epoch("hang_from", "s").dt.replace_time_zone("UTC"),
+            gpu_util=pl.col("util"),
+            power_frac=(0.35 + 0.65 * (0.6 * pl.col("sm_active") + 0.4 * pl.col("tensor_active"))).clip(0, 1),
+            # checkpoints: a few GB per GPU each time
+            ckpt_bytes=pl.when(pl.col("ckpt_period_s") > 0).then(pl.col("gpus").cast(pl.Float64).clip(0, 8) * 12e9)
+            .otherwise(0.0),
+            slowdown=pl.Series(slow).gather(per.get_column("n")) if per.height else pl.lit(1.0),
+        )
+        .select([pl.col(c).cast(t) for c, t in GPU_ALLOC_SCHEMA.items()])
+    )
+    ev, x_node, x_gpu, x_ts, x_code = events
+    node_events = pl.DataFrame({
+        "node": [nodes[e[0]] for e in ev], "start_ts": [_dt(e[1]) for e in ev], "end_ts": [_dt(e[2]) for e in ev],
+        "state": [e[3] for e in ev], "reason": [e[4] for e in ev]}, schema=NODE_EVENT_SCHEMA)
+    xids = pl.DataFrame({"node": [nodes[n] for n in x_node], "gpu": x_gpu, "ts": [_dt(t) for t in x_ts],
+                         "xid": x_code}, schema=XID_SCHEMA)
+    # application faults: Xid 31 (GPU memory page fault) on a GPU of some failed jobs, at their end
+    fails = gpu_alloc.join(runs.filter(pl.col("state") == "FAILED").select("job_id", "run_idx"), on="job_id") \
+        .filter((pl.col("gpu") == 0) & (pl.col("run_idx") % 5 == 0))
+    xids = pl.concat([xids, fails.select("node", "gpu", (pl.col("end_ts") - pl.duration(seconds=2)).alias("ts"),
+                                         pl.lit(31, pl.Int32).alias("xid"))]).sort("ts", "node", "gpu")
+    th_node, th_gpu, th_s, th_e = throttle
+    throttle_df = pl.DataFrame({"node": [nodes[n] for n in th_node], "gpu": th_gpu,
+                                "start_ts": [_dt(t) for t in th_s], "end_ts": [_dt(t) for t in th_e]},
+                               schema=THROTTLE_SCHEMA)
+    name, acct, p, rs, re_ = resv
+    reservations = pl.DataFrame({
+        "name": [name], "accounts": [acct], "partition": [p.name],
+        "nodes": [[n for n in nodes if n.startswith(p.node_prefix)]], "start_ts": [_dt(rs)], "end_ts": [_dt(re_)],
+    }, schema={"name": pl.String, "accounts": pl.String, "partition": pl.String, "nodes": pl.List(pl.String),
+               "start_ts": TS, "end_ts": TS})
+    return History(spec, start, datetime.fromtimestamp(t_end, timezone.utc), inv, runs, gpu_alloc, node_events,
+                   xids, throttle_df, reservations, [nodes[n] for n in lemons], nodes[straggler])

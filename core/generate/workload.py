@@ -1,0 +1,82 @@
+"""What users submit: one row per job, drawn vectorized from distributions calibrated to published traces.
+
+Shapes (targets checked by tests/test_generate_calibration.py): over 40% of jobs on one GPU and over 90% on
+fewer than 8, under 10% of GPU-hours; jobs of 256+ GPUs over half of the GPU-hours; run times lognormal
+with a median of minutes for small jobs and many hours for large ones; outcomes by count and by GPU time in
+the range of the LLM clusters of AcmeTrace (Seren, Kalos) and Helios (../shared/data/published/).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+import polars as pl
+
+from ops_warehouse.generate.model import ClusterSpec
+
+# GPUs per job and their probabilities.
+GPU_COUNTS = np.array([1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 128, 256, 512])
+GPU_P = np.array([.48, .18, .03, .17, .02, .02, .01, .05, .015, .01, .007, .004, .003, .002])
+# Account shares of submissions; proja is the big customer.
+ACCOUNT_P = np.array([.30, .25, .15, .12, .10, .08])
+USERS_PER_ACCOUNT = 25
+# Intended outcome for jobs that are not cut short by a node failure (which makes NODE_FAIL).
+OUTCOMES = np.array(["COMPLETED", "FAILED", "CANCELLED", "OUT_OF_MEMORY", "PREEMPTED", "CANCELLED_PENDING"])
+SMALL_OUTCOME_P = np.array([.56, .32, .06, .025, .01, .025])
+LARGE_OUTCOME_P = np.array([.30, .22, .45, .0, .03, .0])  # LLM runs: mostly stopped by their owners
+TIMELIMITS_MIN = np.array([60, 120, 240, 480, 720, 1440, 2880, 4320])
+FAIL_EXITS = np.array(["1:0", "1:0", "1:0", "2:0", "127:0", "0:11", "255:0", "0:6"])
+NAMES_SMALL = np.array(["bash", "jupyter", "eval", "infer", "sweep", "data-prep", "tokenize", "debug",
+                        "finetune", "sft-8b", "vit-l16", "rl-ppo", "diffusion", "train.sh", "run.py", "aàb-日本"])
+NAMES_LARGE = np.array(["pretrain-70b", "pretrain-8b", "moe-pretrain", "llm-train", "nccl-allreduce"])
+
+
+def draw_jobs(spec: ClusterSpec, start: datetime, days: int, jobs_per_day: int, rng: np.random.Generator
+              ) -> pl.DataFrame:
+    """Submitted jobs, sorted by submit time (epoch seconds)."""
+    n = int(days * jobs_per_day)
+    t0 = int(start.timestamp())
+    # daily rhythm: more submissions in working hours
+    hour_w = np.array([3, 2, 2, 2, 2, 3, 4, 6, 9, 11, 12, 12, 11, 12, 12, 12, 11, 10, 8, 7, 6, 5, 4, 3], float)
+    day = rng.integers(0, days, n)
+    hour = rng.choice(24, n, p=hour_w / hour_w.sum())
+    submit = t0 + day * 86400 + hour * 3600 + rng.integers(0, 3600, n)
+    submit.sort()
+    gpus = rng.choice(GPU_COUNTS, n, p=GPU_P / GPU_P.sum())
+    large = gpus >= 64
+    acct = rng.choice(len(spec.accounts), n, p=ACCOUNT_P / ACCOUNT_P.sum())
+    user = acct * USERS_PER_ACCOUNT + np.minimum(rng.zipf(1.6, n) - 1, USERS_PER_ACCOUNT - 1)
+    # run time the job would take if nothing stopped it
+    med = np.where(gpus < 8, 150.0, np.where(gpus == 8, 1800.0, np.where(gpus >= 256, 14 * 3600.0, np.where(large, 8 * 3600.0, 2 * 3600.0))))
+    sigma = np.where(gpus < 8, 1.7, np.where(large, 0.9, 1.3))
+    runtime = np.clip(np.exp(np.log(med) + sigma * rng.standard_normal(n)), 5, 14 * 86400).astype(np.int64)
+    # users ask for a limit above what they expect; some guess too low (TIMEOUT)
+    need_min = runtime / 60 * rng.uniform(0.7, 3.0, n)
+    tl_idx = np.minimum(np.searchsorted(TIMELIMITS_MIN, need_min), len(TIMELIMITS_MIN) - 1)
+    timelimit = TIMELIMITS_MIN[tl_idx]
+    unlimited = rng.random(n) < 0.03
+    outcome = np.where(large, rng.choice(OUTCOMES, n, p=LARGE_OUTCOME_P), rng.choice(OUTCOMES, n, p=SMALL_OUTCOME_P))
+    # failures and OOMs come early, cancellations any time
+    cut = np.where(np.isin(outcome, ["FAILED", "OUT_OF_MEMORY"]), rng.uniform(0.02, 0.6, n),
+                   np.where(outcome == "CANCELLED", rng.uniform(0.1, 0.9, n),
+                            np.where(outcome == "PREEMPTED", rng.uniform(0.2, 0.8, n), 1.0)))
+    # arrays: a share of small jobs are tasks of an array submitted together
+    arr = (gpus <= 2) & (rng.random(n) < 0.15)
+    names = np.where(large, rng.choice(NAMES_LARGE, n), rng.choice(NAMES_SMALL, n))
+    # one in 40 large runs hangs in NCCL until the watchdog kills it; large runs checkpoint
+    hang = large & (rng.random(n) < 0.08) & (outcome != "COMPLETED")
+    return pl.DataFrame({
+        "submit": submit, "gpus": gpus.astype(np.int32), "account_idx": acct.astype(np.int32),
+        "user_idx": user.astype(np.int32), "runtime_s": runtime, "timelimit_min": timelimit.astype(np.int64),
+        "unlimited": unlimited, "outcome": outcome, "cut": cut, "array": arr, "name": names, "hang": hang,
+        "fail_exit": rng.choice(FAIL_EXITS, n),
+        "cancel_wait_s": rng.exponential(1800, n).astype(np.int64),
+        "util": np.where(large, rng.uniform(88, 99, n), rng.beta(4, 2, n) * 100),
+        "sm_active": np.where(large, rng.uniform(0.45, 0.8, n), rng.beta(2, 3, n)),
+        "tensor_active": np.where(large, rng.uniform(0.3, 0.6, n), rng.beta(1.5, 4, n)),
+        "dram_active": np.where(large, rng.uniform(0.3, 0.6, n), rng.beta(2, 4, n)),
+        "fb_used_frac": np.where(large, rng.uniform(0.75, 0.95, n), rng.uniform(0.1, 0.9, n)),
+        "ckpt_period_s": np.where(gpus >= 16, rng.choice([1800, 3600, 7200], n), 0).astype(np.int64),
+        "qos": np.where(rng.random(n) < 0.1, "low", np.where(large, "high", "normal")),
+    })
