@@ -162,14 +162,48 @@ def summary(
 
 @app.command()
 def demo(
-    directory: Annotated[Path, typer.Option("--dir", help="Where the demo writes its inputs and outputs")] = Path("demo"),
-    jobs: Annotated[int, typer.Option(help="Jobs in the generated month")] = 20000,
+    directory: Annotated[Path, typer.Option("--dir", help="Where the demo writes its data, warehouse and reports")] = Path("demo"),
+    days: Annotated[int, typer.Option(help="Days of history, from 2026-10-01")] = 31,
+    jobs_per_day: Annotated[int, typer.Option(help="Jobs submitted per day")] = 900,
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same outputs)")] = 7,
 ):
-    """Generate a month of a GPU cluster's Slurm history, load it day by day, write the reports."""
+    """Generate a month of a GPU cluster, load it night by night as cron would, write the reports."""
     from ops_warehouse.demo import run_demo
 
-    run_demo(_state["cfg"], directory, jobs=jobs, seed=seed)
+    run_demo(_state["cfg"], directory, days=days, jobs_per_day=jobs_per_day, seed=seed)
+
+
+@app.command()
+def generate(
+    out: Annotated[Path, typer.Option(help="Output folder")],
+    start: Annotated[str, typer.Option(help="First day (YYYY-MM-DD, UTC)")] = "2026-10-01",
+    days: Annotated[int, typer.Option(help="Days to simulate")] = 31,
+    jobs_per_day: Annotated[int, typer.Option(help="Jobs submitted per day")] = 900,
+    nodes: Annotated[Optional[int], typer.Option(
+        help="Nodes in all (default 114: 90 H100, 16 H200, 8 B200, scaled in proportion)")] = None,
+    metrics_step: Annotated[int, typer.Option(help="Telemetry step in seconds")] = 300,
+    telemetry: Annotated[str, typer.Option(help="parquet, openmetrics, both or none")] = "parquet",
+    nightly: Annotated[bool, typer.Option(help="Also write each night's sacct extract")] = False,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, same files)")] = 0,
+):
+    """Write the files a GPU site has (sacct, node events, reservations, inventory, telemetry) for a simulated period."""
+    from datetime import datetime, timezone
+
+    from ops_warehouse.generate import generate as run
+    from ops_warehouse.progress import count_progress
+
+    formats = {"parquet": ("parquet",), "openmetrics": ("openmetrics",), "both": ("parquet", "openmetrics"),
+               "none": ()}.get(telemetry)
+    if formats is None:
+        raise OpsError("--telemetry must be parquet, openmetrics, both or none")
+    if days < 1 or jobs_per_day < 0 or metrics_step < 1 or (nodes is not None and nodes < 3):
+        raise OpsError("--days, --metrics-step must be positive, --jobs-per-day >= 0, --nodes >= 3")
+    t0 = datetime.combine(_date(start, "--start"), datetime.min.time(), timezone.utc)
+    with count_progress("telemetry days") as progress:
+        h = run(out, start=t0, days=days, jobs_per_day=jobs_per_day, nodes=nodes, seed=seed,
+                metrics_step_s=metrics_step, telemetry=formats, nightly=nightly, progress=progress)
+    print(f"{out}: {h.runs.height} job runs on {h.inventory.height} nodes, {h.node_events.height} node events, "
+          f"{h.xids.height} Xid events; lemon nodes {', '.join(h.lemons)}; straggler {h.straggler}")
 
 
 def main() -> None:
