@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from ops_warehouse.generate.model import ClusterSpec, Partition
-from ops_warehouse.generate.sacct_writer import compress_hostlist, sacct_text
+from ops_warehouse.generate.sacct_writer import compress_hostlist, sacct_text, write_sacct
 from ops_warehouse.generate.schedule import History, simulate
 
 __all__ = ["ClusterSpec", "History", "generate", "scaled_spec", "simulate"]
@@ -83,7 +83,7 @@ def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: i
     per_gpu_cpus = spec.cpus_per_node // spec.gpus_per_node
     per_gpu_mem = spec.mem_per_node_mib // spec.gpus_per_node
     kw = dict(cluster=spec.name, cpus_per_gpu=per_gpu_cpus, mem_per_gpu_mib=per_gpu_mem)
-    (out / "sacct" / "sacct.psv").write_text(sacct_text(h.runs, as_of=t1, **kw), encoding="utf-8")
+    write_sacct(out / "sacct" / "sacct.psv", h.runs, as_of=t1, **kw)
     if nightly:
         (out / "sacct" / "nightly").mkdir(exist_ok=True)
         for d in range(days):

@@ -142,3 +142,16 @@ def sacct_text(runs: pl.DataFrame, *, cluster: str, cpus_per_gpu: int, mem_per_g
     lines = pl.concat(frames).sort("_k", "_s").select(pl.concat_str([pl.col(f) for f in FIELDS], separator="|"))
     body = "\n".join(lines.to_series().to_list())
     return HEADER + "\n" + body + ("\n" if body else "")
+
+
+def write_sacct(path, runs: pl.DataFrame, *, chunk_runs: int = 100_000, **kw) -> int:
+    """sacct_text for many runs, written chunk by chunk (memory stays at one chunk of lines). Returns bytes."""
+    size = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for k in range(0, max(runs.height, 1), chunk_runs):
+            text = sacct_text(runs.slice(k, chunk_runs), **kw)
+            if k:
+                text = text[len(HEADER) + 1:]
+            f.write(text)
+            size += len(text.encode("utf-8"))
+    return size

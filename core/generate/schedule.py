@@ -23,7 +23,7 @@ from ops_warehouse.generate.model import (GPU_ALLOC_SCHEMA, GPU_MODELS, INVENTOR
 from ops_warehouse.generate.workload import draw_jobs
 
 FAILURES_PER_1000_NODE_DAYS = 4.0
-LEMON_FACTOR = 12.0
+LEMON_FACTOR = 25.0
 FATAL_XIDS = {79: "GPU has fallen off the bus", 48: "double-bit ECC error", 95: "uncontained ECC error",
               74: "NVLink error"}
 DRAIN_XIDS = {92: "high single-bit ECC error rate", 64: "ECC row remapping failure"}
@@ -135,16 +135,20 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     jobs = draw_jobs(spec, start, days, jobs_per_day, rng)
     n_jobs = jobs.height
     J = {c: jobs.get_column(c).to_numpy() for c in jobs.columns}
-    # partition: big jobs need the first partition; others by capacity, avoiding a partition not yet in
-    # service and (for accounts other than the owner) the reserved one while the reservation holds
+    # partition: by capacity; mid-size runs (8-32 GPUs) favour the newer partitions, whose GPUs would
+    # otherwise only see small jobs; large runs (64+) need the largest one; nothing goes to a partition
+    # before it is in service; while the owner holds the first partition, the others send what fits elsewhere
+    n_parts = len(spec.partitions)
     cap = np.array([p.nodes for p in spec.partitions], float)
-    part = rng.choice(len(spec.partitions), n_jobs, p=cap / cap.sum())
+    part = rng.choice(n_parts, n_jobs, p=cap / cap.sum())
+    mid = (J["gpus"] >= 8) & (J["gpus"] <= 32)
+    part = np.where(mid, rng.choice(n_parts, n_jobs, p=[0.4, 0.3, 0.3] if n_parts == 3 else cap / cap.sum()), part)
+    part = np.where(J["gpus"] >= 64, 0, part)
     late = in_service[part_nodes[-1][0]]
-    part = np.where((part == len(spec.partitions) - 1) & (J["submit"] < late), 0, part)
-    # while the owner holds the first partition, the others send what fits elsewhere
+    part = np.where((part == n_parts - 1) & (J["submit"] < late), 0, part)
     in_resv = (J["submit"] >= rs - 3 * 86400) & (J["submit"] < re_) & (J["account_idx"] != owner)
     others = np.where(J["submit"] >= late, rng.choice([1, 2], n_jobs, p=[2 / 3, 1 / 3]), 1)
-    part = np.where(in_resv & (part == 0), others, part)
+    part = np.where(in_resv & (part == 0), np.where(J["gpus"] >= 64, 1, others), part)
     # a job larger than its partition goes to the first (largest) partition
     part = np.where(J["gpus"] > np.array([p.nodes for p in spec.partitions])[part] * G, 0, part)
 
@@ -269,14 +273,20 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         held[order] = True
         shadow[p] = (int(node_free[order[-1]]), held, i)
 
-    def schedule(t: int, jobs: list, limit: int = 100) -> list:
-        """Start what can start at t, in priority order; return the jobs still waiting."""
+    def schedule(t: int, jobs: list, limit: int = 60) -> list:
+        """Start what can start at t, in priority order; return the jobs still waiting. Like Slurm's
+        bf_max_job_part, at most ``limit`` jobs of each (partition, multi-node or not) queue are tried."""
         ps = Pass(t)
         waiting = []
-        for pos, job in enumerate(jobs):
-            if pos >= limit:
-                waiting.extend(jobs[pos:])
-                break
+        tried: dict[tuple[int, bool], int] = {}
+        for job in jobs:
+            i = job[1]
+            key = (int(part[i]), bool(J["gpus"][i] > G))
+            n = tried.get(key, 0)
+            if n >= limit:
+                waiting.append(job)
+                continue
+            tried[key] = n + 1
             if not try_start(job, ps):
                 set_shadow(job, t)
                 waiting.append(job)
@@ -286,8 +296,10 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     cancel_at = {}
     arrivals = J["submit"]
     ai = 0
-    while ai < n_jobs or completions:
-        t_next = min(int(arrivals[ai]) if ai < n_jobs else 10**12, completions[0][0] if completions else 10**12)
+    future: list = []  # requeued runs, submitted when their failed run ends
+    while ai < n_jobs or completions or future:
+        t_next = min(int(arrivals[ai]) if ai < n_jobs else 10**12, completions[0][0] if completions else 10**12,
+                     future[0][0] if future else 10**12)
         if t_next >= t_end:
             break
         freed = False
@@ -301,6 +313,8 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
             if J["outcome"][i] == "CANCELLED_PENDING":
                 cancel_at[i] = int(arrivals[i]) + int(J["cancel_wait_s"][i])
             new.append([int(arrivals[i]), i, 0, -1, int(arrivals[i])])
+        while future and future[0][0] <= t_next:
+            new.append(heapq.heappop(future)[1])
         # jobs cancelled while pending leave the queue
         if cancel_at:
             for j in [j for j in pending if j[2] == 0 and j[1] in cancel_at and cancel_at[j[1]] <= t_next]:
@@ -315,10 +329,9 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         elif new:
             # nothing was freed: only the new arrivals can start (backfill)
             pending.extend(schedule(t_next, new))
-        if requeued:
-            pending.extend(requeued)
-            pending.sort(key=lambda x: x[0])
-            requeued.clear()
+        for job in requeued:
+            heapq.heappush(future, (job[0], job))
+        requeued.clear()
     # what is left in the queue at the end of the period is pending (or was cancelled by then)
     for j in pending:
         i = j[1]

@@ -1,0 +1,96 @@
+"""Benchmark: the cluster generator at the sizes the issue names, each phase in a fresh child process.
+
+    /work/venv/bin/python bench/bench_generate.py [--jobs 1000000] [--workdir DIR]
+
+1. history: 1,000,000 jobs (scheduled simulation + `sacct --parsable2` with steps, node events, inventory) on a
+   1,024-node cluster (8,192 GPUs) over 31 days;
+2. telemetry: one month of 1-minute dcgm-exporter / NIC / Lustre / IPMI samples for 128 nodes (1,024 GPUs),
+   Parquet, from a month's simulation of that cluster.
+Prints seconds, rows, bytes and peak RSS of each child.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+START = datetime(2026, 10, 1, tzinfo=timezone.utc)
+
+
+def child_history(out: str, jobs: int) -> dict:
+    from ops_warehouse.generate import generate
+
+    days = 31
+    t = time.perf_counter()
+    h = generate(out, start=START, days=days, jobs_per_day=-(-jobs // days), nodes=1024, seed=1, telemetry=())
+    s = time.perf_counter() - t
+    psv = Path(out) / "sacct" / "sacct.psv"
+    return {"seconds": s, "runs": h.runs.height, "sacct_lines": sum(1 for _ in open(psv, "rb")) - 1,
+            "sacct_mb": psv.stat().st_size / 1e6, "node_events": h.node_events.height,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def child_telemetry(out: str) -> dict:
+    from ops_warehouse.generate import scaled_spec
+    from ops_warehouse.generate.schedule import simulate
+    from ops_warehouse.generate.telemetry import write_telemetry
+
+    spec = scaled_spec(128)
+    t = time.perf_counter()
+    h = simulate(spec, start=START, days=31, jobs_per_day=1000, seed=1)
+    sim_s = time.perf_counter() - t
+    t = time.perf_counter()
+    counts = write_telemetry(Path(out), spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc,
+                             node_events=h.node_events, xids=h.xids, throttle=h.throttle, start=START, end=h.end,
+                             step_s=60, seed=1, formats=("parquet",))
+    s = time.perf_counter() - t
+    return {"simulate_seconds": sim_s, "seconds": s, "gpus": int(h.inventory["gpus"].sum()),
+            "dcgm_rows": counts["dcgm"]["rows"], "samples": sum(c["samples"] for c in counts.values()),
+            "mb": sum(c["bytes"] for c in counts.values()) / 1e6,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def run_child(kind: str, out: Path, jobs: int) -> dict:
+    p = subprocess.run([sys.executable, __file__, "--child", kind, "--out", str(out), "--jobs", str(jobs)],
+                       capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(p.stderr)
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--jobs", type=int, default=1_000_000)
+    ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--child")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    if a.child:
+        res = child_history(a.out, a.jobs) if a.child == "history" else child_telemetry(a.out)
+        print(json.dumps(res))
+        return
+    work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-generate-"))
+    try:
+        h = run_child("history", work / "history", a.jobs)
+        print(f"history: {h['runs']:,} job runs on 1,024 nodes x 31 days in {h['seconds']:.1f} s; sacct "
+              f"{h['sacct_lines']:,} lines, {h['sacct_mb']:.0f} MB; {h['node_events']} node events; "
+              f"peak RSS {h['peak_rss_mb']:,.0f} MB")
+        t = run_child("telemetry", work / "telemetry", a.jobs)
+        print(f"telemetry: {t['gpus']:,} GPUs x 31 days at 60 s: {t['dcgm_rows']:,} dcgm rows, {t['samples']:,} "
+              f"samples, {t['mb']:,.0f} MB Parquet in {t['seconds']:.1f} s (simulation {t['simulate_seconds']:.1f} s); "
+              f"peak RSS {t['peak_rss_mb']:,.0f} MB")
+    finally:
+        if not a.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
