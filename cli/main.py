@@ -135,6 +135,50 @@ def etl_sacct(
             print(f"  quarantined {n}: {reason}")
 
 
+@etl_app.command("metrics")
+def etl_metrics(
+    date_from: Annotated[str, typer.Option("--from", help="First day (YYYY-MM-DD, UTC)")],
+    date_to: Annotated[str, typer.Option("--to", help="Last day, inclusive")],
+    source: Annotated[str, typer.Option(help="file (Prometheus and VictoriaMetrics sources are not built yet)")] = "file",
+    file: Annotated[Optional[Path], typer.Option(
+        help="Folder of exporter Parquet files: <dir>/<family>/<YYYY-MM-DD>.parquet (dcgm, nic, lustre, ipmi), "
+             "as ops-report generate writes them")] = None,
+    cluster: Annotated[Optional[str], typer.Option(help="Cluster name for the rows (default: config)")] = None,
+):
+    """Load downsampled GPU, network, storage and power telemetry for whole days."""
+    from ops_warehouse.etl.telemetry_load import load_parquet_dir
+    from ops_warehouse.progress import count_progress
+
+    if source != "file":
+        raise OpsError(f"--source {source} is not available yet: load exporter files with --source file --file DIR")
+    if file is None:
+        raise OpsError("--source file needs --file DIR")
+    d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
+    if d1 < d0:
+        raise OpsError(f"--to {d1} is before --from {d0}")
+    with count_progress("telemetry days") as progress:
+        c = load_parquet_dir(_wh(), file, d0, d1, cluster=cluster, progress=progress)
+    print(f"{file}: {c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples, "
+          f"{c['xid_events']} Xid events")
+
+
+@app.command()
+def telemetry(
+    date_from: Annotated[str, typer.Option("--from", help="First day (YYYY-MM-DD, UTC)")],
+    date_to: Annotated[str, typer.Option("--to", help="Last day, inclusive")],
+    by: Annotated[str, typer.Option(help="cluster, node, gpu (node:index) or gpu_model")] = "cluster",
+    fmt: Annotated[str, typer.Option("--format", help="table, json or csv")] = "table",
+):
+    """A quick look at the loaded telemetry: utilization, activity, power, energy, temperature, throttling, bytes, Xids."""
+    from ops_warehouse.reports.tabular import render
+    from ops_warehouse.telemetry import telemetry as run
+
+    if fmt not in ("table", "json", "csv"):
+        raise OpsError("--format must be table, json or csv")
+    df = run(_wh(), _date(date_from, "--from"), _date(date_to, "--to"), by)
+    sys.stdout.write(render(df, fmt))
+
+
 @app.command()
 def summary(
     date_from: Annotated[str, typer.Option("--from", help="First day (YYYY-MM-DD)")],
@@ -206,6 +250,12 @@ def generate(
           f"{h.xids.height} Xid events; lemon nodes {', '.join(h.lemons)}; straggler {h.straggler}")
 
 
+def clickhouse_errors():
+    from clickhouse_connect.driver.exceptions import Error
+
+    return Error
+
+
 def main() -> None:
     try:
         app(standalone_mode=False)
@@ -214,6 +264,9 @@ def main() -> None:
         sys.exit(2)
     except typer.Abort:
         sys.exit(130)
+    except clickhouse_errors() as e:
+        print(f"ops-report: warehouse error: {str(e).strip().splitlines()[0][:500]}", file=sys.stderr)
+        sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as e:  # usage errors from typer's click layer: shown as click would

@@ -104,7 +104,7 @@ def apply_migrations(wh) -> list[str]:
     dep = _deployment(wh)
     oc = f"ON CLUSTER '{dep.cluster}'" if dep.mode == "cluster" else ""
     engine = (
-        f"ReplicatedReplacingMergeTree('/clickhouse/tables/all/{{database}}/schema_migrations', '{{replica}}', applied_at)"
+        "ReplicatedReplacingMergeTree('/clickhouse/tables/all/{database}/schema_migrations', '{replica}', applied_at)"
         if dep.mode == "cluster" else "ReplacingMergeTree(applied_at)"
     )
     wh.command(

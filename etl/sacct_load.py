@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -23,6 +22,7 @@ import polars as pl
 from ops_warehouse import OpsError
 from ops_warehouse.etl import sacct_json, sacct_text
 from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
+from ops_warehouse.etl.staging import stage_and_load, staging_dir
 
 
 @dataclass
@@ -38,13 +38,6 @@ class LoadResult:
     @property
     def loaded(self) -> int:
         return self.records_read - self.quarantined
-
-
-def _staging_dir(wh) -> Path:
-    base = (wh.embedded_path / "staging") if wh.embedded else Path(tempfile.gettempdir()) / "ops-warehouse-staging"
-    d = base / uuid.uuid4().hex
-    d.mkdir(parents=True, exist_ok=True)
-    return d
 
 
 def detect_format(path: Path) -> str:
@@ -90,7 +83,7 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
     fmt = detect_format(path) if fmt == "auto" else fmt
     result = LoadResult(source=source)
     started = time.time()
-    stage = _staging_dir(wh)
+    stage = staging_dir(wh)
     total = path.stat().st_size
     status, error = "ok", ""
     # The engine inserts chunk i (it releases the GIL) while polars parses chunk i+1; one insert in flight
@@ -131,19 +124,13 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
 
 def _stage_and_load(wh, stage: Path, i: int, runs, steps, quarantine, source: str) -> None:
     now = datetime.now(timezone.utc).replace(microsecond=0)
-    parts = [("slurm_job_run", runs), ("slurm_job_step", steps)]
+    frames = {"slurm_job_run": runs, "slurm_job_step": steps}
     if quarantine.height:
-        parts.append(("etl_quarantine", quarantine.select(
+        frames["etl_quarantine"] = quarantine.select(
             pl.lit(source).alias("source"), "line_no", "reason", "raw",
             pl.lit(now).cast(pl.Datetime("ms", "UTC")).alias("loaded_at"),
-        )))
-    for table, df in parts:
-        if not df.height:
-            continue
-        p = stage / f"{table}-{i:05d}.parquet"
-        df.write_parquet(p, compression="uncompressed", statistics=False)
-        wh.load_parquet(table, p)
-        p.unlink()
+        )
+    stage_and_load(wh, stage, f"{i:05d}", frames)
 
 
 def _check_tz(tz: str) -> None:

@@ -1,0 +1,37 @@
+"""Stage frames as Parquet and load them: the one way rows enter the warehouse tables."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+import polars as pl
+
+
+def staging_dir(wh) -> Path:
+    base = (wh.embedded_path / "staging") if wh.embedded else Path(tempfile.gettempdir()) / "ops-warehouse-staging"
+    d = base / uuid.uuid4().hex
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def stage_and_load(wh, stage: Path, tag: str, frames: dict[str, pl.DataFrame]) -> None:
+    """Write each non-empty frame to ``stage`` as Parquet, insert it into the table of the same name."""
+    for table, df in frames.items():
+        if df is None or not df.height:
+            continue
+        p = stage / f"{table}-{tag}.parquet"
+        df.write_parquet(p, compression="uncompressed", statistics=False)
+        wh.load_parquet(table, p)
+        p.unlink()
+
+
+def load_frames(wh, frames: dict[str, pl.DataFrame]) -> None:
+    """stage_and_load in a staging folder of its own, removed afterwards."""
+    stage = staging_dir(wh)
+    try:
+        stage_and_load(wh, stage, "0", frames)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

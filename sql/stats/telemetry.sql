@@ -1,0 +1,70 @@
+-- telemetry: a quick look at what is loaded, per cluster | node | gpu | gpu_model, over [from, to+1 day).
+-- {{key}} is the validated grouping expression (ops_warehouse.telemetry.BY_KEYS). Ratios are means over
+-- samples; energy and bytes are sums of the per-step amounts; "throttled" counts samples whose clock-event
+-- reasons carry a power or thermal slowdown bit (SW power cap 0x4, HW slowdown 0x8, SW thermal 0x20,
+-- HW thermal 0x40, HW power brake 0x80). A metric with no samples is null.
+WITH
+    toDateTime({from_date:Date}, 'UTC') AS w_start,
+    toDateTime({to_date:Date} + 1, 'UTC') AS w_end,
+
+gpu AS (
+    SELECT *, {{gpu_key}} AS k
+    FROM gpu_sample FINAL
+    WHERE ts >= w_start AND ts < w_end
+),
+
+gpu_stats AS (
+    SELECT
+        k,
+        avg(gpu_util_pct) AS gpu_util_mean,
+        avg(sm_active) AS sm_active_mean,
+        avg(tensor_active) AS tensor_active_mean,
+        avg(dram_active) AS dram_active_mean,
+        avg(power_w) AS power_w_mean,
+        max(power_w) AS power_w_max,
+        sum(energy_j) / 3.6e6 AS energy_kwh,
+        max(temp_c) AS temp_c_max,
+        if(count(throttle_reasons) = 0, NULL,
+           sum(if(bitAnd(assumeNotNull(throttle_reasons), 0xEC) != 0, step_s, 0)) / 3600) AS throttled_hours
+    FROM gpu
+    GROUP BY k
+),
+
+-- which group a node's samples count in (node-level metrics have no GPU index)
+node_key AS (
+    SELECT DISTINCT node, {{node_key}} AS k FROM gpu
+),
+
+nodes AS (
+    SELECT
+        nk.k AS k,
+        if(count() = 0, NULL, sum(arraySum(n.nic_rx_bytes))) AS nic_rx_bytes,
+        if(count() = 0, NULL, sum(arraySum(n.nic_tx_bytes))) AS nic_tx_bytes,
+        sum(n.lustre_read_bytes) AS storage_read_bytes,
+        sum(n.lustre_write_bytes) AS storage_write_bytes
+    FROM node_sample AS n FINAL
+    INNER JOIN node_key AS nk ON n.node = nk.node
+    WHERE n.ts >= w_start AND n.ts < w_end
+    GROUP BY nk.k
+),
+
+xids AS (
+    SELECT {{gpu_key}} AS k, count() AS xid_events
+    FROM xid_event AS x FINAL
+    LEFT JOIN (SELECT DISTINCT cluster, node, gpu, model_name FROM gpu) AS g
+        ON x.cluster = g.cluster AND x.node = g.node AND x.gpu = g.gpu
+    WHERE x.ts >= w_start AND x.ts < w_end
+    GROUP BY k
+)
+
+SELECT
+    g.k AS key,
+    g.gpu_util_mean, g.sm_active_mean, g.tensor_active_mean, g.dram_active_mean,
+    g.power_w_mean, g.power_w_max, g.energy_kwh, g.temp_c_max, g.throttled_hours,
+    {{node_metrics}}
+    coalesce(x.xid_events, 0) AS xid_events
+FROM gpu_stats AS g
+LEFT JOIN nodes AS n ON g.k = n.k
+LEFT JOIN xids AS x ON g.k = x.k
+ORDER BY key
+SETTINGS join_use_nulls = 1

@@ -1,0 +1,85 @@
+"""Telemetry from exporter Parquet files (the generator's output) into the warehouse, and `ops-report
+telemetry`, checked against the same files read independently with polars."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import polars as pl
+import pytest
+
+from ops_warehouse.etl.telemetry_load import _steps, load_parquet_dir
+from ops_warehouse.generate import generate
+from ops_warehouse.telemetry import telemetry
+from tests.conftest import rows, table_checksums
+
+STEP_S = 600
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    generate(out, start=datetime(2026, 10, 1, tzinfo=timezone.utc), days=2, jobs_per_day=150, nodes=12, seed=3,
+             metrics_step_s=STEP_S)
+    return out
+
+
+def _counter_steps(df: pl.DataFrame, keys: list[str], col: str) -> pl.Series:
+    """Independent: per series, positive differences, a drop counting the new value (restart from 0)."""
+    d = df.sort([*keys, "timestamp"]).with_columns(prev=pl.col(col).shift(1).over(keys))
+    return d.select(pl.when(pl.col(col) >= pl.col("prev")).then(pl.col(col) - pl.col("prev"))
+                    .when(pl.col("prev").is_not_null()).then(pl.col(col))).to_series().drop_nulls()
+
+
+def test_counter_steps_handle_resets():
+    df = pl.DataFrame({"k": ["a"] * 6, "v": [100.0, 150.0, 230.0, 20.0, 50.0, 50.0]})
+    got = df.select(_steps(pl.col("v"), ["k"])).to_series().to_list()
+    assert got == [None, 50.0, 80.0, 20.0, 30.0, 0.0]
+
+
+def test_loaded_telemetry_matches_the_files(site, wh):
+    c = load_parquet_dir(wh, site, date(2026, 10, 1), date(2026, 10, 2), cluster="ai1")
+    dcgm = pl.concat([pl.read_parquet(p) for p in sorted((site / "telemetry" / "dcgm").glob("*.parquet"))])
+    assert c["gpu_rows"] == dcgm.height
+    got = telemetry(wh, date(2026, 10, 1), date(2026, 10, 2), "cluster").row(0, named=True)
+    assert got["cluster"] == "ai1"
+    assert got["gpu_util_mean"] == pytest.approx(dcgm["DCGM_FI_DEV_GPU_UTIL"].mean(), rel=1e-6)
+    assert got["tensor_active_mean"] == pytest.approx(dcgm["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"].mean(), rel=1e-5)
+    assert got["power_w_max"] == pytest.approx(dcgm["DCGM_FI_DEV_POWER_USAGE"].max(), rel=1e-6)
+    assert got["temp_c_max"] == dcgm["DCGM_FI_DEV_GPU_TEMP"].max()
+    energy_mj = _counter_steps(dcgm, ["Hostname", "gpu"], "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION").sum()
+    assert got["energy_kwh"] == pytest.approx(energy_mj / 1000 / 3.6e6, rel=1e-9)
+    throttled = dcgm.filter((pl.col("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS") & 0xEC) != 0).height
+    assert throttled > 0 and got["throttled_hours"] == pytest.approx(throttled * STEP_S / 3600)
+    xid = dcgm.sort("Hostname", "gpu", "timestamp").with_columns(
+        prev=pl.col("DCGM_FI_DEV_XID_ERRORS").shift(1).over("Hostname", "gpu"))
+    n_xid = xid.filter((pl.col("DCGM_FI_DEV_XID_ERRORS") > 0)
+                       & (pl.col("prev").is_null() | (pl.col("prev") != pl.col("DCGM_FI_DEV_XID_ERRORS")))).height
+    assert got["xid_events"] == n_xid
+    nic = pl.concat([pl.read_parquet(p) for p in sorted((site / "telemetry" / "nic").glob("*.parquet"))])
+    rx = _counter_steps(nic, ["instance", "device"], "node_infiniband_port_data_received_bytes_total").sum()
+    assert got["nic_rx_bytes"] == pytest.approx(rx, rel=1e-9)
+    lustre = pl.concat([pl.read_parquet(p) for p in sorted((site / "telemetry" / "lustre").glob("*.parquet"))])
+    wr = _counter_steps(lustre, ["instance"], "lustre_client_write_bytes_total").sum()
+    assert got["storage_write_bytes"] == pytest.approx(wr, rel=1e-9)
+
+
+def test_per_gpu_and_model_keys_and_null_for_missing(site, wh):
+    load_parquet_dir(wh, site, date(2026, 10, 1), date(2026, 10, 1), cluster="ai1")
+    per_gpu = telemetry(wh, date(2026, 10, 1), date(2026, 10, 1), "gpu")
+    assert per_gpu.get_column("gpu")[0] == "h100-001:0"
+    assert per_gpu.get_column("nic_rx_bytes").null_count() == per_gpu.height  # node-level: null per GPU
+    models = telemetry(wh, date(2026, 10, 1), date(2026, 10, 1), "gpu_model").get_column("gpu_model").to_list()
+    assert models == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]  # the B200 node is not in service yet
+
+
+def test_reloading_a_window_is_idempotent(site, wh):
+    load_parquet_dir(wh, site, date(2026, 10, 1), date(2026, 10, 2), cluster="ai1")
+    once = {t: rows(wh, f"SELECT count(), sum(cityHash64(*)) FROM {t} FINAL")[0]
+            for t in ("gpu_sample", "node_sample", "xid_event")}
+    load_parquet_dir(wh, site, date(2026, 10, 2), date(2026, 10, 2), cluster="ai1")
+    load_parquet_dir(wh, site, date(2026, 10, 1), date(2026, 10, 2), cluster="ai1")
+    again = {t: rows(wh, f"SELECT count(), sum(cityHash64(*)) FROM {t} FINAL")[0]
+             for t in ("gpu_sample", "node_sample", "xid_event")}
+    assert once == again
+    assert table_checksums(wh)["slurm_job_run"][0] == 0
