@@ -1,5 +1,6 @@
 """`ops-report demo`: the product's front door. Generates a month of a GPU cluster (Slurm accounting, node
-events, telemetry), loads the accounting night by night as the cron job would, and writes the reports.
+events, telemetry), loads the accounting and telemetry night by night as the cron job would, and writes the
+reports.
 Same seed, same outputs."""
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def _stage(label: str):
 def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int = 900, seed: int = 7,
              metrics_step_s: int = 300) -> Path:
     from ops_warehouse.etl.sacct_load import load_sacct
+    from ops_warehouse.etl.telemetry_load import load_parquet_dir
+    from ops_warehouse.telemetry import telemetry
     from ops_warehouse.generate import generate
     from ops_warehouse.progress import count_progress
     from ops_warehouse.summary import summary
@@ -52,24 +55,35 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
                      metrics_step_s=metrics_step_s, telemetry=("parquet",), nightly=True, progress=progress)
     done(f" ({h.runs.height} job runs, {h.node_events.height} node events -> {data})")
 
-    done = _stage(f"nightly sacct loads into {redact(cfg.dsn)}")
+    done = _stage(f"nightly loads (sacct, telemetry) into {redact(cfg.dsn)}")
     wh = connect(cfg)
     nightly = sorted((data / "sacct" / "nightly").glob("*.psv"))
-    read = jobs = steps = quarantined = 0
+    read = jobs = steps = quarantined = gpu_rows = 0
     with count_progress("nights") as progress:
         for k, f in enumerate(nightly, start=1):
             r = load_sacct(wh, f, source=f"nightly/{f.name}")
             read, jobs, steps, quarantined = (read + r.records_read, jobs + r.jobs_loaded, steps + r.steps_loaded,
                                               quarantined + r.quarantined)
+            day = date.fromisoformat(f.stem)
+            gpu_rows += load_parquet_dir(wh, data, day, day, cluster=h.spec.name)["gpu_rows"]
             progress(k, len(nightly))
-    done(f" ({len(nightly)} nights: read {read}, {jobs} job-run records, {steps} steps, quarantined {quarantined})")
+    done(f" ({len(nightly)} nights: sacct read {read}, {jobs} job-run records, {steps} steps, quarantined "
+         f"{quarantined}; {gpu_rows} GPU telemetry samples)")
 
     done = _stage("summaries")
     for stem, by, period in VIEWS:
         df = summary(wh, DEMO_START, last, by, period)
         for fmt, ext in (("table", "md"), ("json", "json"), ("csv", "csv")):
             (out / f"{stem}.{ext}").write_text(render(df, fmt), encoding="utf-8")
+    for by in ("cluster", "gpu_model"):
+        df = telemetry(wh, DEMO_START, last, by)
+        for fmt, ext in (("table", "md"), ("json", "json"), ("csv", "csv")):
+            (out / f"telemetry_by_{by}.{ext}").write_text(render(df, fmt), encoding="utf-8")
     done(f" -> {out}")
+    print(f"\nTelemetry {DEMO_START} .. {last}, by GPU model (ops-report telemetry --by gpu_model):\n")
+    print(render(telemetry(wh, DEMO_START, last, "gpu_model").select(
+        "gpu_model", "gpu_util_mean", "tensor_active_mean", "power_w_mean", "energy_kwh", "throttled_hours",
+        "xid_events"), "table"))
     df = summary(wh, DEMO_START, last, ["project"], "none")
     print(f"\nJob accounting {DEMO_START} .. {last}, by project (ops-report summary --by project):\n")
     print(render(df, "table"))
