@@ -16,13 +16,14 @@ gpu AS (
 gpu_stats AS (
     SELECT
         k,
-        avg(gpu_util_pct) AS gpu_util_mean,
-        avg(sm_active) AS sm_active_mean,
-        avg(tensor_active) AS tensor_active_mean,
-        avg(dram_active) AS dram_active_mean,
-        avg(power_w) AS power_w_mean,
+        -- means rounded, sums in integers: parallel float sums differ in the last bits from run to run
+        round(avg(gpu_util_pct), 6) AS gpu_util_mean,
+        round(avg(sm_active), 9) AS sm_active_mean,
+        round(avg(tensor_active), 9) AS tensor_active_mean,
+        round(avg(dram_active), 9) AS dram_active_mean,
+        round(avg(power_w), 6) AS power_w_mean,
         max(power_w) AS power_w_max,
-        sum(energy_j) / 3.6e6 AS energy_kwh,
+        sum(toInt64(round(energy_j * 1000))) / 3.6e9 AS energy_kwh,
         max(temp_c) AS temp_c_max,
         if(count(throttle_reasons) = 0, NULL,
            sum(if(bitAnd(assumeNotNull(throttle_reasons), 0xEC) != 0, step_s, 0)) / 3600) AS throttled_hours
@@ -38,10 +39,10 @@ node_key AS (
 nodes AS (
     SELECT
         nk.k AS k,
-        if(count() = 0, NULL, sum(arraySum(n.nic_rx_bytes))) AS nic_rx_bytes,
-        if(count() = 0, NULL, sum(arraySum(n.nic_tx_bytes))) AS nic_tx_bytes,
-        sum(n.lustre_read_bytes) AS storage_read_bytes,
-        sum(n.lustre_write_bytes) AS storage_write_bytes
+        if(count() = 0, NULL, sum(toUInt64(arraySum(n.nic_rx_bytes)))) AS nic_rx_bytes,
+        if(count() = 0, NULL, sum(toUInt64(arraySum(n.nic_tx_bytes)))) AS nic_tx_bytes,
+        sum(toUInt64(n.lustre_read_bytes)) AS storage_read_bytes,
+        sum(toUInt64(n.lustre_write_bytes)) AS storage_write_bytes
     FROM node_sample AS n FINAL
     INNER JOIN node_key AS nk ON n.node = nk.node
     WHERE n.ts >= w_start AND n.ts < w_end
