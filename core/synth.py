@@ -44,18 +44,9 @@ import numpy as np
 import polars as pl
 
 from ops_warehouse.etl.sacct_text import SACCT_FORMAT
+from ops_warehouse.generate.sacct_writer import HEADER  # sacct's own spelling of the fields
 
-# sacct's own spelling of each field in the header line.
-HEADER_NAMES = {
-    "jobidraw": "JobIDRaw", "jobid": "JobID", "cluster": "Cluster", "partition": "Partition", "qos": "QOS",
-    "account": "Account", "group": "Group", "gid": "GID", "user": "User", "uid": "UID", "submit": "Submit",
-    "eligible": "Eligible", "start": "Start", "end": "End", "elapsedraw": "ElapsedRaw",
-    "timelimitraw": "TimelimitRaw", "exitcode": "ExitCode", "state": "State", "nnodes": "NNodes",
-    "ncpus": "NCPUS", "reqcpus": "ReqCPUS", "reqmem": "ReqMem", "reqtres": "ReqTRES", "alloctres": "AllocTRES",
-    "nodelist": "NodeList", "reservation": "Reservation", "jobname": "JobName",
-}
 FIELDS = SACCT_FORMAT.split(",")
-HEADER = "|".join(HEADER_NAMES[f] for f in FIELDS)
 
 # (name, nodes, share of submissions)
 PARTITIONS = (("h100", 90, 0.70), ("h200", 16, 0.20), ("b200", 8, 0.10))
