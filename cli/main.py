@@ -139,7 +139,10 @@ def etl_sacct(
 def etl_metrics(
     date_from: Annotated[str, typer.Option("--from", help="First day (YYYY-MM-DD, UTC)")],
     date_to: Annotated[str, typer.Option("--to", help="Last day, inclusive")],
-    source: Annotated[str, typer.Option(help="file (Prometheus and VictoriaMetrics sources are not built yet)")] = "file",
+    source: Annotated[str, typer.Option(
+        help="prometheus (query_range, also VictoriaMetrics) or file (VictoriaMetrics export is not built yet)")] = "file",
+    url: Annotated[Optional[str], typer.Option(help="Prometheus/VictoriaMetrics base URL, e.g. http://vm:8428")] = None,
+    step: Annotated[int, typer.Option(help="Downsampling step in seconds (prometheus source)")] = 60,
     file: Annotated[Optional[Path], typer.Option(
         help="Folder of exporter Parquet files: <dir>/<family>/<YYYY-MM-DD>.parquet (dcgm, nic, lustre, ipmi), "
              "as ops-report generate writes them")] = None,
@@ -149,16 +152,30 @@ def etl_metrics(
     from ops_warehouse.etl.telemetry_load import load_parquet_dir
     from ops_warehouse.progress import count_progress
 
-    if source != "file":
-        raise OpsError(f"--source {source} is not available yet: load exporter files with --source file --file DIR")
-    if file is None:
-        raise OpsError("--source file needs --file DIR")
     d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
     if d1 < d0:
         raise OpsError(f"--to {d1} is before --from {d0}")
-    with count_progress("telemetry days") as progress:
-        c = load_parquet_dir(_wh(), file, d0, d1, cluster=cluster, progress=progress)
-    print(f"{file}: {c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples, "
+    if source == "file":
+        if file is None:
+            raise OpsError("--source file needs --file DIR")
+        with count_progress("telemetry days") as progress:
+            c = load_parquet_dir(_wh(), file, d0, d1, cluster=cluster, progress=progress)
+        what = str(file)
+    elif source in ("prometheus", "victoriametrics"):
+        from ops_warehouse.etl.prometheus_source import load_prometheus
+
+        if not url:
+            raise OpsError(f"--source {source} needs --url")
+        if step < 1:
+            raise OpsError("--step must be positive")
+        with count_progress("telemetry days") as progress:
+            c = load_prometheus(_wh(), url, d0, d1, step_s=step, cluster=cluster, progress=progress)
+        from ops_warehouse.warehouse import redact
+
+        what = redact(url)
+    else:
+        raise OpsError("--source must be file, prometheus or victoriametrics")
+    print(f"{what}: {c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples, "
           f"{c['xid_events']} Xid events")
 
 

@@ -1,0 +1,152 @@
+"""Telemetry from the Prometheus HTTP API (Prometheus 2.x/3.x, VictoriaMetrics): ``query_range``,
+downsampled by the server, into the same frames the file source produces.
+
+Per catalog metric and per day (at most 1,440 points per series at 60 s, under the 11,000-point limit),
+in batches of nodes: gauges as ``avg_over_time(m[step])``; counters as ``last_over_time(m[step])`` (the raw
+counter at the end of each step; the loader turns it into per-step amounts with its own reset handling:
+``increase()`` extrapolates to the window edges and is not exact over one-sample windows); the Xid gauge
+as ``max_over_time``. Queries are evaluated 1 ms after each step boundary so a window ``(t-step, t]``
+holds the samples of one step and not the one at its left edge. Timeouts and 5xx answers are retried with
+backoff; a server that stays away fails the load with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import date, datetime, timedelta, timezone
+
+import polars as pl
+
+from ops_warehouse import OpsError
+from ops_warehouse.etl.metric_catalog import Metric, catalog
+from ops_warehouse.etl.telemetry_load import gpu_frames, node_frames
+
+NODE_LABELS = ("Hostname", "instance")
+BATCH_NODES = 32
+
+
+class PromClient:
+    def __init__(self, url: str, timeout_s: float = 60, retries: int = 4, backoff_s: float = 1.0):
+        self.url = url.rstrip("/")
+        self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
+
+    def get(self, path: str, params: dict, post: bool = False) -> dict:
+        q = urllib.parse.urlencode(params, doseq=True)
+        last = None
+        for attempt in range(self.retries + 1):
+            try:
+                # query_range goes as POST (long selectors); label values are GET-only in Prometheus 2.x
+                req = (urllib.request.Request(f"{self.url}{path}", data=q.encode(), method="POST",
+                                              headers={"Content-Type": "application/x-www-form-urlencoded"})
+                       if post else urllib.request.Request(f"{self.url}{path}?{q}"))
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
+                    body = json.loads(r.read())
+                if body.get("status") != "success":
+                    raise OpsError(f"prometheus {path}: {body.get('error', body)}")
+                return body["data"]
+            except urllib.error.HTTPError as e:
+                if e.code < 500:
+                    raise OpsError(f"prometheus {path} refused the query (HTTP {e.code}): "
+                                   f"{e.read()[:300].decode('utf-8', 'replace')}") from None
+                last = f"HTTP {e.code}"
+            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
+                last = str(getattr(e, "reason", e))
+            if attempt < self.retries:
+                time.sleep(self.backoff_s * 2 ** attempt)
+        raise OpsError(f"prometheus at {self.url} unreachable after {self.retries + 1} tries: {last}")
+
+    def label_values(self, label: str, match: str, start: float, end: float) -> list[str]:
+        return self.get(f"/api/v1/label/{label}/values", {"match[]": match, "start": start, "end": end})
+
+    def query_range(self, expr: str, start: float, end: float, step_s: int) -> list[dict]:
+        return self.get("/api/v1/query_range", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}",
+                                                 "step": step_s}, post=True)["result"]
+
+
+def _expr(name: str, m: Metric, step_s: int, node_label: str, nodes: list[str]) -> str:
+    sel = f'{name}{{{node_label}=~"{"|".join(_re(n) for n in nodes)}"}}'
+    fn = "last_over_time" if m.kind == "counter" else ("max_over_time" if m.column == "xid_last" else "avg_over_time")
+    return f"{fn}({sel}[{step_s}s])"
+
+
+def _re(node: str) -> str:
+    # node names as a regex alternation, anchored; instance labels carry a port
+    return "".join("\\\\" + c if c in ".+*?()[]{}|^$\\" else c for c in node) + "(:[0-9]+)?"
+
+
+def _frame(results: list[dict], name: str, step_s: int) -> pl.DataFrame:
+    rows = []
+    for r in results:
+        labels = r["metric"]
+        for ts, v in r["values"]:
+            # evaluated 1 ms past the step: the sample belongs to the step ending at the whole second
+            rows.append({**labels, "timestamp": int(float(ts)) * 1000, name: float(v)})
+    if not rows:
+        return pl.DataFrame()
+    return pl.DataFrame(rows).with_columns(pl.from_epoch("timestamp", "ms").dt.replace_time_zone("UTC")) \
+        .drop("__name__", strict=False)
+
+
+def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int = 60, cluster: str | None = None,
+                    progress=None, client: PromClient | None = None) -> dict:
+    from ops_warehouse.etl.staging import load_frames
+
+    client = client or PromClient(url)
+    cat = catalog(getattr(wh.cfg, "metric_catalog", None))
+    cluster = cluster or wh.cfg.default_cluster
+    counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0, "days": 0, "queries": 0}
+    days = (date_to - date_from).days + 1
+    for k in range(days):
+        d = date_from + timedelta(days=k)
+        w0 = datetime.combine(d, datetime.min.time(), timezone.utc)
+        window = (w0, w0 + timedelta(days=1))
+        # one step before the day seeds the counters
+        start, end = w0.timestamp() - step_s + 0.001, window[1].timestamp() - step_s + 0.001
+        families: dict[str, list[pl.DataFrame]] = {"gpu": [], "nic": [], "node": []}
+        for name, m in cat.items():
+            node_label = "Hostname" if m.grain == "gpu" else "instance"
+            nodes = client.label_values(node_label, name, start, end)
+            for b in range(0, len(nodes), BATCH_NODES):
+                res = client.query_range(_expr(name, m, step_s, node_label, nodes[b:b + BATCH_NODES]),
+                                         start, end, step_s)
+                counts["queries"] += 1
+                f = _frame(res, name, step_s)
+                if f.height:
+                    fam = "gpu" if m.grain == "gpu" else ("nic" if m.per_device else "node")
+                    families[fam].append(f)
+        frames = {}
+        keys = {"gpu": ["timestamp", "Hostname", "gpu"], "nic": ["timestamp", "instance", "device"],
+                "node": ["timestamp", "instance"]}
+        wide = {}
+        for fam, parts in families.items():
+            if not parts or fam == "node":  # node-level metrics of different exporters: joined per node later
+                continue
+            w = None
+            for p in parts:
+                cols = [c for c in p.columns if c in keys[fam] or c in cat or c in ("modelName", "UUID")]
+                p = p.select(cols)
+                if w is None:
+                    w = p
+                else:
+                    on = [c for c in keys[fam] if c in p.columns and c in w.columns]
+                    extra = [c for c in ("modelName", "UUID") if c in p.columns and c in w.columns]
+                    w = w.join(p.drop(extra), on=on, how="full", coalesce=True)
+            wide[fam] = w
+        if "gpu" in wide:
+            g, x = gpu_frames(wide["gpu"], cat, cluster, f"prometheus:{client.url}", window)
+            frames["gpu_sample"], frames["xid_event"] = g, x
+        nf = node_frames(wide.get("nic"), families["node"], cat, cluster,
+                         f"prometheus:{client.url}", window)
+        if nf.height:
+            frames["node_sample"] = nf
+        load_frames(wh, frames)
+        for t, key in (("gpu_sample", "gpu_rows"), ("node_sample", "node_rows"), ("xid_event", "xid_events")):
+            counts[key] += frames.get(t, pl.DataFrame()).height
+        counts["days"] += 1
+        if progress:
+            progress(k + 1, days)
+    return counts

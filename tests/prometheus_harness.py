@@ -1,0 +1,73 @@
+"""A real Prometheus on loopback for the tests: backfilled with promtool from OpenMetrics files, started
+and stopped by PID (facts in ../shared/notes/real-components.md: backfill before starting, keep a long
+retention, one promtool run per 2-hour file)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+
+def available() -> bool:
+    return bool(shutil.which("prometheus") and shutil.which("promtool"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def backfill(om_files: list[Path], data_dir: Path) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+
+    def one(f: Path) -> None:
+        p = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(f), str(data_dir)],
+                           capture_output=True, text=True, timeout=600)
+        if p.returncode:
+            raise RuntimeError(f"promtool failed on {f}: {p.stderr[-500:]}")
+
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(one, om_files))
+
+
+class Prometheus:
+    def __init__(self, data_dir: Path, port: int | None = None):
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.proc: subprocess.Popen | None = None
+        self.config = data_dir.parent / "prometheus.yml"
+        self.config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60) -> "Prometheus":
+        self.proc = subprocess.Popen(
+            ["prometheus", f"--config.file={self.config}", f"--storage.tsdb.path={self.data_dir}",
+             "--storage.tsdb.retention.time=3650d", f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=subprocess.DEVNULL, stderr=open(self.data_dir.parent / "prometheus.log", "ab"))
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("prometheus did not become ready")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.proc = None
