@@ -143,9 +143,12 @@ def etl_metrics(
         help="prometheus (query_range, also VictoriaMetrics) or file (VictoriaMetrics export is not built yet)")] = "file",
     url: Annotated[Optional[str], typer.Option(help="Prometheus/VictoriaMetrics base URL, e.g. http://vm:8428")] = None,
     step: Annotated[int, typer.Option(help="Downsampling step in seconds (prometheus source)")] = 60,
-    file: Annotated[Optional[Path], typer.Option(
-        help="Folder of exporter Parquet files: <dir>/<family>/<YYYY-MM-DD>.parquet (dcgm, nic, lustre, ipmi), "
-             "as ops-report generate writes them")] = None,
+    file: Annotated[Optional[list[Path]], typer.Option(
+        help="A folder of exporter Parquet files (<dir>/<family>/<YYYY-MM-DD>.parquet: dcgm, nic, lustre, ipmi, "
+             "as ops-report generate writes them), or Prometheus text / OpenMetrics files (a dcgm-exporter "
+             "scrape, promtool input); repeat for several")] = None,
+    at: Annotated[Optional[str], typer.Option(
+        help="Time of samples without a timestamp (a single scrape), ISO 8601 UTC; default the file's mtime")] = None,
     cluster: Annotated[Optional[str], typer.Option(help="Cluster name for the rows (default: config)")] = None,
 ):
     """Load downsampled GPU, network, storage and power telemetry for whole days."""
@@ -156,11 +159,26 @@ def etl_metrics(
     if d1 < d0:
         raise OpsError(f"--to {d1} is before --from {d0}")
     if source == "file":
-        if file is None:
-            raise OpsError("--source file needs --file DIR")
-        with count_progress("telemetry days") as progress:
-            c = load_parquet_dir(_wh(), file, d0, d1, cluster=cluster, progress=progress)
-        what = str(file)
+        if not file:
+            raise OpsError("--source file needs --file DIR or --file FILE")
+        if len(file) == 1 and file[0].is_dir():
+            with count_progress("telemetry days") as progress:
+                c = load_parquet_dir(_wh(), file[0], d0, d1, cluster=cluster, progress=progress)
+        else:
+            from datetime import datetime, timezone
+
+            from ops_warehouse.etl.openmetrics_source import load_text_files
+
+            when = None
+            if at:
+                try:
+                    when = datetime.fromisoformat(at.replace("Z", "+00:00"))
+                except ValueError:
+                    raise OpsError(f"--at must be an ISO 8601 time, not {at!r}") from None
+                when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+            c = load_text_files(_wh(), list(file), d0, d1, at=when, cluster=cluster)
+            c["days"] = (d1 - d0).days + 1
+        what = ", ".join(str(f) for f in file[:3])
     elif source in ("prometheus", "victoriametrics"):
         from ops_warehouse.etl.prometheus_source import load_prometheus
 

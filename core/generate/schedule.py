@@ -80,8 +80,10 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
 
     # --- node trouble, drawn before any job: failures (down), drains, thermal throttling, a straggler
     big = part_nodes[0]
-    lemons = [int(x) for x in rng.choice(big, 2, replace=False)]
-    straggler = int(rng.choice(np.setdiff1d(big, lemons)))
+    # two lemons and a straggler, all different nodes where the partition is big enough
+    lemons = [int(x) for x in rng.choice(big, min(2, max(len(big) - 1, 0)), replace=False)]
+    rest = np.setdiff1d(big, lemons)
+    straggler = int(rng.choice(rest if len(rest) else big))
     rate = np.full(n_nodes, FAILURES_PER_1000_NODE_DAYS / 1000 / 86400)
     rate[lemons] *= LEMON_FACTOR
     ev_node, ev_start, ev_end, ev_state, ev_reason = [], [], [], [], []
