@@ -137,8 +137,10 @@ def etl_sacct(
 
 @etl_app.command("metrics")
 def etl_metrics(
-    date_from: Annotated[str, typer.Option("--from", help="First day (YYYY-MM-DD, UTC)")],
-    date_to: Annotated[str, typer.Option("--to", help="Last day, inclusive")],
+    date_from: Annotated[Optional[str], typer.Option(
+        "--from", help="First day (YYYY-MM-DD, UTC). Prometheus source: default the day before its watermark")] = None,
+    date_to: Annotated[Optional[str], typer.Option(
+        "--to", help="Last day, inclusive. Prometheus source: default yesterday (UTC)")] = None,
     source: Annotated[str, typer.Option(
         help="prometheus (query_range, also VictoriaMetrics) or file (VictoriaMetrics export is not built yet)")] = "file",
     url: Annotated[Optional[str], typer.Option(help="Prometheus/VictoriaMetrics base URL, e.g. http://vm:8428")] = None,
@@ -152,9 +154,21 @@ def etl_metrics(
     cluster: Annotated[Optional[str], typer.Option(help="Cluster name for the rows (default: config)")] = None,
 ):
     """Load downsampled GPU, network, storage and power telemetry for whole days."""
+    from datetime import datetime, timedelta, timezone
+
     from ops_warehouse.etl.telemetry_load import load_parquet_dir
     from ops_warehouse.progress import count_progress
 
+    if source in ("prometheus", "victoriametrics") and url and not (date_from and date_to):
+        # nightly: from the source's watermark (re-reading its last day, for late samples) to yesterday
+        from ops_warehouse.etl.prometheus_source import PromClient, watermark
+
+        wm = watermark(_wh(), f"prometheus:{PromClient(url).url}")
+        yesterday = datetime.now(timezone.utc).date() - timedelta(days=1)
+        date_to = date_to or yesterday.isoformat()
+        date_from = date_from or ((wm.date() - timedelta(days=1)).isoformat() if wm else date_to)
+    if not (date_from and date_to):
+        raise OpsError("--from and --to are needed (only the prometheus source has a watermark to start from)")
     d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
     if d1 < d0:
         raise OpsError(f"--to {d1} is before --from {d0}")

@@ -28,6 +28,9 @@ class Config:
     sacct_command: list[str] = field(default_factory=lambda: ["sacct"])
     # Slurm account -> reporting project. Accounts not listed are their own project.
     projects: dict[str, str] = field(default_factory=dict)
+    # telemetry: days the fine (per-step) rows are kept (None: forever); catalog overrides
+    telemetry_ttl_days: int | None = None
+    metric_catalog: dict = field(default_factory=dict)
     path: Path | None = None
 
 
@@ -77,4 +80,10 @@ def _apply_file(cfg: Config, p: Path) -> None:
     if cmd is not None:
         cfg.sacct_command = [cmd] if isinstance(cmd, str) else list(cmd)
     cfg.projects = {str(k).lower(): str(v) for k, v in data.get("projects", {}).items()}
+    tel = data.get("telemetry", {})
+    ttl = tel.get("fine_ttl_days")
+    if ttl is not None and (not isinstance(ttl, int) or ttl < 1):
+        raise OpsError(f"{p}: telemetry.fine_ttl_days must be a positive number of days")
+    cfg.telemetry_ttl_days = ttl
+    cfg.metric_catalog = dict(tel.get("catalog", {}))
     cfg.path = p

@@ -145,3 +145,23 @@ def sync_projects(wh) -> None:
         wh.client.insert(
             "account_project", [[a, p] for a, p in want], column_names=["account", "project"]
         )
+
+
+FINE_TELEMETRY_TABLES = ("gpu_sample", "node_sample")
+
+
+def apply_ttl(wh) -> None:
+    """Keep the fine telemetry rows ``telemetry.fine_ttl_days`` (the hourly rollups stay)."""
+    days = wh.cfg.telemetry_ttl_days
+    if not days:
+        return
+    dep = _deployment(wh)
+    oc = f"ON CLUSTER '{dep.cluster}'" if dep.mode == "cluster" else ""
+    for t in FINE_TELEMETRY_TABLES:
+        local = f"{t}_local" if dep.mode == "cluster" else t
+        current = wh.query_rows("SELECT create_table_query FROM system.tables WHERE database = currentDatabase() "
+                                "AND name = {t:String}", {"t": local})
+        if current and f"toIntervalDay({int(days)})" in current[0][0]:
+            continue
+        wh.command(f"ALTER TABLE {local} {oc} MODIFY TTL ts + toIntervalDay({int(days)}) "
+                   "SETTINGS materialize_ttl_after_modify = 0")

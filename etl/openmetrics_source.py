@@ -66,7 +66,7 @@ def families(samples: pl.DataFrame, cat) -> tuple[pl.DataFrame | None, pl.DataFr
 
 def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at: datetime | None = None,
                     cluster: str | None = None) -> dict:
-    from ops_warehouse.etl.staging import load_frames
+    from ops_warehouse.etl.staging import load_frames, refresh_hourly
 
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
     cluster = cluster or wh.cfg.default_cluster
@@ -85,5 +85,6 @@ def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at
     if nf.height:
         frames["node_sample"] = nf
     load_frames(wh, frames)
+    refresh_hourly(wh, *window)
     return {k: frames[t].height if t in frames else 0
             for k, t in (("gpu_rows", "gpu_sample"), ("node_rows", "node_sample"), ("xid_events", "xid_event"))}

@@ -91,9 +91,22 @@ def _frame(results: list[dict], name: str, step_s: int) -> pl.DataFrame:
         .drop("__name__", strict=False)
 
 
+def watermark(wh, source: str) -> datetime | None:
+    """Where the last successful load of ``source`` got to (end of its last whole day)."""
+    r = wh.query_rows("SELECT max(watermark_ts) FROM etl_watermark FINAL WHERE source = {s:String}", {"s": source})
+    v = r[0][0] if r else None
+    return None if v is None or v.year < 2000 else v.replace(tzinfo=timezone.utc)
+
+
+def set_watermark(wh, source: str, ts: datetime) -> None:
+    wh.command("INSERT INTO etl_watermark (source, watermark_ts, updated_at) SELECT {s:String}, "
+               "greatest({t:DateTime('UTC')}, (SELECT max(watermark_ts) FROM etl_watermark FINAL WHERE source = {s:String})), "
+               "now64(3)", {"s": source, "t": ts})
+
+
 def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int = 60, cluster: str | None = None,
                     progress=None, client: PromClient | None = None) -> dict:
-    from ops_warehouse.etl.staging import load_frames
+    from ops_warehouse.etl.staging import load_frames, refresh_hourly
 
     client = client or PromClient(url)
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
@@ -144,6 +157,8 @@ def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int
         if nf.height:
             frames["node_sample"] = nf
         load_frames(wh, frames)
+        refresh_hourly(wh, *window)
+        set_watermark(wh, f"prometheus:{client.url}", window[1])
         for t, key in (("gpu_sample", "gpu_rows"), ("node_sample", "node_rows"), ("xid_event", "xid_events")):
             counts[key] += frames.get(t, pl.DataFrame()).height
         counts["days"] += 1

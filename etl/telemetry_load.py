@@ -128,7 +128,7 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
                      progress=None) -> dict:
     """Load exporter Parquet files (``<root>/<family>/<YYYY-MM-DD>.parquet``: dcgm, nic, lustre, ipmi) for
     whole days ``date_from`` .. ``date_to``, a day at a time. The day before seeds the counters."""
-    from ops_warehouse.etl.staging import load_frames
+    from ops_warehouse.etl.staging import load_frames, refresh_hourly
 
     root = Path(root)
     if (root / "telemetry").is_dir():
@@ -156,6 +156,7 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
         if nf.height:
             frames["node_sample"] = nf
         load_frames(wh, frames)
+        refresh_hourly(wh, *window)
         counts["gpu_rows"] += frames.get("gpu_sample", pl.DataFrame()).height
         counts["node_rows"] += frames.get("node_sample", pl.DataFrame()).height
         counts["xid_events"] += frames.get("xid_event", pl.DataFrame()).height

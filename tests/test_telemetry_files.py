@@ -83,3 +83,17 @@ def test_reloading_a_window_is_idempotent(site, wh):
              for t in ("gpu_sample", "node_sample", "xid_event")}
     assert once == again
     assert table_checksums(wh)["slurm_job_run"][0] == 0
+
+
+def test_hourly_rollups_add_up_to_the_fine_rows(site, wh):
+    load_parquet_dir(wh, site, date(2026, 10, 1), date(2026, 10, 2), cluster="ai1")
+    fine = rows(wh, "SELECT count(), sum(energy_j), sum(if(bitAnd(ifNull(throttle_reasons, 0), 0xEC) != 0, step_s, 0)),"
+                    " max(power_w) FROM gpu_sample FINAL")[0]
+    hourly = rows(wh, "SELECT sum(samples), sum(energy_j), sum(throttled_s), max(power_w_max) FROM gpu_hour FINAL")[0]
+    assert hourly[0] == fine[0] and hourly[2] == fine[2] and hourly[3] == fine[3]
+    assert hourly[1] == pytest.approx(fine[1], rel=1e-12)
+    # 12 nodes' GPUs in service (11 nodes x 8) x 48 hours, whatever the reloads
+    load_parquet_dir(wh, site, date(2026, 10, 2), date(2026, 10, 2), cluster="ai1")
+    assert rows(wh, "SELECT count() FROM gpu_hour FINAL") == [(11 * 8 * 48,)]
+    n_fine = rows(wh, "SELECT sum(toUInt64(arraySum(nic_rx_bytes))) FROM node_sample FINAL")[0][0]
+    assert rows(wh, "SELECT sum(nic_rx_bytes) FROM node_hour FINAL")[0][0] == n_fine

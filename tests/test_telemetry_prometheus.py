@@ -81,6 +81,10 @@ def test_reload_is_idempotent_and_survives_a_restart(prom, cfg, tmp_path):
     load_prometheus(w, p.url, DAY, DAY, step_s=60, cluster="c", client=PromClient(p.url, retries=6, backoff_s=0.5))
     t.join()
     assert w.query_rows("SELECT count(), sum(cityHash64(*)) FROM gpu_sample FINAL") == once
+    # the source's watermark: the end of the last whole day loaded
+    from ops_warehouse.etl.prometheus_source import watermark
+
+    assert watermark(w, f"prometheus:{p.url}") == datetime(2026, 10, 2, tzinfo=timezone.utc)
     close_embedded()
 
 

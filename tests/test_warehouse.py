@@ -41,7 +41,7 @@ def test_rendered_ddl_parses_with_the_engines_own_parser(wh, mode):
         assert "'/clickhouse/tables/all/{database}/account_project'" in text
         distributed = {s.split()[5] for s in stmts if "ENGINE = Distributed" in s}
         assert distributed == {"slurm_job_run", "slurm_job_step", "etl_quarantine", "etl_run_log", "gpu_sample",
-                               "node_sample", "xid_event"}
+                               "node_sample", "xid_event", "gpu_hour", "node_hour"}
     else:
         assert "Replicated" not in text and "ON CLUSTER" not in text and "_local" not in text
 
@@ -66,3 +66,15 @@ def test_unsupported_dsn_and_password_redaction():
 def test_unreachable_server_is_one_line(tmp_path):
     with pytest.raises(OpsError, match=r"cannot reach warehouse http://ops:\*\*\*@127.0.0.1:9/db"):
         connect(Config(dsn="http://ops:s3cret@127.0.0.1:9/db"))
+
+
+def test_fine_telemetry_ttl_from_config(cfg):
+    from ops_warehouse.warehouse import close_embedded
+
+    cfg.telemetry_ttl_days = 90
+    w = connect(cfg)
+    ddl = dict(rows(w, "SELECT name, create_table_query FROM system.tables WHERE database = currentDatabase() "
+                       "AND name IN ('gpu_sample', 'node_sample', 'gpu_hour')"))
+    assert "TTL ts + toIntervalDay(90)" in ddl["gpu_sample"] and "TTL ts + toIntervalDay(90)" in ddl["node_sample"]
+    assert "TTL" not in ddl["gpu_hour"]  # rollups are kept
+    close_embedded()
