@@ -79,16 +79,19 @@ def _re(node: str) -> str:
 
 
 def _frame(results: list[dict], name: str, step_s: int) -> pl.DataFrame:
-    rows = []
-    for r in results:
-        labels = r["metric"]
-        for ts, v in r["values"]:
-            # evaluated 1 ms past the step: the sample belongs to the step ending at the whole second
-            rows.append({**labels, "timestamp": int(float(ts)) * 1000, name: float(v)})
-    if not rows:
+    """One row per sample, built column-wise: a loop per series, none per sample."""
+    if not results:
         return pl.DataFrame()
-    return pl.DataFrame(rows).with_columns(pl.from_epoch("timestamp", "ms").dt.replace_time_zone("UTC")) \
-        .drop("__name__", strict=False)
+    labels = pl.DataFrame([r["metric"] for r in results])
+    values = pl.Series("values", [r["values"] for r in results], dtype=pl.List(pl.List(pl.String)), strict=False)
+    df = labels.with_columns(values).explode("values").filter(pl.col("values").is_not_null())
+    # evaluated 1 ms past the step: the sample belongs to the step ending at the whole second
+    return df.select(
+        pl.exclude("values", "__name__"),
+        pl.from_epoch(pl.col("values").list.get(0).cast(pl.Float64).cast(pl.Int64) * 1000, "ms")
+        .dt.replace_time_zone("UTC").alias("timestamp"),
+        pl.col("values").list.get(1).cast(pl.Float64).alias(name),
+    )
 
 
 def watermark(wh, source: str) -> datetime | None:
