@@ -1,0 +1,156 @@
+"""Benchmark: telemetry into the warehouse, against the engine reading the same Parquet itself.
+
+    /work/venv/bin/python bench/bench_telemetry.py [--days 31] [--nodes 128] [--workdir DIR] [--keep]
+
+1. generates the period's exporter Parquet at 60 s for the cluster (1,024 GPUs on 128 nodes by default);
+2. product: `load_parquet_dir` (counters to per-step amounts, node names, Xid events, hourly rollups) into a
+   fresh embedded warehouse, in a child process: rows/s, peak RSS;
+3. ceiling: the engine inserting the same dcgm Parquet files straight into an equivalent table
+   (`INSERT … SELECT … FROM file('dcgm/*.parquet')`, columns renamed, no counter work), in a child;
+4. OpenMetrics: the product loading the first 2-hour OpenMetrics window of the first day;
+5. Prometheus (when installed): promtool backfill of the first day, then `load_prometheus` for that day.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+START = datetime(2026, 10, 1, tzinfo=timezone.utc)
+
+
+def _rss() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(kind: str, data: str, wh: str, days: int) -> dict:
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import connect
+
+    w = connect(Config(dsn=f"chdb://{wh}"))
+    d0, d1 = START.date(), START.date() + timedelta(days=days - 1)
+    t = time.perf_counter()
+    if kind == "product":
+        from ops_warehouse.etl.telemetry_load import load_parquet_dir
+
+        c = load_parquet_dir(w, data, d0, d1, cluster="bench")
+        rows = c["gpu_rows"]
+    elif kind == "ceiling":
+        w.command("CREATE TABLE ceiling (node LowCardinality(String), gpu UInt16, ts DateTime('UTC'), "
+                  "model_name LowCardinality(String), uuid String, gpu_util_pct Nullable(Float32), "
+                  "sm_active Nullable(Float32), gr_engine_active Nullable(Float32), tensor_active Nullable(Float32), "
+                  "dram_active Nullable(Float32), fb_used_mib Nullable(Float32), fb_free_mib Nullable(Float32), "
+                  "power_w Nullable(Float32), energy_mj Nullable(Float64), temp_c Nullable(Float32), "
+                  "sm_clock_mhz Nullable(Float32), throttle_reasons Nullable(UInt32), xid_last Nullable(UInt32)) "
+                  "ENGINE = ReplacingMergeTree PARTITION BY toYYYYMM(ts) ORDER BY (node, gpu, ts)")
+        w.client.command(
+            "INSERT INTO ceiling SELECT Hostname, toUInt16(gpu), timestamp, modelName, UUID, DCGM_FI_DEV_GPU_UTIL, "
+            "DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_PROF_GR_ENGINE_ACTIVE, DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, "
+            "DCGM_FI_PROF_DRAM_ACTIVE, DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_FB_FREE, DCGM_FI_DEV_POWER_USAGE, "
+            "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, DCGM_FI_DEV_GPU_TEMP, DCGM_FI_DEV_SM_CLOCK, "
+            "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS, DCGM_FI_DEV_XID_ERRORS "
+            f"FROM file('{Path(data).resolve()}/telemetry/dcgm/*.parquet', Parquet)",
+            settings={"optimize_on_insert": 0})
+        rows = w.query_rows("SELECT count() FROM ceiling")[0][0]
+    elif kind == "openmetrics":
+        from ops_warehouse.etl.openmetrics_source import load_text_files
+
+        first = sorted((Path(data) / "telemetry" / "openmetrics").glob("*.om"))[0]
+        c = load_text_files(w, [first], d0, d0, cluster="bench")
+        rows = c["gpu_rows"]
+    else:  # prometheus
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from ops_warehouse.etl.prometheus_source import load_prometheus
+        from tests import prometheus_harness as ph
+
+        base = Path(wh).parent
+        t_b = time.perf_counter()
+        ph.backfill(sorted((Path(data) / "telemetry" / "openmetrics").glob("*.om")), base / "tsdb")
+        p = ph.Prometheus(base / "tsdb").start()
+        backfill_s = time.perf_counter() - t_b
+        t = time.perf_counter()
+        try:
+            c = load_prometheus(w, p.url, d0, d0, step_s=60, cluster="bench")
+        finally:
+            p.stop()
+        return {"seconds": time.perf_counter() - t, "rows": c["gpu_rows"], "backfill_s": backfill_s,
+                "queries": c["queries"], "peak_rss_mb": _rss()}
+    return {"seconds": time.perf_counter() - t, "rows": rows, "peak_rss_mb": _rss()}
+
+
+def run(kind: str, data: Path, work: Path, days: int) -> dict:
+    wh = work / f"wh-{kind}"
+    shutil.rmtree(wh, ignore_errors=True)
+    p = subprocess.run([sys.executable, __file__, "--child", kind, "--data", str(data), "--wh", str(wh),
+                        "--days", str(days)], capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(p.stderr[-3000:])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--days", type=int, default=31)
+    ap.add_argument("--nodes", type=int, default=128)
+    ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--skip-prometheus", action="store_true")
+    ap.add_argument("--child")
+    ap.add_argument("--data")
+    ap.add_argument("--wh")
+    a = ap.parse_args()
+    if a.child:
+        print(json.dumps(child(a.child, a.data, a.wh, a.days)))
+        return
+    work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-telemetry-"))
+    data = work / "site"
+    try:
+        from ops_warehouse.generate import scaled_spec
+        from ops_warehouse.generate.schedule import simulate
+        from ops_warehouse.generate.telemetry import write_telemetry
+
+        spec = scaled_spec(a.nodes)
+        t = time.perf_counter()
+        h = simulate(spec, start=START, days=a.days, jobs_per_day=1000, seed=1)
+        write_telemetry(data, spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc, node_events=h.node_events,
+                        xids=h.xids, throttle=h.throttle, start=START, end=h.end, step_s=60, seed=1)
+        one_day = h.end - timedelta(days=a.days - 1)
+        write_telemetry(work / "om", spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc,
+                        node_events=h.node_events, xids=h.xids, throttle=h.throttle, start=START, end=one_day,
+                        step_s=60, seed=1, formats=("openmetrics",))
+        (data / "telemetry" / "openmetrics").symlink_to(work / "om" / "telemetry" / "openmetrics")
+        gen_s = time.perf_counter() - t
+        gpus = int(h.inventory["gpus"].sum())
+        print(f"generated {a.days} days of 60 s telemetry for {gpus} GPUs on {h.inventory.height} nodes "
+              f"(+ one day of OpenMetrics) in {gen_s:.0f} s")
+        prod = run("product", data, work, a.days)
+        ceil = run("ceiling", data, work, a.days)
+        print(f"product load_parquet_dir: {prod['rows']:,} GPU rows in {prod['seconds']:.1f} s = "
+              f"{prod['rows'] / prod['seconds']:,.0f} rows/s, peak RSS {prod['peak_rss_mb']:,.0f} MB "
+              f"(plus node rows, Xid events and hourly rollups)")
+        print(f"engine ceiling (file() Parquet -> table): {ceil['rows']:,} rows in {ceil['seconds']:.1f} s = "
+              f"{ceil['rows'] / ceil['seconds']:,.0f} rows/s, peak RSS {ceil['peak_rss_mb']:,.0f} MB")
+        print(f"ratio product/ceiling: {(prod['rows'] / prod['seconds']) / (ceil['rows'] / ceil['seconds']):.2f} "
+              f"(goal >= 0.5)")
+        om = run("openmetrics", data, work, 1)
+        print(f"OpenMetrics, one 2-hour window: {om['rows']:,} GPU rows in {om['seconds']:.1f} s = "
+              f"{om['rows'] / om['seconds']:,.0f} rows/s, peak RSS {om['peak_rss_mb']:,.0f} MB")
+        if not a.skip_prometheus and shutil.which("prometheus"):
+            pr = run("prometheus", data, work, 1)
+            print(f"Prometheus, one day: promtool backfill {pr['backfill_s']:.0f} s; load_prometheus "
+                  f"{pr['rows']:,} GPU rows in {pr['seconds']:.1f} s = {pr['rows'] / pr['seconds']:,.0f} rows/s "
+                  f"({pr['queries']} queries), peak RSS {pr['peak_rss_mb']:,.0f} MB")
+    finally:
+        if not a.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
