@@ -3,8 +3,9 @@
     /work/venv/bin/python bench/bench_generate.py [--jobs 1000000] [--workdir DIR]
 
 1. history: 1,000,000 jobs (scheduled simulation + `sacct --parsable2` with steps, node events, inventory) on a
-   1,024-node cluster (8,192 GPUs) over 120 days (what that cluster can run at this job mix: ~75% busy; a
-   million jobs in one month would need a cluster four times larger or leave most of them queued);
+   1,024-node cluster (8,192 GPUs) over --days (default 480: ~2,100 jobs a day, about half the cluster busy
+   at this job mix; a million jobs in one month would need a cluster several times larger, or leave most
+   of them queued, which makes the simulation crawl through a deep queue);
 2. telemetry: one month of 1-minute dcgm-exporter / NIC / Lustre / IPMI samples for 128 nodes (1,024 GPUs),
    Parquet, from a month's simulation of that cluster.
 Prints seconds, rows, bytes and peak RSS of each child.
@@ -26,10 +27,9 @@ from pathlib import Path
 START = datetime(2026, 10, 1, tzinfo=timezone.utc)
 
 
-def child_history(out: str, jobs: int) -> dict:
+def child_history(out: str, jobs: int, days: int) -> dict:
     from ops_warehouse.generate import generate
 
-    days = 120
     t = time.perf_counter()
     h = generate(out, start=START, days=days, jobs_per_day=-(-jobs // days), nodes=1024, seed=1, telemetry=())
     s = time.perf_counter() - t
@@ -59,8 +59,9 @@ def child_telemetry(out: str) -> dict:
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def run_child(kind: str, out: Path, jobs: int) -> dict:
-    p = subprocess.run([sys.executable, __file__, "--child", kind, "--out", str(out), "--jobs", str(jobs)],
+def run_child(kind: str, out: Path, jobs: int, days: int) -> dict:
+    p = subprocess.run([sys.executable, __file__, "--child", kind, "--out", str(out), "--jobs", str(jobs),
+                        "--days", str(days)],
                        capture_output=True, text=True)
     if p.returncode:
         raise SystemExit(p.stderr)
@@ -70,21 +71,22 @@ def run_child(kind: str, out: Path, jobs: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=1_000_000)
+    ap.add_argument("--days", type=int, default=480)
     ap.add_argument("--workdir", type=Path)
     ap.add_argument("--child")
     ap.add_argument("--out")
     a = ap.parse_args()
     if a.child:
-        res = child_history(a.out, a.jobs) if a.child == "history" else child_telemetry(a.out)
+        res = child_history(a.out, a.jobs, a.days) if a.child == "history" else child_telemetry(a.out)
         print(json.dumps(res))
         return
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-generate-"))
     try:
-        h = run_child("history", work / "history", a.jobs)
-        print(f"history: {h['runs']:,} job runs on 1,024 nodes x 120 days in {h['seconds']:.1f} s; sacct "
+        h = run_child("history", work / "history", a.jobs, a.days)
+        print(f"history: {h['runs']:,} job runs on 1,024 nodes x {a.days} days in {h['seconds']:.1f} s; sacct "
               f"{h['sacct_lines']:,} lines, {h['sacct_mb']:.0f} MB; {h['node_events']} node events; "
               f"peak RSS {h['peak_rss_mb']:,.0f} MB")
-        t = run_child("telemetry", work / "telemetry", a.jobs)
+        t = run_child("telemetry", work / "telemetry", a.jobs, a.days)
         print(f"telemetry: {t['gpus']:,} GPUs x 31 days at 60 s: {t['dcgm_rows']:,} dcgm rows, {t['samples']:,} "
               f"samples, {t['mb']:,.0f} MB Parquet in {t['seconds']:.1f} s (simulation {t['simulate_seconds']:.1f} s); "
               f"peak RSS {t['peak_rss_mb']:,.0f} MB")
