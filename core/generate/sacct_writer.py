@@ -69,13 +69,15 @@ def sacct_text(runs: pl.DataFrame, *, cluster: str, cpus_per_gpu: int, mem_per_g
     ran = started & (pl.col("nodes").list.len() > 0)
     r = r.with_columns(
         _started=started, _ended=ended, _ran=ran,
-        _state=pl.when(ended).then(pl.col("state")).when(started).then(pl.lit("RUNNING"))
-        .when(ended).then(pl.col("state")).otherwise(pl.lit("PENDING")),
-        _nodelist=pl.col("nodes").map_elements(lambda x: compress_hostlist(tuple(x)) if len(x) else "None assigned",
-                                               return_dtype=pl.String),
+        # a job cancelled while pending ended without starting: its final state too
+        _state=pl.when(ended).then(pl.col("state")).when(started).then(pl.lit("RUNNING")).otherwise(pl.lit("PENDING")),
     )
-    # a job cancelled while pending ended without starting
-    r = r.with_columns(_state=pl.when(pl.col("start").is_null() & ended).then(pl.col("state")).otherwise("_state"))
+    # hostlist expressions, compressed once per distinct node list (a few thousand, not one per run)
+    lists = r.select(pl.col("nodes").unique())
+    lists = lists.with_columns(_nodelist=pl.Series(
+        [compress_hostlist(tuple(x)) if len(x) else "None assigned" for x in lists.get_column("nodes").to_list()],
+        dtype=pl.String))
+    r = r.join(lists, on="nodes", how="left")
     S = lambda c: pl.col(c).cast(pl.String)  # noqa: E731
     nnodes = pl.col("nodes").list.len()
     nnodes_req = (pl.col("gpus") + 7) // 8
@@ -121,11 +123,12 @@ def sacct_text(runs: pl.DataFrame, *, cluster: str, cpus_per_gpu: int, mem_per_g
         base = {**job, **blank, "submit": start_txt, "eligible": start_txt}
         first = pl.col("nodes").list.first()
         per_node_cpus = (pl.col("_cpus") // nnodes).cast(pl.String)
+        per_node_gpus = (pl.col("gpus") // nnodes).cast(pl.String)
+        # the batch step runs on the first node with that node's share
         batch = {**base, "jobidraw": S("job_id_raw") + ".batch", "jobid": jobid + ".batch", "jobname": pl.lit("batch"),
                  "state": step_state, "nnodes": pl.lit("1"), "ncpus": per_node_cpus, "reqcpus": per_node_cpus,
-                 "alloctres": "cpu=" + per_node_cpus + ",gres/gpu:" + gtype + "=" + (S("gpus") if False else
-                              (pl.col("gpus") // nnodes).cast(pl.String)) + ",gres/gpu="
-                              + (pl.col("gpus") // nnodes).cast(pl.String) + ",mem=" + mem + ",node=1",
+                 "alloctres": "cpu=" + per_node_cpus + ",gres/gpu:" + gtype + "=" + per_node_gpus + ",gres/gpu="
+                              + per_node_gpus + ",mem=" + mem + ",node=1",
                  "nodelist": first}
         extern = {**base, "jobidraw": S("job_id_raw") + ".extern", "jobid": jobid + ".extern",
                   "jobname": pl.lit("extern"), "exitcode": pl.lit("0:0"),
