@@ -42,3 +42,19 @@ def test_generate_small_site_and_load_it(tmp_path, wh):
 def test_generate_refuses_nonsense(tmp_path):
     bad = ops("generate", "--out", str(tmp_path / "x"), "--telemetry", "csv", check=False)
     assert bad.returncode == 2 and "--telemetry must be" in bad.stderr
+
+
+def test_simulation_in_chunks_gives_the_same_frames(monkeypatch):
+    """Run records are compacted into frames every CHUNK_RUNS runs (memory); the result must not change."""
+    from datetime import datetime, timezone
+
+    from ops_warehouse.generate import schedule
+
+    kw = dict(start=datetime(2026, 10, 1, tzinfo=timezone.utc), days=3, jobs_per_day=400, seed=4)
+    whole = schedule.simulate(**kw)
+    monkeypatch.setattr(schedule, "CHUNK_RUNS", 97)
+    chunked = schedule.simulate(**kw)
+    assert whole.runs.height > 97 * 5
+    assert chunked.runs.equals(whole.runs)
+    assert chunked.gpu_alloc.equals(whole.gpu_alloc)
+    assert chunked.xids.equals(whole.xids)

@@ -29,6 +29,7 @@ FATAL_XIDS = {79: "GPU has fallen off the bus", 48: "double-bit ECC error", 95: 
 DRAIN_XIDS = {92: "high single-bit ECC error rate", 64: "ECC row remapping failure"}
 REQUEUE_SHARE = 0.6
 WATCHDOG_S = 1800  # NCCL watchdog kills a hung job after this long
+CHUNK_RUNS = 50_000
 
 
 @dataclass
@@ -179,6 +180,17 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
 
     out: list[dict] = []
     alloc_rows = []
+    # finished run records go to compact frames every CHUNK_RUNS runs: Python dicts per run are what made
+    # the memory grow with the number of jobs
+    chunks: list[tuple[pl.DataFrame, pl.DataFrame]] = []
+    flushed = [0]
+
+    def flush() -> None:
+        if out:
+            chunks.append(_chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, flushed[0]))
+            flushed[0] += len(out)
+            out.clear()
+            alloc_rows.clear()
     pending: list[list] = []  # [priority submit, i, run_no, remaining runtime or -1, true submit]
     completions: list[tuple[int, int]] = []  # (end, run index)
     shadow = {}  # partition -> (time, node set) held for its oldest blocked large job (EASY backfill)
@@ -254,8 +266,8 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
                     "end": end_t, "state": state, "exit": exit_code, "nodes": [nodes[n] for n in sorted(chosen)],
                     "hang_from": hang_from,
                     "reservation": resv_name if (p == 0 and acct == owner and rs <= t < re_) else ""})
-        alloc_rows.append((len(out) - 1, chosen, gsel))
-        heapq.heappush(completions, (end_t, len(out) - 1))
+        alloc_rows.append((flushed[0] + len(out) - 1, chosen, gsel))
+        heapq.heappush(completions, (end_t, flushed[0] + len(out) - 1))
         if state == "NODE_FAIL" and rng.random() < REQUEUE_SHARE:
             left = max(runtime - (end_t - t), 60)
             requeued.append([end_t, i, run_no + 1, left, end_t])
@@ -334,6 +346,8 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         for job in requeued:
             heapq.heappush(future, (job[0], job))
         requeued.clear()
+        if len(out) >= CHUNK_RUNS:
+            flush()
     # what is left in the queue at the end of the period is pending (or was cancelled by then)
     for j in pending:
         i = j[1]
@@ -342,7 +356,11 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
                     "start": None, "end": c if c is not None and c < t_end else None,
                     "state": "CANCELLED" if c is not None and c < t_end else "PENDING", "exit": "0:0",
                     "nodes": [], "hang_from": None, "reservation": ""})
-    return _frames(spec, start, t0, t_end, inv, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow,
+    flush()
+    runs = pl.concat([c[0] for c in chunks]) if chunks else _chunk(spec, nodes, J, raw_id, array_of, task_of, [], [],
+                                                                   slow, 0)[0]
+    gpu_alloc = pl.concat([c[1] for c in chunks]) if chunks else pl.DataFrame(schema=GPU_ALLOC_SCHEMA)
+    return _frames(spec, start, t0, t_end, inv, nodes, runs, gpu_alloc,
                    (ev, x_node, x_gpu, x_ts, x_code), (th_node, th_gpu, th_s, th_e),
                    (resv_name, spec.accounts[owner], spec.partitions[0], rs, re_), lemons, straggler)
 
@@ -351,8 +369,9 @@ def _dt(v) -> datetime | None:
     return None if v is None else datetime.fromtimestamp(int(v), timezone.utc)
 
 
-def _frames(spec, start, t0, t_end, inv, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, events,
-            throttle, resv, lemons, straggler) -> History:
+def _chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, offset: int
+           ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(runs, gpu_alloc) frames of run records ``out`` (run_idx numbered from ``offset``)."""
     users = [f"user{u + 1:03d}" for u in range(len(spec.accounts) * 25)]
     recs = []
     for r in out:
@@ -376,7 +395,7 @@ def _frames(spec, start, t0, t_end, inv, nodes, J, raw_id, array_of, task_of, ou
         "qos": pl.String, "submit": pl.Int64, "start": pl.Int64, "end": pl.Int64, "state": pl.String,
         "exit": pl.String, "gpus": pl.Int32, "timelimit_min": pl.Int64, "nodes": pl.List(pl.String),
         "reservation": pl.String, "hang_from": pl.Int64,
-    }).with_row_index("run_idx")
+    }).with_row_index("run_idx", offset=offset)
     # GPU allocations: one row per (run, node, GPU)
     ai, an, ag = [], [], []
     for ri, chosen, gsel in alloc_rows:
@@ -385,9 +404,10 @@ def _frames(spec, start, t0, t_end, inv, nodes, J, raw_id, array_of, task_of, ou
     J_run = runs.select("run_idx", "job_id", "start", "end", "hang_from", "gpus")
     per = pl.DataFrame({"run_idx": np.array(ai, dtype=np.uint32), "n": np.array(an, dtype=np.int64),
                         "gpu": np.array(ag, dtype=np.int32)})
-    i_of_run = np.array([r["i"] for r in out])
+    i_of_run = np.array([r["i"] for r in out], dtype=np.int64)
     prof = pl.DataFrame({c: J[c][i_of_run] for c in ("util", "sm_active", "tensor_active", "dram_active",
-                                                      "fb_used_frac", "ckpt_period_s")}).with_row_index("run_idx")
+                                                      "fb_used_frac", "ckpt_period_s")}).with_row_index(
+        "run_idx", offset=offset)
     node_names = pl.Series(nodes)
     gpu_alloc = (
         per.join(J_run, on="run_idx").join(prof, on="run_idx")
@@ -405,6 +425,11 @@ def _frames(spec, start, t0, t_end, inv, nodes, J, raw_id, array_of, task_of, ou
         )
         .select([pl.col(c).cast(t) for c, t in GPU_ALLOC_SCHEMA.items()])
     )
+    return runs, gpu_alloc
+
+
+def _frames(spec, start, t0, t_end, inv, nodes, runs, gpu_alloc, events, throttle, resv, lemons, straggler
+            ) -> History:
     ev, x_node, x_gpu, x_ts, x_code = events
     node_events = pl.DataFrame({
         "node": [nodes[e[0]] for e in ev], "start_ts": [_dt(e[1]) for e in ev], "end_ts": [_dt(e[2]) for e in ev],
