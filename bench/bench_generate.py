@@ -24,6 +24,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import polars as pl
+
 START = datetime(2026, 10, 1, tzinfo=timezone.utc)
 
 
@@ -31,10 +33,11 @@ def child_history(out: str, jobs: int, days: int) -> dict:
     from ops_warehouse.generate import generate
 
     t = time.perf_counter()
-    h = generate(out, start=START, days=days, jobs_per_day=-(-jobs // days), nodes=1024, seed=1, telemetry=())
+    h = generate(out, start=START, days=days, jobs_per_day=-(-jobs // days), nodes=1024, seed=1, telemetry=(),
+                 spill=True)
     s = time.perf_counter() - t
     psv = Path(out) / "sacct" / "sacct.psv"
-    return {"seconds": s, "runs": h.runs.height, "sacct_lines": sum(1 for _ in open(psv, "rb")) - 1,
+    return {"seconds": s, "runs": h.runs.select(pl.len()).collect().item(), "sacct_lines": sum(1 for _ in open(psv, "rb")) - 1,
             "sacct_mb": psv.stat().st_size / 1e6, "node_events": h.node_events.height,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 

@@ -44,7 +44,7 @@ def test_generate_refuses_nonsense(tmp_path):
     assert bad.returncode == 2 and "--telemetry must be" in bad.stderr
 
 
-def test_simulation_in_chunks_gives_the_same_frames(monkeypatch):
+def test_simulation_in_chunks_gives_the_same_frames(monkeypatch, tmp_path):
     """Run records are compacted into frames every CHUNK_RUNS runs (memory); the result must not change."""
     from datetime import datetime, timezone
 
@@ -58,3 +58,9 @@ def test_simulation_in_chunks_gives_the_same_frames(monkeypatch):
     assert chunked.runs.equals(whole.runs)
     assert chunked.gpu_alloc.equals(whole.gpu_alloc)
     assert chunked.xids.equals(whole.xids)
+    # spilled to Parquet as it goes (flat memory), read back lazily: the same frames again
+    spilled = schedule.simulate(**kw, spill_dir=tmp_path / "parts")
+    assert len(list((tmp_path / "parts").glob("runs-*.parquet"))) > 5
+    assert spilled.runs.collect().equals(whole.runs)
+    assert spilled.gpu_alloc.collect().equals(whole.gpu_alloc)
+    assert spilled.xids.equals(whole.xids)

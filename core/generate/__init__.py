@@ -71,20 +71,25 @@ def _reservations_txt(h: History) -> str:
 
 def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: int = 900, nodes: int | None = None,
              seed: int = 0, metrics_step_s: int = 300, telemetry: tuple[str, ...] = ("parquet",),
-             nightly: bool = False, progress=None) -> History:
+             nightly: bool = False, spill: bool = False, progress=None) -> History:
+    """Simulate and write the site's files (see the module docstring). ``spill`` keeps memory flat in the
+    number of jobs: runs and GPU allocations go to ``truth/`` as they are made and are read back lazily."""
     out = Path(out_dir)
     (out / "sacct").mkdir(parents=True, exist_ok=True)
     (out / "slurm").mkdir(exist_ok=True)
     (out / "truth").mkdir(exist_ok=True)
     start = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
     spec = scaled_spec(nodes)
-    h = simulate(spec, start=start, days=days, jobs_per_day=jobs_per_day, seed=seed)
+    h = simulate(spec, start=start, days=days, jobs_per_day=jobs_per_day, seed=seed,
+                 spill_dir=(out / "truth" / "parts") if spill else None)
     t0, t1 = int(start.timestamp()), int(h.end.timestamp())
     per_gpu_cpus = spec.cpus_per_node // spec.gpus_per_node
     per_gpu_mem = spec.mem_per_node_mib // spec.gpus_per_node
     kw = dict(cluster=spec.name, cpus_per_gpu=per_gpu_cpus, mem_per_gpu_mib=per_gpu_mem)
     write_sacct(out / "sacct" / "sacct.psv", h.runs, as_of=t1, **kw)
     if nightly:
+        if spill:
+            raise ValueError("nightly extracts need the runs in memory: not with spill")
         (out / "sacct" / "nightly").mkdir(exist_ok=True)
         for d in range(days):
             w0 = t0 + d * 86400
@@ -96,11 +101,16 @@ def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: i
     h.inventory.select("node", "gpu_model", "gpus", "partition", "rack",
                        pl.col("in_service_ts").dt.date().alias("in_service_date")).write_csv(out / "inventory.csv")
     for name in ("runs", "gpu_alloc", "node_events", "xids", "throttle", "reservations", "inventory"):
-        getattr(h, name).write_parquet(out / "truth" / f"{name}.parquet")
+        frame = getattr(h, name)
+        if isinstance(frame, pl.LazyFrame):
+            frame.sink_parquet(out / "truth" / f"{name}.parquet")
+        else:
+            frame.write_parquet(out / "truth" / f"{name}.parquet")
     if telemetry:
         from ops_warehouse.generate.telemetry import write_telemetry
 
-        write_telemetry(out, spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc, node_events=h.node_events,
+        write_telemetry(out, spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc.lazy().collect(),
+                        node_events=h.node_events,
                         xids=h.xids, throttle=h.throttle, start=start, end=h.end, step_s=metrics_step_s, seed=seed,
                         formats=tuple(telemetry), progress=progress)
     return h

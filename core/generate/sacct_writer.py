@@ -153,11 +153,14 @@ def sacct_text(runs: pl.DataFrame, **kw) -> str:
     return HEADER + "\n" + body + ("\n" if body else "")
 
 
-def write_sacct(path, runs: pl.DataFrame, *, chunk_runs: int = 25_000, **kw) -> int:
+def write_sacct(path, runs: pl.DataFrame | pl.LazyFrame, *, chunk_runs: int = 25_000, **kw) -> int:
     """The sacct text of many runs, written chunk by chunk straight from polars (memory stays at one chunk)."""
+    lazy = runs.lazy()
+    n = lazy.select(pl.len()).collect().item()
     with open(path, "wb") as f:
         f.write((HEADER + "\n").encode())
-        for k in range(0, runs.height, chunk_runs):
+        for k in range(0, n, chunk_runs):
             # sacct does not quote: neither do we (job names may hold anything but the delimiter and newlines)
-            sacct_lines(runs.slice(k, chunk_runs), **kw).write_csv(f, include_header=False, quote_style="never")
+            sacct_lines(lazy.slice(k, chunk_runs).collect(), **kw).write_csv(f, include_header=False,
+                                                                              quote_style="never")
     return Path(path).stat().st_size

@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -38,8 +39,8 @@ class History:
     start: datetime
     end: datetime
     inventory: pl.DataFrame
-    runs: pl.DataFrame  # one row per job run (sacct --duplicates)
-    gpu_alloc: pl.DataFrame
+    runs: pl.DataFrame | pl.LazyFrame  # one row per job run (sacct --duplicates); lazy when spilled to disk
+    gpu_alloc: pl.DataFrame | pl.LazyFrame
     node_events: pl.DataFrame
     xids: pl.DataFrame
     throttle: pl.DataFrame
@@ -66,7 +67,9 @@ def _inventory(spec: ClusterSpec, t0: int, rng: np.random.Generator) -> pl.DataF
 
 
 def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, jobs_per_day: int = 800,
-             seed: int = 0, reservation_days: tuple[int, int] = (10, 17)) -> History:
+             seed: int = 0, reservation_days: tuple[int, int] = (10, 17), spill_dir: Path | None = None) -> History:
+    """Simulate the period. With ``spill_dir`` the runs and GPU allocations go to Parquet there as they are
+    made (memory stays flat in the number of jobs) and come back as lazy frames."""
     spec = spec or ClusterSpec()
     rng = np.random.default_rng(seed)
     t0 = int(start.timestamp())
@@ -187,7 +190,13 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
 
     def flush() -> None:
         if out:
-            chunks.append(_chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, flushed[0]))
+            c = _chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, flushed[0])
+            if spill_dir is not None:
+                Path(spill_dir).mkdir(parents=True, exist_ok=True)
+                c[0].write_parquet(Path(spill_dir) / f"runs-{len(chunks):05d}.parquet")
+                c[1].write_parquet(Path(spill_dir) / f"gpu_alloc-{len(chunks):05d}.parquet")
+                c = (None, None)
+            chunks.append(c)
             flushed[0] += len(out)
             out.clear()
             alloc_rows.clear()
@@ -357,9 +366,13 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
                     "state": "CANCELLED" if c is not None and c < t_end else "PENDING", "exit": "0:0",
                     "nodes": [], "hang_from": None, "reservation": ""})
     flush()
-    runs = pl.concat([c[0] for c in chunks]) if chunks else _chunk(spec, nodes, J, raw_id, array_of, task_of, [], [],
-                                                                   slow, 0)[0]
-    gpu_alloc = pl.concat([c[1] for c in chunks]) if chunks else pl.DataFrame(schema=GPU_ALLOC_SCHEMA)
+    if spill_dir is not None and chunks:
+        runs = pl.scan_parquet(Path(spill_dir) / "runs-*.parquet")
+        gpu_alloc = pl.scan_parquet(Path(spill_dir) / "gpu_alloc-*.parquet")
+    else:
+        runs = pl.concat([c[0] for c in chunks]) if chunks else _chunk(spec, nodes, J, raw_id, array_of, task_of,
+                                                                       [], [], slow, 0)[0]
+        gpu_alloc = pl.concat([c[1] for c in chunks]) if chunks else pl.DataFrame(schema=GPU_ALLOC_SCHEMA)
     return _frames(spec, start, t0, t_end, inv, nodes, runs, gpu_alloc,
                    (ev, x_node, x_gpu, x_ts, x_code), (th_node, th_gpu, th_s, th_e),
                    (resv_name, spec.accounts[owner], spec.partitions[0], rs, re_), lemons, straggler)
@@ -437,8 +450,8 @@ def _frames(spec, start, t0, t_end, inv, nodes, runs, gpu_alloc, events, throttl
     xids = pl.DataFrame({"node": [nodes[n] for n in x_node], "gpu": x_gpu, "ts": [_dt(t) for t in x_ts],
                          "xid": x_code}, schema=XID_SCHEMA)
     # application faults: Xid 31 (GPU memory page fault) on a GPU of some failed jobs, at their end
-    fails = gpu_alloc.join(runs.filter(pl.col("state") == "FAILED").select("job_id", "run_idx"), on="job_id") \
-        .filter((pl.col("gpu") == 0) & (pl.col("run_idx") % 5 == 0))
+    fails = gpu_alloc.lazy().join(runs.lazy().filter(pl.col("state") == "FAILED").select("job_id", "run_idx"),
+                                  on="job_id").filter((pl.col("gpu") == 0) & (pl.col("run_idx") % 5 == 0)).collect()
     xids = pl.concat([xids, fails.select("node", "gpu", (pl.col("end_ts") - pl.duration(seconds=2)).alias("ts"),
                                          pl.lit(31, pl.Int32).alias("xid"))]).sort("ts", "node", "gpu")
     th_node, th_gpu, th_s, th_e = throttle
