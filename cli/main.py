@@ -277,10 +277,14 @@ def generate(
     metrics_step: Annotated[int, typer.Option(help="Telemetry step in seconds")] = 300,
     telemetry: Annotated[str, typer.Option(help="parquet, openmetrics, both or none")] = "parquet",
     nightly: Annotated[bool, typer.Option(help="Also write each night's sacct extract")] = False,
+    spill: Annotated[bool, typer.Option(
+        help="Keep memory flat for very large histories (runs go to disk as they are made; no --nightly)")] = False,
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same files)")] = 0,
 ):
     """Write the files a GPU site has (sacct, node events, reservations, inventory, telemetry) for a simulated period."""
     from datetime import datetime, timezone
+
+    import polars as pl
 
     from ops_warehouse.generate import generate as run
     from ops_warehouse.progress import count_progress
@@ -289,13 +293,16 @@ def generate(
                "none": ()}.get(telemetry)
     if formats is None:
         raise OpsError("--telemetry must be parquet, openmetrics, both or none")
+    if spill and nightly:
+        raise OpsError("--nightly needs the runs in memory: use it without --spill")
     if days < 1 or jobs_per_day < 0 or metrics_step < 1 or (nodes is not None and nodes < 3):
         raise OpsError("--days, --metrics-step must be positive, --jobs-per-day >= 0, --nodes >= 3")
     t0 = datetime.combine(_date(start, "--start"), datetime.min.time(), timezone.utc)
     with count_progress("telemetry days") as progress:
         h = run(out, start=t0, days=days, jobs_per_day=jobs_per_day, nodes=nodes, seed=seed,
-                metrics_step_s=metrics_step, telemetry=formats, nightly=nightly, progress=progress)
-    print(f"{out}: {h.runs.height} job runs on {h.inventory.height} nodes, {h.node_events.height} node events, "
+                metrics_step_s=metrics_step, telemetry=formats, nightly=nightly, spill=spill, progress=progress)
+    n_runs = h.runs.lazy().select(pl.len()).collect().item()
+    print(f"{out}: {n_runs} job runs on {h.inventory.height} nodes, {h.node_events.height} node events, "
           f"{h.xids.height} Xid events; lemon nodes {', '.join(h.lemons)}; straggler {h.straggler}")
 
 
