@@ -142,7 +142,8 @@ def etl_metrics(
     date_to: Annotated[Optional[str], typer.Option(
         "--to", help="Last day, inclusive. Prometheus source: default yesterday (UTC)")] = None,
     source: Annotated[str, typer.Option(
-        help="prometheus (query_range, also VictoriaMetrics) or file (VictoriaMetrics export is not built yet)")] = "file",
+        help="prometheus or victoriametrics (query_range, downsampled by the server), vm-export (VictoriaMetrics "
+             "/api/v1/export raw samples for bulk backfill: --url or --file), or file")] = "file",
     url: Annotated[Optional[str], typer.Option(help="Prometheus/VictoriaMetrics base URL, e.g. http://vm:8428")] = None,
     step: Annotated[int, typer.Option(help="Downsampling step in seconds (prometheus source)")] = 60,
     file: Annotated[Optional[list[Path]], typer.Option(
@@ -205,8 +206,18 @@ def etl_metrics(
         from ops_warehouse.warehouse import redact
 
         what = redact(url)
+    elif source == "vm-export":
+        from ops_warehouse.etl.vm_export_source import load_vm_export
+
+        if not (url or file):
+            raise OpsError("--source vm-export needs --url or --file EXPORT.jsonl")
+        c = load_vm_export(_wh(), url or file[0], d0, d1, cluster=cluster)
+        c["days"] = (d1 - d0).days + 1
+        from ops_warehouse.warehouse import redact
+
+        what = redact(url) if url else str(file[0])
     else:
-        raise OpsError("--source must be file, prometheus or victoriametrics")
+        raise OpsError("--source must be file, prometheus, victoriametrics or vm-export")
     print(f"{what}: {c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples, "
           f"{c['xid_events']} Xid events")
 

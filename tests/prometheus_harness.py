@@ -71,3 +71,58 @@ class Prometheus:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         self.proc = None
+
+
+def vm_available() -> bool:
+    return bool(shutil.which("victoria-metrics"))
+
+
+class VictoriaMetrics:
+    """Debian's victoria-metrics single-node server on loopback."""
+
+    def __init__(self, data_dir: Path, port: int | None = None):
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60) -> "VictoriaMetrics":
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            ["victoria-metrics", f"-storageDataPath={self.data_dir}", f"-httpListenAddr=127.0.0.1:{self.port}",
+             "-retentionPeriod=100y", "-search.latencyOffset=0s"],
+            stdout=subprocess.DEVNULL, stderr=open(self.data_dir.parent / "vm.log", "ab"))
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("victoria-metrics did not become ready")
+
+    def import_openmetrics(self, om_files: list[Path]) -> None:
+        """Load promtool-style OpenMetrics files (timestamps in seconds) through /api/v1/import/prometheus."""
+        import polars as pl
+
+        for f in om_files:
+            lines = pl.DataFrame({"l": f.read_text().splitlines()}).filter(
+                ~pl.col("l").str.starts_with("#") & (pl.col("l") != ""))
+            text = lines.select(pl.col("l").str.replace(r" (\d+)$", " ${1}000")).to_series().str.join("\n").item()
+            req = urllib.request.Request(self.url + "/api/v1/import/prometheus", data=text.encode(), method="POST")
+            with urllib.request.urlopen(req, timeout=120) as r:
+                assert r.status in (200, 204)
+        urllib.request.urlopen(self.url + "/internal/force_flush", timeout=30).read()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.proc = None
