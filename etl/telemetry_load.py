@@ -114,19 +114,30 @@ def node_frames(nic: pl.DataFrame | None, scalars: list[pl.DataFrame], cat: dict
 
 
 def _day_files(root: Path, family: str, d0: date, d1: date) -> list[Path]:
+    """The family's files for days d0..d1: Parquet, or CSV with the same columns."""
     files = []
     d = d0
     while d <= d1:
-        p = root / family / f"{d:%Y-%m-%d}.parquet"
-        if p.is_file():
-            files.append(p)
+        for ext in ("parquet", "csv"):
+            p = root / family / f"{d:%Y-%m-%d}.{ext}"
+            if p.is_file():
+                files.append(p)
+                break
         d += timedelta(days=1)
     return files
 
 
+def _read(p: Path) -> pl.DataFrame:
+    if p.suffix == ".csv":
+        df = pl.read_csv(p, infer_schema_length=10000, schema_overrides={
+            c: pl.String for c in ("gpu", "UUID", "device", "modelName", "Hostname", "instance", "port", "fs")})
+        return df.with_columns(pl.col("timestamp").str.to_datetime(time_zone="UTC", time_unit="ms"))
+    return pl.read_parquet(p)
+
+
 def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cluster: str | None = None,
                      progress=None) -> dict:
-    """Load exporter Parquet files (``<root>/<family>/<YYYY-MM-DD>.parquet``: dcgm, nic, lustre, ipmi) for
+    """Load exporter files (``<root>/<family>/<YYYY-MM-DD>.parquet`` or ``.csv``: dcgm, nic, lustre, ipmi) for
     whole days ``date_from`` .. ``date_to``, a day at a time. The day before seeds the counters."""
     from ops_warehouse.etl.staging import load_frames, refresh_hourly
 
@@ -143,7 +154,7 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
         d = date_from + timedelta(days=k)
         w0 = datetime.combine(d, datetime.min.time(), timezone.utc)
         window = (w0, w0 + timedelta(days=1))
-        read = lambda fam: [pl.read_parquet(p) for p in _day_files(root, fam, d - timedelta(days=1), d)]  # noqa: E731
+        read = lambda fam: [_read(p) for p in _day_files(root, fam, d - timedelta(days=1), d)]  # noqa: E731
         dcgm = read("dcgm")
         source = f"file:{root}"
         frames = {}

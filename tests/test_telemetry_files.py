@@ -97,3 +97,24 @@ def test_hourly_rollups_add_up_to_the_fine_rows(site, wh):
     assert rows(wh, "SELECT count() FROM gpu_hour FINAL") == [(11 * 8 * 48,)]
     n_fine = rows(wh, "SELECT sum(toUInt64(arraySum(nic_rx_bytes))) FROM node_sample FINAL")[0][0]
     assert rows(wh, "SELECT sum(nic_rx_bytes) FROM node_hour FINAL")[0][0] == n_fine
+
+
+def test_csv_files_give_the_rows_of_the_parquet_files(site, cfg, tmp_path):
+    """The same exporter columns as CSV (ISO timestamps) load to the same rows."""
+    from ops_warehouse.warehouse import close_embedded, connect
+
+    csv_root = tmp_path / "csv"
+    for fam_dir in (site / "telemetry").iterdir():
+        if fam_dir.is_dir() and fam_dir.name != "openmetrics":
+            (csv_root / fam_dir.name).mkdir(parents=True)
+            for f in fam_dir.glob("*.parquet"):
+                pl.read_parquet(f).write_csv(csv_root / fam_dir.name / f"{f.stem}.csv")
+    out = []
+    for name, root in (("p", site), ("c", csv_root)):
+        cfg.dsn = f"chdb://{tmp_path / name}"
+        w = connect(cfg)
+        load_parquet_dir(w, root, date(2026, 10, 1), date(2026, 10, 2), cluster="ai1")
+        out.append((w.query_rows("SELECT * EXCEPT source FROM gpu_sample FINAL ORDER BY node, gpu, ts"),
+                    w.query_rows("SELECT * EXCEPT source FROM node_sample FINAL ORDER BY node, ts")))
+        close_embedded()
+    assert out[0][0] and out[0] == out[1]
