@@ -58,18 +58,23 @@ class Warehouse:
         return self.client.command(sql, parameters=params or {})
 
     def load_parquet(self, table: str, path: Path) -> None:
-        """Insert one staged Parquet file into ``table`` (same column names)."""
+        """Insert one staged Parquet file into ``table``, column by name (columns added by later migrations
+        sit at the end of a table, wherever the frame has them)."""
+        import pyarrow.parquet as pq
+
+        cols = pq.read_schema(path).names
+        names = ", ".join(f"`{c}`" for c in cols)
         if self.embedded:
             # In-process the engine reads the file itself: the fastest path the notes measured.
             self.client.command(
-                f"INSERT INTO {table} SELECT * FROM file({{p:String}}, Parquet)",
+                f"INSERT INTO {table} ({names}) SELECT {names} FROM file({{p:String}}, Parquet)",
                 parameters={"p": str(Path(path).resolve())},
                 settings=_INSERT_SETTINGS,
             )
         else:
             from clickhouse_connect.driver.tools import insert_file
 
-            insert_file(self.client, table, str(path), fmt="Parquet", settings=_INSERT_SETTINGS)
+            insert_file(self.client, table, str(path), fmt="Parquet", column_names=cols, settings=_INSERT_SETTINGS)
 
 
 def redact(dsn: str) -> str:

@@ -36,6 +36,12 @@ DEFAULT_CATALOG: dict[str, Metric] = {
     "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": Metric("gpu", "throttle_reasons", "gauge"),
     "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": Metric("gpu", "throttle_reasons", "gauge"),
     "DCGM_FI_DEV_XID_ERRORS": Metric("gpu", "xid_last", "gauge"),
+    # interconnect: the profiling fields are rates (bytes/s), NVLINK_BANDWIDTH_TOTAL a byte counter
+    "DCGM_FI_PROF_PCIE_TX_BYTES": Metric("gpu", "pcie_tx_bytes_per_s", "gauge"),
+    "DCGM_FI_PROF_PCIE_RX_BYTES": Metric("gpu", "pcie_rx_bytes_per_s", "gauge"),
+    "DCGM_FI_PROF_NVLINK_TX_BYTES": Metric("gpu", "nvlink_tx_bytes_per_s", "gauge"),
+    "DCGM_FI_PROF_NVLINK_RX_BYTES": Metric("gpu", "nvlink_rx_bytes_per_s", "gauge"),
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": Metric("gpu", "nvlink_bytes", "counter"),
     "node_infiniband_port_data_received_bytes_total": Metric("node", "nic_rx_bytes", "counter", per_device=True),
     "node_infiniband_port_data_transmitted_bytes_total": Metric("node", "nic_tx_bytes", "counter", per_device=True),
     "node_network_receive_bytes_total": Metric("node", "nic_rx_bytes", "counter", per_device=True),
@@ -46,7 +52,9 @@ DEFAULT_CATALOG: dict[str, Metric] = {
 }
 
 GPU_COLUMNS = ["gpu_util_pct", "sm_active", "gr_engine_active", "tensor_active", "dram_active", "fb_used_mib",
-               "fb_free_mib", "power_w", "energy_j", "temp_c", "sm_clock_mhz", "throttle_reasons", "xid_last"]
+               "fb_free_mib", "power_w", "energy_j", "temp_c", "sm_clock_mhz", "throttle_reasons", "xid_last",
+               "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "nvlink_tx_bytes_per_s", "nvlink_rx_bytes_per_s",
+               "nvlink_bytes"]
 NODE_SCALAR_COLUMNS = ["lustre_read_bytes", "lustre_write_bytes", "node_power_w"]
 NODE_MAP_COLUMNS = ["nic_rx_bytes", "nic_tx_bytes"]
 
