@@ -126,14 +126,18 @@ def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int
         for name, m in cat.items():
             node_label = "Hostname" if m.grain == "gpu" else "instance"
             nodes = client.label_values(node_label, name, start, end)
+            batches = []
             for b in range(0, len(nodes), BATCH_NODES):
                 res = client.query_range(_expr(name, m, step_s, node_label, nodes[b:b + BATCH_NODES]),
                                          start, end, step_s)
                 counts["queries"] += 1
                 f = _frame(res, name, step_s)
                 if f.height:
-                    fam = "gpu" if m.grain == "gpu" else ("nic" if m.per_device else "node")
-                    families[fam].append(f)
+                    batches.append(f)
+            if batches:
+                # the node batches of one metric stack; different metrics are joined side by side below
+                fam = "gpu" if m.grain == "gpu" else ("nic" if m.per_device else "node")
+                families[fam].append(pl.concat(batches, how="diagonal_relaxed"))
         frames = {}
         keys = {"gpu": ["timestamp", "Hostname", "gpu"], "nic": ["timestamp", "instance", "device"],
                 "node": ["timestamp", "instance"]}

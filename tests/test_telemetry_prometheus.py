@@ -55,7 +55,12 @@ def _sorted_nics(rows):
     return out
 
 
-def test_query_range_gives_the_rows_of_the_files(prom, cfg, tmp_path):
+@pytest.mark.parametrize("batch_nodes", [32, 2])
+def test_query_range_gives_the_rows_of_the_files(prom, cfg, tmp_path, monkeypatch, batch_nodes):
+    """One query per metric, or several node batches per metric (as on a large cluster)."""
+    from ops_warehouse.etl import prometheus_source
+
+    monkeypatch.setattr(prometheus_source, "BATCH_NODES", batch_nodes)
     site, p = prom
     files = _rows(cfg, tmp_path, "files", lambda w: load_parquet_dir(w, site, DAY, DAY, cluster="c"))
     api = _rows(cfg, tmp_path, "api", lambda w: load_prometheus(w, p.url, DAY, DAY, step_s=60, cluster="c"))
