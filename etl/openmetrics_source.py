@@ -66,8 +66,6 @@ def families(samples: pl.DataFrame, cat) -> tuple[pl.DataFrame | None, pl.DataFr
 
 def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at: datetime | None = None,
                     cluster: str | None = None) -> dict:
-    from ops_warehouse.etl.staging import load_frames, refresh_hourly
-
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
     cluster = cluster or wh.cfg.default_cluster
     missing = [p for p in paths if not Path(p).is_file()]
@@ -76,8 +74,16 @@ def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at
     samples = pl.concat([read_samples(Path(p), at) for p in paths], how="vertical_relaxed")
     w0 = datetime.combine(date_from, datetime.min.time(), timezone.utc)
     window = (w0, datetime.combine(date_to, datetime.min.time(), timezone.utc) + timedelta(days=1))
-    g, n, scal = families(samples, cat)
     source = "text:" + ",".join(Path(p).name for p in paths[:3]) + ("…" if len(paths) > 3 else "")
+    return load_samples(wh, samples, cat, cluster, source, window)
+
+
+def load_samples(wh, samples: pl.DataFrame, cat, cluster: str, source: str, window: tuple[datetime, datetime]
+                 ) -> dict:
+    """A long sample frame (read_samples' shape) into the warehouse for the window; rollups refreshed."""
+    from ops_warehouse.etl.staging import load_frames, refresh_hourly
+
+    g, n, scal = families(samples, cat)
     frames = {}
     if g is not None:
         frames["gpu_sample"], frames["xid_event"] = gpu_frames(g, cat, cluster, source, window)

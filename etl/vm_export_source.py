@@ -19,8 +19,7 @@ import polars as pl
 
 from ops_warehouse import OpsError
 from ops_warehouse.etl.metric_catalog import catalog
-from ops_warehouse.etl.openmetrics_source import LABELS, families
-from ops_warehouse.etl.telemetry_load import gpu_frames, node_frames
+from ops_warehouse.etl.openmetrics_source import LABELS, load_samples
 
 
 def read_export(data: bytes | Path) -> pl.DataFrame:
@@ -64,8 +63,6 @@ def fetch_export(url: str, match: str, start: datetime, end: datetime, timeout_s
 
 def load_vm_export(wh, source: str | Path, date_from: date, date_to: date, *, cluster: str | None = None) -> dict:
     """Load an export: a URL (fetched for the window plus the day before, to seed counters) or a file."""
-    from ops_warehouse.etl.staging import load_frames, refresh_hourly
-
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
     cluster = cluster or wh.cfg.default_cluster
     w0 = datetime.combine(date_from, datetime.min.time(), timezone.utc)
@@ -83,15 +80,4 @@ def load_vm_export(wh, source: str | Path, date_from: date, date_to: date, *, cl
     finally:
         if tmp:
             tmp.unlink(missing_ok=True)
-    g, n, scal = families(samples, cat)
-    frames = {}
-    src = f"vm-export:{source}"
-    if g is not None:
-        frames["gpu_sample"], frames["xid_event"] = gpu_frames(g, cat, cluster, src, window)
-    nf = node_frames(n, scal, cat, cluster, src, window)
-    if nf.height:
-        frames["node_sample"] = nf
-    load_frames(wh, frames)
-    refresh_hourly(wh, *window)
-    return {k: frames[t].height if t in frames else 0
-            for k, t in (("gpu_rows", "gpu_sample"), ("node_rows", "node_sample"), ("xid_events", "xid_event"))}
+    return load_samples(wh, samples, cat, cluster, f"vm-export:{source}", window)

@@ -36,32 +36,29 @@ def backfill(om_files: list[Path], data_dir: Path) -> None:
         list(pool.map(one, om_files))
 
 
-class Prometheus:
+class _Server:
+    """A server process on a loopback port, started and stopped by PID."""
+
     def __init__(self, data_dir: Path, port: int | None = None):
         self.data_dir = data_dir
         self.port = port or free_port()
         self.proc: subprocess.Popen | None = None
-        self.config = data_dir.parent / "prometheus.yml"
-        self.config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout_s: float = 60) -> "Prometheus":
-        self.proc = subprocess.Popen(
-            ["prometheus", f"--config.file={self.config}", f"--storage.tsdb.path={self.data_dir}",
-             "--storage.tsdb.retention.time=3650d", f"--web.listen-address=127.0.0.1:{self.port}"],
-            stdout=subprocess.DEVNULL, stderr=open(self.data_dir.parent / "prometheus.log", "ab"))
+    def _run(self, argv: list[str], log: str, ready_path: str, timeout_s: float):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=open(self.data_dir.parent / log, "ab"))
         deadline = time.time() + timeout_s
         while time.time() < deadline:
             try:
-                with urllib.request.urlopen(self.url + "/-/ready", timeout=2) as r:
+                with urllib.request.urlopen(self.url + ready_path, timeout=2) as r:
                     if r.status == 200:
                         return self
             except OSError:
                 time.sleep(0.2)
-        raise RuntimeError("prometheus did not become ready")
+        raise RuntimeError(f"{argv[0]} did not become ready")
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -73,37 +70,30 @@ class Prometheus:
         self.proc = None
 
 
+class Prometheus(_Server):
+    def __init__(self, data_dir: Path, port: int | None = None):
+        super().__init__(data_dir, port)
+        self.config = data_dir.parent / "prometheus.yml"
+        self.config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
+
+    def start(self, timeout_s: float = 60) -> "Prometheus":
+        return self._run(["prometheus", f"--config.file={self.config}", f"--storage.tsdb.path={self.data_dir}",
+                          "--storage.tsdb.retention.time=3650d", f"--web.listen-address=127.0.0.1:{self.port}"],
+                         "prometheus.log", "/-/ready", timeout_s)
+
+
 def vm_available() -> bool:
     return bool(shutil.which("victoria-metrics"))
 
 
-class VictoriaMetrics:
+class VictoriaMetrics(_Server):
     """Debian's victoria-metrics single-node server on loopback."""
-
-    def __init__(self, data_dir: Path, port: int | None = None):
-        self.data_dir = data_dir
-        self.port = port or free_port()
-        self.proc: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout_s: float = 60) -> "VictoriaMetrics":
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(
-            ["victoria-metrics", f"-storageDataPath={self.data_dir}", f"-httpListenAddr=127.0.0.1:{self.port}",
-             "-retentionPeriod=100y", "-search.latencyOffset=0s"],
-            stdout=subprocess.DEVNULL, stderr=open(self.data_dir.parent / "vm.log", "ab"))
-        deadline = time.time() + timeout_s
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/health", timeout=2) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError("victoria-metrics did not become ready")
+        return self._run(["victoria-metrics", f"-storageDataPath={self.data_dir}",
+                          f"-httpListenAddr=127.0.0.1:{self.port}", "-retentionPeriod=100y",
+                          "-search.latencyOffset=0s"], "vm.log", "/health", timeout_s)
 
     def import_openmetrics(self, om_files: list[Path]) -> None:
         """Load promtool-style OpenMetrics files (timestamps in seconds) through /api/v1/import/prometheus."""
@@ -117,12 +107,3 @@ class VictoriaMetrics:
             with urllib.request.urlopen(req, timeout=120) as r:
                 assert r.status in (200, 204)
         urllib.request.urlopen(self.url + "/internal/force_flush", timeout=30).read()
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.proc = None
