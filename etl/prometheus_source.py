@@ -25,7 +25,6 @@ from ops_warehouse import OpsError
 from ops_warehouse.etl.metric_catalog import Metric, catalog
 from ops_warehouse.etl.telemetry_load import gpu_frames, node_frames
 
-NODE_LABELS = ("Hostname", "instance")
 BATCH_NODES = 32
 
 
@@ -78,7 +77,7 @@ def _re(node: str) -> str:
     return "".join("\\\\" + c if c in ".+*?()[]{}|^$\\" else c for c in node) + "(:[0-9]+)?"
 
 
-def _frame(results: list[dict], name: str, step_s: int) -> pl.DataFrame:
+def _frame(results: list[dict], name: str) -> pl.DataFrame:
     """One row per sample, built column-wise: a loop per series, none per sample."""
     if not results:
         return pl.DataFrame()
@@ -131,7 +130,7 @@ def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int
                 res = client.query_range(_expr(name, m, step_s, node_label, nodes[b:b + BATCH_NODES]),
                                          start, end, step_s)
                 counts["queries"] += 1
-                f = _frame(res, name, step_s)
+                f = _frame(res, name)
                 if f.height:
                     batches.append(f)
             if batches:
