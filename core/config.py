@@ -16,6 +16,19 @@ from ops_warehouse import OpsError
 
 DEFAULT_DSN = "chdb://./warehouse"
 
+# Illustrative list prices of an 8-GPU node (USD), 5-year write-off, 0.15 USD/kWh, PUE 1.3; peak dense
+# BF16 tensor rates from NVIDIA's data sheets (H100/H200 SXM 989 TFLOPS, B200 2,250). Sites put their own in
+# [cost.<gpu_model>]: every cost figure of a report says which model it used.
+DEFAULT_COST_MODEL = {
+    "h100": {"node_price": 300000.0, "amortization_years": 5.0, "power_price_per_kwh": 0.15, "pue": 1.3,
+             "peak_bf16_tflops": 989.0, "currency": "USD"},
+    "h200": {"node_price": 350000.0, "amortization_years": 5.0, "power_price_per_kwh": 0.15, "pue": 1.3,
+             "peak_bf16_tflops": 989.0, "currency": "USD"},
+    "b200": {"node_price": 500000.0, "amortization_years": 5.0, "power_price_per_kwh": 0.15, "pue": 1.3,
+             "peak_bf16_tflops": 2250.0, "currency": "USD"},
+}
+_COST_KEYS = ("node_price", "amortization_years", "power_price_per_kwh", "pue", "peak_bf16_tflops")
+
 
 @dataclass
 class Config:
@@ -31,6 +44,11 @@ class Config:
     # telemetry: days the fine (per-step) rows are kept (None: forever); catalog overrides
     telemetry_ttl_days: int | None = None
     metric_catalog: dict = field(default_factory=dict)
+    # reports: a GPU-hour whose mean GPU utilization is under this is idle (allocated-but-idle)
+    idle_util_pct: float = 5.0
+    # cost model per GPU model: node_price, amortization_years, power_price_per_kwh, pue, peak_bf16_tflops,
+    # currency (config [cost.<gpu_model>]; DEFAULT_COST_MODEL when the file has none)
+    cost_model: dict[str, dict] = field(default_factory=lambda: dict(DEFAULT_COST_MODEL))
     path: Path | None = None
 
 
@@ -86,4 +104,22 @@ def _apply_file(cfg: Config, p: Path) -> None:
         raise OpsError(f"{p}: telemetry.fine_ttl_days must be a positive number of days")
     cfg.telemetry_ttl_days = ttl
     cfg.metric_catalog = dict(tel.get("catalog", {}))
+    rep = data.get("reports", {})
+    cfg.idle_util_pct = float(rep.get("idle_util_pct", cfg.idle_util_pct))
+    if not 0 <= cfg.idle_util_pct <= 100:
+        raise OpsError(f"{p}: reports.idle_util_pct must be a percentage (0-100)")
+    if "cost" in data:
+        models = {}
+        for model, spec in data["cost"].items():
+            missing = [k for k in _COST_KEYS if k not in spec]
+            if missing:
+                raise OpsError(f"{p}: [cost.{model}] lacks {', '.join(missing)}")
+            try:
+                models[model.lower()] = {**{k: float(spec[k]) for k in _COST_KEYS},
+                                         "currency": str(spec.get("currency", "USD"))}
+            except (TypeError, ValueError):
+                raise OpsError(f"{p}: [cost.{model}] values must be numbers") from None
+            if models[model.lower()]["amortization_years"] <= 0:
+                raise OpsError(f"{p}: [cost.{model}] amortization_years must be positive")
+        cfg.cost_model = models
     cfg.path = p

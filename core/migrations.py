@@ -147,6 +147,20 @@ def sync_projects(wh) -> None:
         )
 
 
+def sync_cost_model(wh) -> None:
+    """Make cost_model equal to the config's cost model (cheap when unchanged)."""
+    keys = ("node_price", "amortization_years", "power_price_per_kwh", "pue", "peak_bf16_tflops", "currency")
+    want = sorted((m, *[spec[k] for k in keys]) for m, spec in wh.cfg.cost_model.items())
+    have = sorted(tuple(r) for r in wh.query_rows(f"SELECT gpu_model, {', '.join(keys)} FROM cost_model FINAL"))
+    if want == have:
+        return
+    dep = _deployment(wh)
+    oc = f"ON CLUSTER '{dep.cluster}'" if dep.mode == "cluster" else ""
+    wh.command(f"TRUNCATE TABLE cost_model {oc}")
+    if want:
+        wh.client.insert("cost_model", [list(r) for r in want], column_names=["gpu_model", *keys])
+
+
 FINE_TELEMETRY_TABLES = ("gpu_sample", "node_sample")
 
 

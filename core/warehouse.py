@@ -148,9 +148,10 @@ def connect(cfg: Config, dsn: str | None = None, migrate: bool = True) -> Wareho
         raise OpsError(f"unsupported warehouse DSN {redact(dsn)!r}: use chdb:///path or http(s)://host:port/db")
     wh = Warehouse(client, dsn, cfg, path)
     if migrate:
-        from ops_warehouse.migrations import apply_migrations, apply_ttl, sync_projects
+        from ops_warehouse.migrations import apply_migrations, apply_ttl, sync_cost_model, sync_projects
 
         apply_migrations(wh)
         sync_projects(wh)
+        sync_cost_model(wh)
         apply_ttl(wh)
     return wh

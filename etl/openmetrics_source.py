@@ -14,7 +14,7 @@ import polars as pl
 
 from ops_warehouse import OpsError
 from ops_warehouse.etl.metric_catalog import catalog
-from ops_warehouse.etl.telemetry_load import gpu_frames, node_frames
+from ops_warehouse.etl.telemetry_insert import insert_window, stage_frames
 
 LABELS = ("Hostname", "instance", "gpu", "UUID", "modelName", "device", "port", "fs")
 _SAMPLE = r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+(\S+))?\s*$"
@@ -81,16 +81,16 @@ def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at
 def load_samples(wh, samples: pl.DataFrame, cat, cluster: str, source: str, window: tuple[datetime, datetime]
                  ) -> dict:
     """A long sample frame (read_samples' shape) into the warehouse for the window; rollups refreshed."""
-    from ops_warehouse.etl.staging import load_frames, refresh_hourly
+    import shutil
+
+    from ops_warehouse.etl.staging import refresh_hourly, staging_dir
 
     g, n, scal = families(samples, cat)
-    frames = {}
-    if g is not None:
-        frames["gpu_sample"], frames["xid_event"] = gpu_frames(g, cat, cluster, source, window)
-    nf = node_frames(n, scal, cat, cluster, source, window)
-    if nf.height:
-        frames["node_sample"] = nf
-    load_frames(wh, frames)
+    stage = staging_dir(wh)
+    try:
+        files = stage_frames(stage, {"gpu": [g], "node": [n, *scal]})
+        counts = insert_window(wh, files, cat, cluster, source, window)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     refresh_hourly(wh, *window)
-    return {k: frames[t].height if t in frames else 0
-            for k, t in (("gpu_rows", "gpu_sample"), ("node_rows", "node_sample"), ("xid_events", "xid_event"))}
+    return counts

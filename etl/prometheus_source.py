@@ -23,7 +23,7 @@ import polars as pl
 
 from ops_warehouse import OpsError
 from ops_warehouse.etl.metric_catalog import Metric, catalog
-from ops_warehouse.etl.telemetry_load import gpu_frames, node_frames
+from ops_warehouse.etl.telemetry_insert import insert_window, stage_frames
 
 BATCH_NODES = 32
 
@@ -108,7 +108,9 @@ def set_watermark(wh, source: str, ts: datetime) -> None:
 
 def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int = 60, cluster: str | None = None,
                     progress=None, client: PromClient | None = None) -> dict:
-    from ops_warehouse.etl.staging import load_frames, refresh_hourly
+    import shutil
+
+    from ops_warehouse.etl.staging import refresh_hourly, staging_dir
 
     client = client or PromClient(url)
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
@@ -137,7 +139,6 @@ def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int
                 # the node batches of one metric stack; different metrics are joined side by side below
                 fam = "gpu" if m.grain == "gpu" else ("nic" if m.per_device else "node")
                 families[fam].append(pl.concat(batches, how="diagonal_relaxed"))
-        frames = {}
         keys = {"gpu": ["timestamp", "Hostname", "gpu"], "nic": ["timestamp", "instance", "device"],
                 "node": ["timestamp", "instance"]}
         wide = {}
@@ -155,18 +156,16 @@ def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int
                     extra = [c for c in ("modelName", "UUID") if c in p.columns and c in w.columns]
                     w = w.join(p.drop(extra), on=on, how="full", coalesce=True)
             wide[fam] = w
-        if "gpu" in wide:
-            g, x = gpu_frames(wide["gpu"], cat, cluster, f"prometheus:{client.url}", window)
-            frames["gpu_sample"], frames["xid_event"] = g, x
-        nf = node_frames(wide.get("nic"), families["node"], cat, cluster,
-                         f"prometheus:{client.url}", window)
-        if nf.height:
-            frames["node_sample"] = nf
-        load_frames(wh, frames)
+        stage = staging_dir(wh)
+        try:
+            files = stage_frames(stage, {"gpu": [wide.get("gpu")], "node": [wide.get("nic"), *families["node"]]})
+            c = insert_window(wh, files, cat, cluster, f"prometheus:{client.url}", window, step_s=step_s)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
         refresh_hourly(wh, *window)
         set_watermark(wh, f"prometheus:{client.url}", window[1])
-        for t, key in (("gpu_sample", "gpu_rows"), ("node_sample", "node_rows"), ("xid_event", "xid_events")):
-            counts[key] += frames.get(t, pl.DataFrame()).height
+        for key, n in c.items():
+            counts[key] += n
         counts["days"] += 1
         if progress:
             progress(k + 1, days)

@@ -8,7 +8,7 @@ from datetime import date, datetime, timezone
 import polars as pl
 import pytest
 
-from ops_warehouse.etl.telemetry_load import _steps, load_parquet_dir
+from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.generate import generate
 from ops_warehouse.telemetry import telemetry
 from tests.conftest import rows, table_checksums
@@ -31,10 +31,14 @@ def _counter_steps(df: pl.DataFrame, keys: list[str], col: str) -> pl.Series:
                     .when(pl.col("prev").is_not_null()).then(pl.col(col))).to_series().drop_nulls()
 
 
-def test_counter_steps_handle_resets():
-    df = pl.DataFrame({"k": ["a"] * 6, "v": [100.0, 150.0, 230.0, 20.0, 50.0, 50.0]})
-    got = df.select(_steps(pl.col("v"), ["k"])).to_series().to_list()
-    assert got == [None, 50.0, 80.0, 20.0, 30.0, 0.0]
+def test_counter_steps_handle_resets(wh):
+    # the SQL rule every load applies (migration 0005): a drop is a restart from zero
+    got = rows(wh, "SELECT counter_step(v, lagInFrame(toNullable(v)) OVER (ORDER BY i ROWS BETWEEN 1 PRECEDING "
+                   "AND CURRENT ROW)) FROM (SELECT arrayJoin([(1, 100.), (2, 150.), (3, 230.), (4, 20.), (5, 50.), "
+                   "(6, 50.)]) AS t, t.1 AS i, t.2 AS v) ORDER BY i")
+    assert [r[0] for r in got] == [None, 50.0, 80.0, 20.0, 30.0, 0.0]
+    assert rows(wh, "SELECT slurm_node('gpu-017.cluster.example.org:9400'), slurm_node('h100-001')") == [
+        ("gpu-017", "h100-001")]
 
 
 def test_loaded_telemetry_matches_the_files(site, wh):

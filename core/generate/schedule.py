@@ -155,8 +155,11 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     in_resv = (J["submit"] >= rs - 3 * 86400) & (J["submit"] < re_) & (J["account_idx"] != owner)
     others = np.where(J["submit"] >= late, rng.choice([1, 2], n_jobs, p=[2 / 3, 1 / 3]), 1)
     part = np.where(in_resv & (part == 0), np.where(J["gpus"] >= 64, 1, others), part)
-    # a job larger than its partition goes to the first (largest) partition
+    # a job larger than its partition goes to the first (largest) partition; on a small (scaled-down)
+    # cluster a job larger than even that is cut to it: Slurm refuses a job no partition can hold at submit
+    # time, and one left in the queue would block every multi-node job behind it
     part = np.where(J["gpus"] > np.array([p.nodes for p in spec.partitions])[part] * G, 0, part)
+    J["gpus"] = np.minimum(J["gpus"], spec.partitions[0].nodes * G).astype(J["gpus"].dtype)
 
     busy = np.full((n_nodes, G), t0 - 1, dtype=np.int64)  # each GPU busy until
     slow = np.ones(n_nodes)
@@ -290,7 +293,10 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         if g <= G or p in shadow:
             return
         cand = part_nodes[p]
-        node_free = np.maximum(busy[cand].max(axis=1), t)
+        # a job of another account kept off the reserved partition cannot start before the reservation ends:
+        # holding nodes for it from now would stop the owner using its own reservation
+        earliest = re_ if (p == 0 and int(J["account_idx"][i]) != owner and t < re_) else t
+        node_free = np.maximum(busy[cand].max(axis=1), earliest)
         order = np.argsort(node_free, kind="stable")[: -(-g // G)]
         held = np.zeros(len(cand), dtype=bool)
         held[order] = True

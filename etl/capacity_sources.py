@@ -1,0 +1,205 @@
+"""Capacity sources: the node inventory, node state events and reservations, from the text Slurm prints.
+
+- inventory: a site CSV (``node,gpu_model,gpus,partition,rack,in_service_date[,cpus,retired_date]``, the
+  generator's ``inventory.csv``) or ``scontrol show node`` output (GPUs and model from ``Gres=gpu:MODEL:N``,
+  the rack from a ``rack*`` feature);
+- events: ``sacctmgr list event --parsable2`` (``Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User``;
+  add ``Event=Node`` to leave out cluster-level rows, which are skipped here anyway);
+- reservations: ``scontrol show reservation`` output.
+
+These are small (hundreds of nodes, thousands of events): parsed with plain string handling, loaded through
+the same staged-Parquet path as everything else. A record that cannot be read is a one-line error naming
+the file and the record: capacity numbers built on a guessed node would be wrong for every report.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+
+from ops_warehouse import OpsError
+from ops_warehouse.etl.hostlist import expand_one as expand_hostlist
+
+TS = pl.Datetime("us", "UTC")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def _blocks(text: str) -> list[dict[str, str]]:
+    """scontrol's ``Key=Value`` records, one per blank-line separated block (values may hold spaces only
+    in the Reason field, which scontrol prints last on its line)."""
+    out = []
+    for block in re.split(r"\n\s*\n", text.strip()):
+        if not block.strip():
+            continue
+        rec: dict[str, str] = {}
+        for line in block.splitlines():
+            line = line.strip()
+            m = re.match(r"Reason=(.*)$", line)
+            if m:
+                rec["Reason"] = m.group(1)
+                continue
+            for k, v in re.findall(r"(\w+)=(\S*)", line):
+                rec.setdefault(k, v)
+        out.append(rec)
+    return out
+
+
+def _ts(value: str | None, what: str) -> datetime | None:
+    if value in (None, "", "Unknown", "None", "(null)", "N/A"):
+        return None
+    try:
+        d = datetime.fromisoformat(value)
+    except ValueError:
+        raise OpsError(f"{what}: cannot read time {value!r}") from None
+    return d.replace(tzinfo=timezone.utc) if d.tzinfo is None else d.astimezone(timezone.utc)
+
+
+def read_inventory(path: str | Path, cluster: str) -> pl.DataFrame:
+    """A site inventory CSV or ``scontrol show node`` text -> node_inventory rows."""
+    path = Path(path)
+    if not path.is_file():
+        raise OpsError(f"cannot read {path}: no such file")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if text.lstrip().startswith("NodeName="):
+        return _scontrol_nodes(text, cluster, f"scontrol:{path.name}")
+    df = pl.read_csv(path, infer_schema_length=0)
+    need = {"node", "gpu_model", "gpus", "partition"}
+    if need - set(df.columns):
+        raise OpsError(f"{path}: inventory needs columns {', '.join(sorted(need))}; "
+                       f"missing {', '.join(sorted(need - set(df.columns)))}")
+    bad = df.filter(pl.col("gpus").cast(pl.Int64, strict=False).is_null())
+    if bad.height:
+        raise OpsError(f"{path}: node {bad['node'][0]}: gpus {bad['gpus'][0]!r} is not a number")
+
+    def day(col: str) -> pl.Expr:
+        if col not in df.columns:
+            return pl.lit(None, dtype=TS)
+        return pl.col(col).str.to_datetime(time_zone="UTC", time_unit="us", strict=True)
+
+    return df.select(
+        pl.lit(cluster).alias("cluster"), "node", "gpu_model", pl.col("gpus").cast(pl.UInt16),
+        (pl.col("cpus").cast(pl.UInt32) if "cpus" in df.columns else pl.lit(0, dtype=pl.UInt32)).alias("cpus"),
+        "partition", (pl.col("rack") if "rack" in df.columns else pl.lit("")).fill_null("").alias("rack"),
+        day("in_service_date").fill_null(pl.lit(_EPOCH, dtype=TS)).alias("in_service_ts"),
+        day("retired_date").alias("retired_ts"),
+        pl.lit(f"inventory:{path.name}").alias("source"),
+    )
+
+
+def _scontrol_nodes(text: str, cluster: str, source: str) -> pl.DataFrame:
+    rows = []
+    for rec in _blocks(text):
+        node = rec.get("NodeName")
+        if not node:
+            continue
+        gpus, model = 0, ""
+        for g in rec.get("Gres", "").split(","):
+            m = re.match(r"gpu(?::([^:(]+))?:(\d+)", g)
+            if m:
+                gpus += int(m.group(2))
+                model = m.group(1) or model
+        feats = rec.get("AvailableFeatures", "").split(",")
+        rack = next((f for f in feats if f.lower().startswith("rack")), "")
+        rows.append({"cluster": cluster, "node": node, "gpu_model": model, "gpus": gpus,
+                     "cpus": int(rec.get("CPUTot", "0") or 0), "partition": rec.get("Partitions", "").split(",")[0],
+                     "rack": rack, "in_service_ts": _EPOCH, "retired_ts": None, "source": source})
+    if not rows:
+        raise OpsError(f"{source}: no NodeName= records")
+    return pl.DataFrame(rows, schema={"cluster": pl.String, "node": pl.String, "gpu_model": pl.String,
+                                      "gpus": pl.UInt16, "cpus": pl.UInt32, "partition": pl.String,
+                                      "rack": pl.String, "in_service_ts": TS, "retired_ts": TS, "source": pl.String})
+
+
+def _event_state(state: str) -> str:
+    """Slurm prints compound states (``DOWN*``, ``IDLE+DRAIN``, ``MIXED+DRAIN``): what matters for capacity is
+    whether the node was down or drained."""
+    s = state.upper()
+    if "DOWN" in s or ("FAIL" in s and "DRAIN" not in s):
+        return "DOWN"
+    if "DRAIN" in s or "FAIL" in s:
+        return "DRAIN"
+    if "MAINT" in s:
+        return "MAINT"
+    return s.split("+")[0].rstrip("*~#$@%!") or "UNKNOWN"
+
+
+def read_events(path: str | Path, default_cluster: str) -> pl.DataFrame:
+    """``sacctmgr list event --parsable2`` (header line; ``|`` separated) -> node_event rows."""
+    path = Path(path)
+    if not path.is_file():
+        raise OpsError(f"cannot read {path}: no such file")
+    lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    if not lines or "NodeName" not in lines[0] or "TimeStart" not in lines[0]:
+        raise OpsError(f"{path}: not `sacctmgr list event --parsable2` output (its header names NodeName and "
+                       "TimeStart)")
+    head = lines[0].rstrip("|").split("|")
+    rows = []
+    for n, line in enumerate(lines[1:], start=2):
+        rec = dict(zip(head, line.rstrip("|").split("|")))
+        node = rec.get("NodeName", "")
+        if not node:  # a cluster-level event (TRES change, controller restart): not about a node
+            continue
+        where = f"{path.name} line {n}"
+        start = _ts(rec.get("TimeStart"), where)
+        if start is None:
+            raise OpsError(f"{where}: event without a start time")
+        for one in expand_hostlist(node):
+            rows.append({"cluster": rec.get("Cluster") or default_cluster, "node": one, "start_ts": start,
+                         "end_ts": _ts(rec.get("TimeEnd"), where), "state": _event_state(rec.get("State", "")),
+                         "reason": rec.get("Reason", ""), "user": rec.get("User", ""),
+                         "source": f"sacctmgr:{path.name}"})
+    return pl.DataFrame(rows, schema={"cluster": pl.String, "node": pl.String, "start_ts": TS, "end_ts": TS,
+                                      "state": pl.String, "reason": pl.String, "user": pl.String,
+                                      "source": pl.String})
+
+
+def read_reservations(path: str | Path, cluster: str) -> pl.DataFrame:
+    """``scontrol show reservation`` text -> reservation rows."""
+    path = Path(path)
+    if not path.is_file():
+        raise OpsError(f"cannot read {path}: no such file")
+    rows = []
+    for rec in _blocks(path.read_text(encoding="utf-8", errors="replace")):
+        name = rec.get("ReservationName")
+        if not name:
+            continue
+        where = f"{path.name} reservation {name}"
+        start, end = _ts(rec.get("StartTime"), where), _ts(rec.get("EndTime"), where)
+        if start is None or end is None:
+            raise OpsError(f"{where}: needs StartTime and EndTime")
+
+        def names(key: str) -> list[str]:
+            v = rec.get(key, "")
+            return [] if v in ("", "(null)") else [x.lower() if key == "Accounts" else x for x in v.split(",")]
+
+        nodes = rec.get("Nodes", "")
+        rows.append({"cluster": cluster, "name": name, "start_ts": start, "end_ts": end,
+                     "nodes": [] if nodes in ("", "(null)") else list(expand_hostlist(nodes)),
+                     "partition": "" if rec.get("PartitionName") in (None, "(null)") else rec["PartitionName"],
+                     "accounts": names("Accounts"), "users": names("Users"),
+                     "flags": rec.get("Flags", ""), "source": f"scontrol:{path.name}"})
+    return pl.DataFrame(rows, schema={"cluster": pl.String, "name": pl.String, "start_ts": TS, "end_ts": TS,
+                                      "nodes": pl.List(pl.String), "partition": pl.String,
+                                      "accounts": pl.List(pl.String), "users": pl.List(pl.String),
+                                      "flags": pl.String, "source": pl.String})
+
+
+def load_capacity(wh, *, inventory: str | Path | None = None, events: str | Path | None = None,
+                  reservations: str | Path | None = None, cluster: str | None = None) -> dict:
+    """Load whichever sources are given; returns rows per table. Reloading the same files changes nothing."""
+    from ops_warehouse.etl.staging import load_frames
+
+    cluster = cluster or wh.cfg.default_cluster
+    now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
+    frames = {}
+    if inventory:
+        frames["node_inventory"] = read_inventory(inventory, cluster).with_columns(now)
+    if events:
+        frames["node_event"] = read_events(events, cluster).with_columns(now)
+    if reservations:
+        frames["reservation"] = read_reservations(reservations, cluster).with_columns(now)
+    load_frames(wh, frames)
+    return {t: f.height for t, f in frames.items()}

@@ -1,0 +1,239 @@
+"""Exporter-shaped Parquet -> gpu_sample, xid_event and node_sample, by the engine (sql/load/*.sql).
+
+Every telemetry source ends here. A source hands over exporter-shaped files: a ``timestamp`` column, the
+exporter's label columns and one column per metric named as the exporter names it (the generator's and a
+site's day files are this shape already; the Prometheus, VictoriaMetrics and text sources stage their frames
+as such files). This module only renders the ``{{input}}`` relation of the SQL templates from the metric
+catalog (which exporter name becomes which warehouse column, at what scale); the rules (counter steps, node
+names, Xid events, how a node's series are put together) are SQL: sql/load/ and migration 0005.
+
+Counters are seeded by the series' last sample before the window: ``seed`` files are read for that sample
+only (the engine reads a handful of their columns).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+
+from ops_warehouse import OpsError
+from ops_warehouse.etl.metric_catalog import GPU_COLUMNS, NODE_MAP_COLUMNS, NODE_SCALAR_COLUMNS, Metric
+
+NODE_COLUMNS = NODE_MAP_COLUMNS + NODE_SCALAR_COLUMNS
+# warehouse columns whose table definition is "amount in the step": their exporter metric must be a counter
+COUNTER_COLUMNS = {"energy_j", "nvlink_bytes", "nic_rx_bytes", "nic_tx_bytes", "lustre_read_bytes",
+                   "lustre_write_bytes"}
+# the GPU columns a seed row carries (the rest are NULL there: only counters and the Xid gauge look back)
+_SEEDED = {"energy_j", "nvlink_bytes", "xid_last"}
+_NODE_LABELS = ("Hostname", "instance")
+
+
+@dataclass
+class ExporterFiles:
+    """One window's exporter files by family kind, and the earlier files that seed their counters."""
+
+    gpu: list[Path] = field(default_factory=list)  # dcgm-exporter rows: one per GPU per scrape
+    node: list[Path] = field(default_factory=list)  # node-level families (NIC ports per device, Lustre, IPMI)
+    gpu_seed: list[Path] = field(default_factory=list)
+    node_seed: list[Path] = field(default_factory=list)
+
+
+def check_catalog(cat: dict[str, Metric]) -> None:
+    for name, m in cat.items():
+        if (m.column in COUNTER_COLUMNS) != (m.kind == "counter"):
+            want = "counter" if m.column in COUNTER_COLUMNS else "gauge"
+            raise OpsError(f"metric catalog: {name} -> {m.column} must be a {want} "
+                           f"({m.column} {'holds the amount in each step' if want == 'counter' else 'is sampled'})")
+        if m.column not in GPU_COLUMNS + NODE_COLUMNS:
+            raise OpsError(f"metric catalog: {name} maps to {m.column}, which is not a warehouse column; "
+                           f"GPU columns: {', '.join(GPU_COLUMNS)}; node columns: {', '.join(NODE_COLUMNS)}")
+
+
+def _q(name: str) -> str:
+    return "`" + name.replace("\\", "\\\\").replace("`", "\\`") + "`"
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+class _Relations:
+    """Staged files as relations the engine reads: in process the file itself; on a server the file is
+    uploaded into a scratch table first (the server cannot see this machine's files)."""
+
+    def __init__(self, wh):
+        self.wh = wh
+        self.scratch: list[str] = []
+
+    def of(self, path: Path) -> str:
+        path = Path(path).resolve()
+        if self.wh.embedded:
+            return f"file({_lit(str(path))}, Parquet)"
+        import uuid
+
+        from clickhouse_connect.driver.tools import insert_file
+
+        name = f"_stage_{uuid.uuid4().hex}"
+        self.wh.command(f"CREATE TABLE {name} ENGINE = MergeTree ORDER BY tuple() EMPTY AS "
+                        f"SELECT * FROM format(Parquet, {_lit(_ch_structure(path))}, '')")
+        self.scratch.append(name)
+        insert_file(self.wh.client, name, str(path), fmt="Parquet")
+        return name
+
+    def drop(self) -> None:
+        for name in self.scratch:
+            self.wh.command(f"DROP TABLE IF EXISTS {name}")
+        self.scratch.clear()
+
+
+def _ch_structure(path: Path) -> str:
+    import pyarrow as pa
+
+    def t(a) -> str:
+        if pa.types.is_timestamp(a):
+            return "Nullable(DateTime64(3, 'UTC'))"
+        if pa.types.is_integer(a) or pa.types.is_floating(a):
+            return "Nullable(Float64)"
+        return "Nullable(String)"
+
+    return ", ".join(f"{_q(f.name)} {t(f.type)}" for f in pq.read_schema(path))
+
+
+def _value(cols: set[str], cat: dict[str, Metric], column: str) -> str:
+    """The expression for one warehouse column from a file's metric columns (NULL when it has none)."""
+    parts = [f"CAST({_q(n)} AS Nullable(Float64))" + (f" * {m.scale!r}" if m.scale != 1 else "")
+             for n, m in cat.items() if m.column == column and n in cols]
+    if not parts:
+        return "CAST(NULL AS Nullable(Float64))"
+    return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
+
+
+def _node_expr(cols: set[str]) -> str:
+    present = [c for c in _NODE_LABELS if c in cols]
+    if not present:
+        return "''"
+    if len(present) == 1:
+        return f"slurm_node(ifNull(toString({_q(present[0])}), ''))"
+    return "slurm_node(if(ifNull(Hostname, '') != '', Hostname, ifNull(toString(instance), '')))"
+
+
+def _gpu_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) -> str:
+    if "gpu" not in cols:
+        raise OpsError("GPU telemetry without a `gpu` label: cannot tell the GPUs of a node apart")
+    values = {c: _value(cols, cat, c) for c in GPU_COLUMNS}
+    base = (f"SELECT {_node_expr(cols)} AS node, toUInt16(gpu) AS gpu, toDateTime(timestamp, 'UTC') AS ts, "
+            f"{'ifNull(toString(modelName), {})'.format(_lit('')) if 'modelName' in cols else _lit('')} AS model_name, "
+            f"{'ifNull(toString(UUID), {})'.format(_lit('')) if 'UUID' in cols else _lit('')} AS uuid, "
+            + ", ".join(f"{v} AS {c}" for c, v in values.items()) + f" FROM {rel}")
+    if not seed:
+        return base
+    return _last_sample(base, ["node", "gpu"], [("model_name", "''"), ("uuid", "''")], GPU_COLUMNS, _SEEDED)
+
+
+def _last_sample(base: str, keys: list[str], head: list[tuple[str, str]], columns: list[str],
+                 seeded: set[str]) -> str:
+    """The series' last sample of ``base`` only (same columns in the same order: keys, ts, head, columns), and
+    only what looks back, so the engine reads just those columns of the file."""
+    looked = [c for c in columns if c in seeded]
+    at = {c: k + 2 for k, c in enumerate(looked)}
+    values = [f"last.{at[c]} AS {c}" if c in at else f"CAST(NULL AS Nullable(Float64)) AS {c}" for c in columns]
+    k = ", ".join(keys)
+    return (f"SELECT {k}, last.1 AS ts, " + "".join(f"{expr} AS {name}, " for name, expr in head) + ", ".join(values)
+            + f" FROM (SELECT {k}, argMax(tuple(ts, {', '.join(looked)}), ts) AS last FROM ({base}) GROUP BY {k})")
+
+
+def _node_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) -> str:
+    metrics = sorted(c for c in cols if c in cat and cat[c].grain == "node")
+    labels = sorted(c for c in cols if c not in cat and c != "timestamp" and c not in _NODE_LABELS)
+    # a series: the family (its metric names) and its other labels, so a seed file of the same family
+    # gives the same key
+    series = "concat(" + ", ".join([_lit(",".join(metrics))] + [
+        f"'|', ifNull(toString({_q(c)}), '')" for c in labels]) + ")"
+    per_device = any(cat[c].per_device for c in metrics)
+    device = "ifNull(toString(device), '')" if per_device and "device" in cols else "''"
+    base = (f"SELECT {_node_expr(cols)} AS node, {series} AS series, {device} AS device, "
+            f"toDateTime(timestamp, 'UTC') AS ts, "
+            + ", ".join(f"{_value(set(metrics), cat, c)} AS {c}" for c in NODE_COLUMNS) + f" FROM {rel}")
+    if not seed:
+        return base
+    return _last_sample(base, ["node", "series", "device"], [], NODE_COLUMNS, COUNTER_COLUMNS)
+
+
+def _union(selects: list[str]) -> str:
+    return "\n UNION ALL ".join(selects)
+
+
+def infer_step_s(paths: list[Path]) -> int:
+    """The scrape step: the median gap between a file's distinct timestamps (60 when it cannot tell)."""
+    for p in paths:
+        ts = pl.read_parquet(p, columns=["timestamp"]).get_column("timestamp").unique().sort()
+        d = ts.diff().dt.total_seconds().drop_nulls()
+        if d.len():
+            return max(1, int(d.median()))
+    return 60
+
+
+def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str, source: str,
+                  window: tuple[datetime, datetime], step_s: int | None = None) -> dict:
+    """Insert the window's rows of every table the files feed; returns the row counts inserted."""
+    from ops_warehouse.migrations import sql_text
+
+    check_catalog(cat)
+    rel = _Relations(wh)
+    counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0}
+    params = {"cluster": cluster, "source": source, "from_ts": window[0], "to_ts": window[1]}
+    try:
+        for kind, main, seeds, make, tables in (
+                ("gpu", files.gpu, files.gpu_seed, _gpu_select, ("gpu_sample", "xid_event")),
+                ("node", files.node, files.node_seed, _node_select, ("node_sample",))):
+            if not main:
+                continue
+            parts: dict[bool, list[str]] = {False: [], True: []}
+            for paths, seed in ((main, False), (seeds, True)):
+                for p in paths:
+                    cols = set(pq.read_schema(p).names)
+                    if kind == "node" and not any(c in cat and cat[c].grain == "node" for c in cols):
+                        continue
+                    parts[seed].append(make(rel.of(p), cols, cat, seed))
+            if not parts[False]:
+                continue
+            relation = _union(parts[False] + parts[True])
+            window_rows = (f"FROM ({_union(parts[False])}) WHERE ts >= {{from_ts:DateTime('UTC')}} "
+                           "AND ts < {to_ts:DateTime('UTC')} AND node != ''")
+            step = step_s or infer_step_s(main)
+            for table in tables:
+                sql = sql_text(f"load/{table}.sql")
+                sql = "\n".join(ln for ln in sql.splitlines() if not ln.lstrip().startswith("--"))
+                wh.client.command(sql.replace("{{input}}", relation).strip().rstrip(";"),
+                                  parameters={**params, "step_s": step}, settings={"optimize_on_insert": 0})
+            if kind == "gpu":
+                counts["gpu_rows"] += _count(wh, f"SELECT count() {window_rows}", params)
+                counts["xid_events"] += _count(
+                    wh, "SELECT count() FROM xid_event FINAL WHERE cluster = {cluster:String} AND source = "
+                        "{source:String} AND ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}", params)
+            else:
+                counts["node_rows"] += _count(wh, f"SELECT uniqExact(node, ts) {window_rows}", params)
+    finally:
+        rel.drop()
+    return counts
+
+
+def _count(wh, sql: str, params: dict) -> int:
+    return int(wh.query_rows(sql, params)[0][0])
+
+
+def stage_frames(stage: Path, frames: dict[str, list[pl.DataFrame]]) -> ExporterFiles:
+    """Frames of a source (exporter names, seed rows before the window included) -> staged exporter files."""
+    out = ExporterFiles()
+    for kind, dfs in frames.items():
+        for i, df in enumerate(dfs):
+            if df is None or not df.height:
+                continue
+            p = stage / f"{kind}-{i}.parquet"
+            df.write_parquet(p, compression="uncompressed", statistics=False)
+            getattr(out, kind).append(p)
+    return out

@@ -1,0 +1,25 @@
+-- Exporter samples -> gpu_sample rows of the window [from_ts, to_ts).
+-- {{input}} is the exporter rows renamed to warehouse columns by the metric catalog (etl/telemetry_insert.py
+-- renders it: node, gpu, ts, model_name, uuid and every metric column, counters still cumulative). Rows
+-- before the window (the previous day's last sample per GPU) only seed the counters.
+-- energy_j and nvlink_bytes are counters: stored as the amount in the step (counter_step, migration 0005),
+-- so any later roll-up is a plain sum.
+INSERT INTO gpu_sample (cluster, node, gpu, ts, step_s, model_name, uuid, gpu_util_pct, sm_active,
+    gr_engine_active, tensor_active, dram_active, fb_used_mib, fb_free_mib, power_w, energy_j, temp_c,
+    sm_clock_mhz, throttle_reasons, xid_last, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s, nvlink_tx_bytes_per_s,
+    nvlink_rx_bytes_per_s, nvlink_bytes, source)
+SELECT {cluster:String}, node, gpu, ts, {step_s:UInt32}, model_name, uuid, gpu_util_pct, sm_active,
+    gr_engine_active, tensor_active, dram_active, fb_used_mib, fb_free_mib, power_w, energy_j, temp_c,
+    sm_clock_mhz, throttle_reasons, xid_last, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s, nvlink_tx_bytes_per_s,
+    nvlink_rx_bytes_per_s, nvlink_bytes, {source:String}
+FROM (
+    SELECT node, gpu, ts, model_name, uuid, gpu_util_pct, sm_active, gr_engine_active, tensor_active,
+        dram_active, fb_used_mib, fb_free_mib, power_w,
+        counter_step(energy_j, lagInFrame(energy_j) OVER series) AS energy_j,
+        temp_c, sm_clock_mhz, throttle_reasons, xid_last, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s,
+        nvlink_tx_bytes_per_s, nvlink_rx_bytes_per_s,
+        counter_step(nvlink_bytes, lagInFrame(nvlink_bytes) OVER series) AS nvlink_bytes
+    FROM ({{input}})
+    WINDOW series AS (PARTITION BY node, gpu ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)
+)
+WHERE ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')} AND node != '';

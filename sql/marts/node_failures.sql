@@ -1,0 +1,26 @@
+-- Nodes that went DOWN or were DRAINED in [from_ts, to_ts): how often, for how long inside the window,
+-- why (the reasons Slurm recorded), and the cluster's hardware failure rate as the nodes saw it:
+-- DOWN events per 1,000 in-service node-days. repeated = DOWN at least twice ("lemon" candidates).
+WITH ev AS (
+    SELECT node, state, reason, start_ts,
+           overlap_s(start_ts, coalesce(end_ts, {to_ts:DateTime('UTC')}), {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS in_window_s
+    FROM node_event FINAL
+    WHERE cluster = {cluster:String} AND start_ts < {to_ts:DateTime('UTC')}
+      AND coalesce(end_ts, {to_ts:DateTime('UTC')}) > {from_ts:DateTime('UTC')}
+),
+node_days AS (
+    SELECT sum(capacity_gpu_s / gpus) / 86400 AS d FROM capacity_node_hour FINAL
+    WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')} AND gpus > 0
+)
+SELECT node,
+       countIf(state = 'DOWN' AND start_ts >= {from_ts:DateTime('UTC')}) AS down_events,
+       countIf(state = 'DRAIN' AND start_ts >= {from_ts:DateTime('UTC')}) AS drain_events,
+       sumIf(in_window_s, state = 'DOWN') / 3600 AS down_hours,
+       sumIf(in_window_s, state = 'DRAIN') / 3600 AS drained_hours,
+       arrayStringConcat(arraySort(groupUniqArray(reason)), '; ') AS reasons,
+       down_events >= 2 AS repeated,
+       (SELECT countIf(state = 'DOWN' AND start_ts >= {from_ts:DateTime('UTC')}) FROM ev) * 1000
+           / nullIf((SELECT d FROM node_days), 0) AS cluster_down_per_1000_node_days
+FROM ev
+GROUP BY node
+ORDER BY down_events DESC, down_hours + drained_hours DESC, node;

@@ -1,0 +1,39 @@
+-- Every project's use of [from_ts, to_ts) (the cluster report): GPU-hours allocated on each GPU model and
+-- their cost at that model's cost per allocated GPU-hour (the chargeback view: the month's capex and energy
+-- of a model shared by allocation, so idle capacity is paid by those who used the machine; cost.sql has
+-- the same totals). Requeued runs count: the resources were held.
+WITH
+alloc AS (
+    SELECT project, i.gpu_model AS gpu_model,
+           sum(gpus_per_node * overlap_s(hour, hour + 3600, s, e)) / 3600 AS gpu_h,
+           uniqExact(job_id, submit_ts) AS runs
+    FROM (
+        SELECT cluster, project, job_id, submit_ts, nodes, gpus / length(nodes) AS gpus_per_node,
+               greatest(usage_start_ts, {from_ts:DateTime('UTC')}) AS s, least(usage_end_ts, {to_ts:DateTime('UTC')}) AS e
+        FROM fct_job_run
+        WHERE cluster = {cluster:String} AND NOT never_ran AND gpus > 0 AND length(nodes) > 0
+          AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
+    ) AS r
+    ARRAY JOIN nodes AS node
+    ARRAY JOIN hours_touched(s, e) AS hour
+    LEFT JOIN (SELECT node, gpu_model FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS i ON i.node = node
+    GROUP BY project, gpu_model
+),
+model_cost AS (
+    SELECT c.gpu_model AS gpu_model,
+           sum(c.allocated_gpu_s) / 3600 AS allocated_gpu_h,
+           sum(c.capacity_gpu_s / 3600 * capex_per_gpu_hour(m.node_price, c.gpus, m.amortization_years))
+             + sum(energy_cost(c.gpu_energy_j / 3.6e6, m.pue, m.power_price_per_kwh)) AS total_cost,
+           any(m.currency) AS currency
+    FROM (SELECT * FROM capacity_node_hour FINAL WHERE cluster = {cluster:String}
+          AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')} AND gpus > 0) AS c
+    INNER JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(c.gpu_model) = lower(m.gpu_model)
+    GROUP BY gpu_model
+)
+SELECT a.project AS project, a.gpu_model AS gpu_model, a.runs AS runs, a.gpu_h AS allocated_gpu_h,
+       a.gpu_h / nullIf(mc.allocated_gpu_h, 0) AS share_of_model_allocation,
+       a.gpu_h / nullIf(mc.allocated_gpu_h, 0) * mc.total_cost AS cost, mc.currency AS currency
+FROM alloc AS a
+LEFT JOIN model_cost AS mc ON a.gpu_model = mc.gpu_model
+ORDER BY project, gpu_model
+SETTINGS join_use_nulls = 1;

@@ -1,0 +1,13 @@
+-- The users of {project} in [from_ts, to_ts): jobs started, GPU-hours held inside the window, and how
+-- their jobs ended. Never called without a project: a project report must not list other projects' users.
+SELECT user,
+       countIf(NOT is_superseded AND start_ts >= {from_ts:DateTime('UTC')} AND start_ts < {to_ts:DateTime('UTC')}) AS jobs_started,
+       sum(gpus * overlap_s(usage_start_ts, usage_end_ts, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})) / 3600 AS gpu_hours,
+       countIf(is_final AND end_ts >= {from_ts:DateTime('UTC')} AND end_ts < {to_ts:DateTime('UTC')} AND state = 'COMPLETED') AS completed,
+       countIf(is_final AND end_ts >= {from_ts:DateTime('UTC')} AND end_ts < {to_ts:DateTime('UTC')}
+               AND state IN ('FAILED', 'NODE_FAIL', 'TIMEOUT', 'OUT_OF_MEMORY')) AS failed
+FROM fct_job_run
+WHERE cluster = {cluster:String} AND project = {project:String} AND NOT never_ran
+  AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
+GROUP BY user
+ORDER BY gpu_hours DESC, user;

@@ -1,0 +1,30 @@
+-- Capacity, availability, allocation and idle capacity of [from_ts, to_ts), from capacity_node_hour, for
+-- the cluster and by GPU model and partition (level says which rows are which). GPU-hours throughout.
+--   available       = capacity − down − drained
+--   utilization     = allocated ÷ available
+--   reserved_idle   = reserved time no job of the reservation used
+--   free            = available − allocated − reserved_idle (unallocated and not set aside)
+--   allocated_idle  = allocated GPU-hours the telemetry saw idle (mean GPU utilization under the
+--                     threshold): allocated − busy, since no work runs on an unallocated GPU; only where
+--                     telemetry covers the hour
+SELECT
+    multiIf(grouping(gpu_model) = 0, 'gpu_model', grouping(partition) = 0, 'partition', 'cluster') AS level,
+    if(grouping(gpu_model) = 0, gpu_model, if(grouping(partition) = 0, partition, '')) AS key,
+    sum(capacity_gpu_s) / 3600 AS capacity_gpu_h,
+    sum(down_gpu_s) / 3600 AS down_gpu_h,
+    sum(drained_gpu_s) / 3600 AS drained_gpu_h,
+    (sum(capacity_gpu_s) - sum(down_gpu_s) - sum(drained_gpu_s)) / 3600 AS available_gpu_h,
+    sum(allocated_gpu_s) / 3600 AS allocated_gpu_h,
+    sum(reserved_gpu_s) / 3600 AS reserved_gpu_h,
+    sum(greatest(0, reserved_gpu_s - allocated_resv_gpu_s)) / 3600 AS reserved_idle_gpu_h,
+    greatest(0, available_gpu_h - allocated_gpu_h - reserved_idle_gpu_h) AS free_gpu_h,
+    sumIf(greatest(0, allocated_gpu_s - busy_gpu_s), covered_gpu_s > 0) / 3600 AS allocated_idle_gpu_h,
+    sumIf(allocated_gpu_s, covered_gpu_s > 0) / 3600 AS allocated_observed_gpu_h,
+    allocated_gpu_h / nullIf(available_gpu_h, 0) AS utilization,
+    sum(busy_gpu_s) / 3600 AS busy_gpu_h,
+    sum(covered_gpu_s) / 3600 AS telemetry_gpu_h,
+    sum(gpu_energy_j) / 3.6e6 AS gpu_energy_kwh
+FROM capacity_node_hour FINAL
+WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}
+GROUP BY GROUPING SETS ((), (gpu_model), (partition))
+ORDER BY level, key;

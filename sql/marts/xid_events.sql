@@ -1,0 +1,6 @@
+-- Xid events in [from_ts, to_ts) by code, node and GPU, with whether the code means failed hardware.
+SELECT xid, xid_is_hardware(xid) AS hardware, node, gpu, count() AS events, min(ts) AS first_ts, max(ts) AS last_ts
+FROM xid_event FINAL
+WHERE cluster = {cluster:String} AND ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}
+GROUP BY xid, node, gpu
+ORDER BY events DESC, xid, node, gpu;

@@ -1,0 +1,130 @@
+-- Recompute capacity_node_hour for the whole hours of [from_ts, to_ts) (see migration 0007 for the
+-- columns). Every input is clipped to the window, so a month is exact at its boundaries.
+--   capacity   node_inventory: GPUs × the part of the hour between in_service_ts and retired_ts
+--   down/drain node_event: overlapping events of a node are merged first (a node DOWN during a drain
+--              counts once: as down); an event still open at the last load lasts to the window's end
+--   reserved   reservation: its nodes × the part of the hour it covers, minus the unusable part
+--   allocated  fct_job_run: every run that held resources (superseded runs of requeued jobs included);
+--              a run's GPUs are spread evenly over its nodes (sacct records the total, not per node)
+--   telemetry  gpu_hour / node_hour rollups; a GPU-hour is busy when its mean GPU utilization reached
+--              {idle_util_pct} percent
+INSERT INTO capacity_node_hour
+WITH
+    toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
+    toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1,
+nodes AS (
+    SELECT cluster, node, partition, gpu_model, rack, gpus, in_service_ts,
+           coalesce(retired_ts, toDateTime('2106-01-01 00:00:00', 'UTC')) AS retired
+    FROM node_inventory FINAL
+    WHERE in_service_ts < w1 AND coalesce(retired_ts, w1) > w0
+),
+grid AS (
+    SELECT cluster, node, hour, partition, gpu_model, rack, gpus,
+           gpus * overlap_s(hour, hour + 3600, in_service_ts, retired) AS capacity_gpu_s
+    FROM nodes
+    ARRAY JOIN hours_touched(greatest(w0, in_service_ts), least(w1, retired)) AS hour
+),
+events AS (
+    SELECT cluster, node, greatest(start_ts, w0) AS s, least(coalesce(end_ts, w1), w1) AS e, state
+    FROM node_event FINAL
+    WHERE start_ts < w1 AND coalesce(end_ts, w1) > w0
+),
+classed AS (
+    SELECT cluster, node, s, e, 'unusable' AS cls FROM events
+    UNION ALL
+    SELECT cluster, node, s, e, 'down' AS cls FROM events WHERE state = 'DOWN'
+),
+-- merge overlapping intervals per node and class: a new group starts where an interval begins after
+-- every earlier one has ended
+flagged AS (
+    SELECT cluster, node, cls, s, e,
+           if(s > max(e) OVER (PARTITION BY cluster, node, cls ORDER BY s, e
+                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 1, 0) AS starts_group
+    FROM classed
+),
+grouped AS (
+    SELECT cluster, node, cls, s, e,
+           sum(starts_group) OVER (PARTITION BY cluster, node, cls ORDER BY s, e ROWS UNBOUNDED PRECEDING) AS grp
+    FROM flagged
+),
+merged AS (
+    SELECT cluster, node, cls, min(s) AS s, max(e) AS e FROM grouped GROUP BY cluster, node, cls, grp
+),
+unusable AS (
+    SELECT cluster, node, hour,
+           sumIf(overlap_s(hour, hour + 3600, s, e), cls = 'down') AS down_s,
+           sumIf(overlap_s(hour, hour + 3600, s, e), cls = 'unusable') AS unusable_s
+    FROM merged
+    ARRAY JOIN hours_touched(s, e) AS hour
+    GROUP BY cluster, node, hour
+),
+reserved AS (
+    SELECT cluster, node, hour, least(sum(overlap_s(hour, hour + 3600, s, e)), 3600) AS reserved_s,
+           arrayStringConcat(arraySort(groupUniqArray(name)), ',') AS reservation
+    FROM (
+        SELECT cluster, name, greatest(start_ts, w0) AS s, least(end_ts, w1) AS e, nodes
+        FROM reservation FINAL
+        WHERE start_ts < w1 AND end_ts > w0
+    )
+    ARRAY JOIN nodes AS node
+    ARRAY JOIN hours_touched(s, e) AS hour
+    GROUP BY cluster, node, hour
+),
+allocated AS (
+    SELECT cluster, node, hour,
+           sum(gpus_per_node * overlap_s(hour, hour + 3600, s, e)) AS allocated_gpu_s,
+           sumIf(gpus_per_node * overlap_s(hour, hour + 3600, s, e), reservation != '') AS allocated_resv_gpu_s
+    FROM (
+        SELECT cluster, nodes, reservation, gpus / length(nodes) AS gpus_per_node,
+               greatest(usage_start_ts, w0) AS s, least(usage_end_ts, w1) AS e
+        FROM fct_job_run
+        WHERE NOT never_ran AND gpus > 0 AND length(nodes) > 0
+          AND usage_start_ts < w1 AND usage_end_ts > w0
+    )
+    ARRAY JOIN nodes AS node
+    ARRAY JOIN hours_touched(s, e) AS hour
+    GROUP BY cluster, node, hour
+),
+gpu_tel AS (
+    SELECT cluster, node, hour,
+           sumIf(covered_s, gpu_util_pct_avg >= {idle_util_pct:Float64}) AS busy_gpu_s,
+           sum(covered_s) AS covered_gpu_s,
+           sum(ifNull(gpu_util_pct_avg, 0) / 100 * covered_s) AS util_gpu_s,
+           sum(ifNull(sm_active_avg, 0) * covered_s) AS sm_gpu_s,
+           sum(ifNull(tensor_active_avg, 0) * covered_s) AS tensor_gpu_s,
+           sum(ifNull(dram_active_avg, 0) * covered_s) AS dram_gpu_s,
+           sum(ifNull(energy_j, 0)) AS gpu_energy_j,
+           sum(throttled_s) AS throttled_gpu_s
+    FROM gpu_hour FINAL
+    WHERE hour >= w0 AND hour < w1
+    GROUP BY cluster, node, hour
+),
+node_tel AS (
+    SELECT cluster, node, hour, nic_rx_bytes, nic_tx_bytes, lustre_read_bytes, lustre_write_bytes
+    FROM node_hour FINAL
+    WHERE hour >= w0 AND hour < w1
+)
+SELECT
+    g.cluster, g.node, g.hour, g.partition, g.gpu_model, g.rack, g.gpus,
+    g.capacity_gpu_s,
+    least(g.gpus * ifNull(u.down_s, 0), g.capacity_gpu_s) AS down_gpu_s,
+    least(g.gpus * (ifNull(u.unusable_s, 0) - ifNull(u.down_s, 0)), g.capacity_gpu_s - down_gpu_s) AS drained_gpu_s,
+    -- reserved time that was usable: the reservation and the unusable time are both whole-node states
+    greatest(0, least(g.gpus * ifNull(r.reserved_s, 0), g.capacity_gpu_s - g.gpus * ifNull(u.unusable_s, 0)))
+        AS reserved_gpu_s,
+    ifNull(r.reservation, '') AS reservation,
+    ifNull(a.allocated_gpu_s, 0) AS allocated_gpu_s,
+    ifNull(a.allocated_resv_gpu_s, 0) AS allocated_resv_gpu_s,
+    ifNull(t.busy_gpu_s, 0), ifNull(t.covered_gpu_s, 0), ifNull(t.util_gpu_s, 0), ifNull(t.sm_gpu_s, 0),
+    ifNull(t.tensor_gpu_s, 0), ifNull(t.dram_gpu_s, 0), ifNull(t.gpu_energy_j, 0), ifNull(t.throttled_gpu_s, 0),
+    ifNull(n.nic_rx_bytes, 0), ifNull(n.nic_tx_bytes, 0), ifNull(n.lustre_read_bytes, 0),
+    ifNull(n.lustre_write_bytes, 0),
+    {idle_util_pct:Float64},
+    now64(3)
+FROM grid AS g
+LEFT JOIN unusable AS u USING (cluster, node, hour)
+LEFT JOIN reserved AS r USING (cluster, node, hour)
+LEFT JOIN allocated AS a USING (cluster, node, hour)
+LEFT JOIN gpu_tel AS t USING (cluster, node, hour)
+LEFT JOIN node_tel AS n USING (cluster, node, hour)
+SETTINGS join_use_nulls = 1;
