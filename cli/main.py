@@ -222,6 +222,72 @@ def etl_metrics(
           f"{c['xid_events']} Xid events")
 
 
+@etl_app.command("capacity")
+def etl_capacity(
+    inventory: Annotated[Optional[Path], typer.Option(
+        help="Node inventory: a CSV (node,gpu_model,gpus,partition,rack,in_service_date[,cpus,retired_date]) "
+             "or saved `scontrol show node` output")] = None,
+    events: Annotated[Optional[Path], typer.Option(
+        help="Node DOWN/DRAIN events: saved `sacctmgr list event --parsable2` output")] = None,
+    reservations: Annotated[Optional[Path], typer.Option(
+        help="Reservations: saved `scontrol show reservation` output")] = None,
+    cluster: Annotated[Optional[str], typer.Option(
+        help="Slurm cluster the files describe (default: config; events name their own)")] = None,
+):
+    """Load what capacity is made of: the node inventory, node state events and reservations (idempotent)."""
+    from ops_warehouse.etl.capacity_sources import load_capacity
+
+    if not (inventory or events or reservations):
+        raise OpsError("give at least one of --inventory, --events, --reservations")
+    c = load_capacity(_wh(), inventory=inventory, events=events, reservations=reservations, cluster=cluster)
+    print(", ".join(f"{t}: {n} rows" for t, n in c.items()))
+
+
+@app.command()
+def monthly(
+    project: Annotated[Optional[str], typer.Option(
+        help="The project to report on (the config's projects table maps Slurm accounts to projects; an "
+             "unmapped account is its own project)")] = None,
+    whole_cluster: Annotated[bool, typer.Option(
+        "--cluster", help="Report on the whole machine instead of one project")] = False,
+    month: Annotated[Optional[str], typer.Option(
+        help="YYYY-MM (UTC). Default: the last complete month with data (else the current, partial one)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="md, html, json or all")] = "md",
+    out: Annotated[Optional[Path], typer.Option(
+        help="Folder to write the report to (default: print Markdown / JSON to the terminal; HTML and all need "
+             "a folder, default ./reports-out)")] = None,
+    anonymize_users: Annotated[bool, typer.Option(
+        help="Replace user names with stable pseudonyms (config reports.pseudonym_key keys them)")] = False,
+    slurm_cluster: Annotated[Optional[str], typer.Option(
+        help="Slurm cluster (default: the only one loaded, else config)")] = None,
+):
+    """One month's report: utilization and idle capacity, job sizes, run times, efficiency, reliability,
+    reservations, cost, month over month (docs/monthly.md)."""
+    from ops_warehouse.monthly import monthly_report, parse_month
+    from ops_warehouse.reports.monthly_render import to_json, to_markdown, write
+
+    if whole_cluster == (project is not None):
+        raise OpsError("choose one: --project NAME or --cluster")
+    formats = {"md": ["md"], "html": ["html"], "json": ["json"], "all": ["md", "html", "json"]}.get(fmt)
+    if formats is None:
+        raise OpsError("--format must be md, html, json or all")
+    m = parse_month(month) if month else None
+    with _steps("monthly report") as progress:
+        r = monthly_report(_wh(), month=m, project=project, cluster=slurm_cluster, anonymize_users=anonymize_users,
+                           progress=progress)
+    if out is None and formats in (["md"], ["json"]):
+        sys.stdout.write(to_markdown(r) if formats == ["md"] else to_json(r))
+        return
+    for p in write(r, out or Path("reports-out"), formats):
+        print(p)
+
+
+def _steps(label: str):
+    from ops_warehouse.progress import step_progress
+
+    return step_progress(label)
+
+
 @app.command()
 def telemetry(
     date_from: Annotated[str, typer.Option("--from", help="First day (YYYY-MM-DD, UTC)")],

@@ -46,6 +46,8 @@ class Config:
     metric_catalog: dict = field(default_factory=dict)
     # reports: a GPU-hour whose mean GPU utilization is under this is idle (allocated-but-idle)
     idle_util_pct: float = 5.0
+    # key of the stable user pseudonyms of --anonymize-users (empty: a plain hash of the name)
+    pseudonym_key: str = ""
     # cost model per GPU model: node_price, amortization_years, power_price_per_kwh, pue, peak_bf16_tflops,
     # currency (config [cost.<gpu_model>]; DEFAULT_COST_MODEL when the file has none)
     cost_model: dict[str, dict] = field(default_factory=lambda: dict(DEFAULT_COST_MODEL))
@@ -106,6 +108,7 @@ def _apply_file(cfg: Config, p: Path) -> None:
     cfg.metric_catalog = dict(tel.get("catalog", {}))
     rep = data.get("reports", {})
     cfg.idle_util_pct = float(rep.get("idle_util_pct", cfg.idle_util_pct))
+    cfg.pseudonym_key = str(rep.get("pseudonym_key", cfg.pseudonym_key))
     if not 0 <= cfg.idle_util_pct <= 100:
         raise OpsError(f"{p}: reports.idle_util_pct must be a percentage (0-100)")
     if "cost" in data:

@@ -40,7 +40,10 @@ def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], 
     sql = mart_sql(name)
     table = wh.query_arrow(sql, {"cluster": cluster, "from_ts": window[0], "to_ts": window[1],
                                  "project": project, **params})
-    return pl.from_arrow(table)
+    df = pl.from_arrow(table)
+    # ClickHouse hands DateTime to Arrow as epoch seconds: columns named *_ts are times (UTC)
+    return df.with_columns(pl.from_epoch(pl.col(c).cast(pl.Int64), "s").dt.replace_time_zone("UTC")
+                           for c in df.columns if c.endswith("_ts") and df.schema[c].is_integer())
 
 
 def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct: float | None = None) -> None:

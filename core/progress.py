@@ -39,3 +39,16 @@ def file_progress(label: str):
 def count_progress(label: str):
     """Progress through counted items (days, files)."""
     return _progress(label, "items")
+
+
+@contextmanager
+def step_progress(label: str):
+    """Progress through named steps of unknown number (the marts of a report): a spinner with the current
+    step on a terminal, nothing otherwise (the steps are seconds long; cron logs need no more than the result)."""
+    if not sys.stderr.isatty():
+        yield lambda step: None
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(label) as status:
+        yield lambda step: status.update(f"{label}: {step}")

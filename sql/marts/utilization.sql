@@ -2,8 +2,9 @@
 -- the cluster and by GPU model and partition (level says which rows are which). GPU-hours throughout.
 --   available       = capacity − down − drained
 --   utilization     = allocated ÷ available
---   reserved_idle   = reserved time no job of the reservation used
---   free            = available − allocated − reserved_idle (unallocated and not set aside)
+--   reserved_idle   = usable reserved time allocated to nobody
+--   free            = usable time, not reserved, allocated to nobody
+--   (so available = allocated + reserved_idle + free, hour by hour)
 --   allocated_idle  = allocated GPU-hours the telemetry saw idle (mean GPU utilization under the
 --                     threshold): allocated − busy, since no work runs on an unallocated GPU; only where
 --                     telemetry covers the hour
@@ -16,8 +17,8 @@ SELECT
     (sum(capacity_gpu_s) - sum(down_gpu_s) - sum(drained_gpu_s)) / 3600 AS available_gpu_h,
     sum(allocated_gpu_s) / 3600 AS allocated_gpu_h,
     sum(reserved_gpu_s) / 3600 AS reserved_gpu_h,
-    sum(greatest(0, reserved_gpu_s - allocated_resv_gpu_s)) / 3600 AS reserved_idle_gpu_h,
-    greatest(0, available_gpu_h - allocated_gpu_h - reserved_idle_gpu_h) AS free_gpu_h,
+    sum(reserved_idle_gpu_s) / 3600 AS reserved_idle_gpu_h,
+    sum(free_gpu_s) / 3600 AS free_gpu_h,
     sumIf(greatest(0, allocated_gpu_s - busy_gpu_s), covered_gpu_s > 0) / 3600 AS allocated_idle_gpu_h,
     sumIf(allocated_gpu_s, covered_gpu_s > 0) / 3600 AS allocated_observed_gpu_h,
     allocated_gpu_h / nullIf(available_gpu_h, 0) AS utilization,

@@ -16,14 +16,14 @@ WITH project_alloc AS (
 SELECT
     c.day AS day,
     c.capacity_gpu_h, c.down_gpu_h, c.drained_gpu_h, c.allocated_gpu_h, c.reserved_idle_gpu_h,
-    greatest(0, c.capacity_gpu_h - c.down_gpu_h - c.drained_gpu_h - c.allocated_gpu_h - c.reserved_idle_gpu_h) AS free_gpu_h,
+    c.free_gpu_h,
     c.allocated_idle_gpu_h,
     ifNull(p.gpu_h, 0) AS project_allocated_gpu_h
 FROM (
     SELECT toDate(hour) AS day,
            sum(capacity_gpu_s) / 3600 AS capacity_gpu_h, sum(down_gpu_s) / 3600 AS down_gpu_h,
            sum(drained_gpu_s) / 3600 AS drained_gpu_h, sum(allocated_gpu_s) / 3600 AS allocated_gpu_h,
-           sum(greatest(0, reserved_gpu_s - allocated_resv_gpu_s)) / 3600 AS reserved_idle_gpu_h,
+           sum(reserved_idle_gpu_s) / 3600 AS reserved_idle_gpu_h, sum(free_gpu_s) / 3600 AS free_gpu_h,
            sumIf(greatest(0, allocated_gpu_s - busy_gpu_s), covered_gpu_s > 0) / 3600 AS allocated_idle_gpu_h
     FROM capacity_node_hour FINAL
     WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}

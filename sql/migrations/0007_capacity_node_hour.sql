@@ -19,6 +19,8 @@ CREATE TABLE IF NOT EXISTS capacity_node_hour{{local}} {{on_cluster}}
     reservation String,          -- the reservation holding the node then ('' if none)
     allocated_gpu_s Float64,     -- allocated to job runs (every run, requeued ones included)
     allocated_resv_gpu_s Float64, -- of which to jobs running in the reservation
+    reserved_idle_gpu_s Float64, -- reserved, usable, and allocated to nobody
+    free_gpu_s Float64,          -- usable, not reserved, allocated to nobody
     busy_gpu_s Float64,          -- telemetry: GPU-hours whose mean GPU utilization reached the idle threshold
     covered_gpu_s Float64,       -- telemetry: GPU time with samples
     util_gpu_s Float64,          -- Σ mean utilization (0–1) × covered time

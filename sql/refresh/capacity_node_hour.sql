@@ -2,8 +2,10 @@
 -- columns). Every input is clipped to the window, so a month is exact at its boundaries.
 --   capacity   node_inventory: GPUs × the part of the hour between in_service_ts and retired_ts
 --   down/drain node_event: overlapping events of a node are merged first (a node DOWN during a drain
---              counts once: as down); an event still open at the last load lasts to the window's end
+--              counts once: as down); an event still open at the last load lasts to the window's end;
+--              GPUs a draining node's running jobs still hold are allocated, not drained (as sreport)
 --   reserved   reservation: its nodes × the part of the hour it covers, minus the unusable part
+--   idle split the usable time nobody was allocated: reserved_idle (inside a reservation), else free
 --   allocated  fct_job_run: every run that held resources (superseded runs of requeued jobs included);
 --              a run's GPUs are spread evenly over its nodes (sacct records the total, not per node)
 --   telemetry  gpu_hour / node_hour rollups; a GPU-hour is busy when its mean GPU utilization reached
@@ -20,7 +22,7 @@ nodes AS (
 ),
 grid AS (
     SELECT cluster, node, hour, partition, gpu_model, rack, gpus,
-           gpus * overlap_s(hour, hour + 3600, in_service_ts, retired) AS capacity_gpu_s
+           toFloat64(gpus * overlap_s(hour, hour + 3600, in_service_ts, retired)) AS capacity_gpu_s
     FROM nodes
     ARRAY JOIN hours_touched(greatest(w0, in_service_ts), least(w1, retired)) AS hour
 ),
@@ -107,14 +109,20 @@ node_tel AS (
 SELECT
     g.cluster, g.node, g.hour, g.partition, g.gpu_model, g.rack, g.gpus,
     g.capacity_gpu_s,
-    least(g.gpus * ifNull(u.down_s, 0), g.capacity_gpu_s) AS down_gpu_s,
-    least(g.gpus * (ifNull(u.unusable_s, 0) - ifNull(u.down_s, 0)), g.capacity_gpu_s - down_gpu_s) AS drained_gpu_s,
+    least(toFloat64(g.gpus * ifNull(u.down_s, 0)), g.capacity_gpu_s) AS down_gpu_s,
+    -- a draining node runs its jobs to their end: GPUs still allocated count as allocated, not drained
+    greatest(0., least(toFloat64(g.gpus * (ifNull(u.unusable_s, 0) - ifNull(u.down_s, 0))),
+                      g.capacity_gpu_s - down_gpu_s - ifNull(a.allocated_gpu_s, 0))) AS drained_gpu_s,
     -- reserved time that was usable: the reservation and the unusable time are both whole-node states
-    greatest(0, least(g.gpus * ifNull(r.reserved_s, 0), g.capacity_gpu_s - g.gpus * ifNull(u.unusable_s, 0)))
+    greatest(0., least(toFloat64(g.gpus * ifNull(r.reserved_s, 0)), g.capacity_gpu_s - g.gpus * ifNull(u.unusable_s, 0)))
         AS reserved_gpu_s,
     ifNull(r.reservation, '') AS reservation,
-    ifNull(a.allocated_gpu_s, 0) AS allocated_gpu_s,
+    ifNull(a.allocated_gpu_s, 0.) AS allocated_gpu_s,
     ifNull(a.allocated_resv_gpu_s, 0) AS allocated_resv_gpu_s,
+    -- the idle split of the usable time nobody was allocated: reserved first, the rest free
+    greatest(0., least(reserved_gpu_s, g.capacity_gpu_s - down_gpu_s - drained_gpu_s - allocated_gpu_s))
+        AS reserved_idle_gpu_s,
+    greatest(0., g.capacity_gpu_s - down_gpu_s - drained_gpu_s - allocated_gpu_s - reserved_idle_gpu_s) AS free_gpu_s,
     ifNull(t.busy_gpu_s, 0), ifNull(t.covered_gpu_s, 0), ifNull(t.util_gpu_s, 0), ifNull(t.sm_gpu_s, 0),
     ifNull(t.tensor_gpu_s, 0), ifNull(t.dram_gpu_s, 0), ifNull(t.gpu_energy_j, 0), ifNull(t.throttled_gpu_s, 0),
     ifNull(n.nic_rx_bytes, 0), ifNull(n.nic_tx_bytes, 0), ifNull(n.lustre_read_bytes, 0),

@@ -1,0 +1,191 @@
+"""`ops-report monthly`: one month of one cluster, for a project or the whole machine.
+
+Every figure comes from a mart (sql/marts/, run by ops_warehouse.marts); this module picks the month,
+refreshes the hourly capacity grain for it and the month before, runs the marts, and hands one dict (the
+JSON schema in docs/monthly.md, ``schema_version``) to the renderers in ops_warehouse.reports.
+
+Project isolation: a project report runs the job, user and efficiency marts with the project as a query
+parameter, so nothing of another project's jobs or users is ever read into it; the cluster-level sections
+(capacity, utilization, cost by GPU model, node reliability) are aggregates without users or job ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from datetime import date, datetime, timedelta, timezone
+
+import polars as pl
+
+from ops_warehouse import OpsError
+from ops_warehouse.marts import refresh_capacity, run_mart
+
+SCHEMA_VERSION = "1.0"
+SIZE_CLASSES = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
+GANTT_JOBS = 15
+
+
+def month_window(month: date) -> tuple[datetime, datetime]:
+    m0 = datetime(month.year, month.month, 1, tzinfo=timezone.utc)
+    m1 = datetime(month.year + (month.month == 12), month.month % 12 + 1, 1, tzinfo=timezone.utc)
+    return m0, m1
+
+
+def parse_month(text: str) -> date:
+    try:
+        d = datetime.strptime(text, "%Y-%m")
+    except ValueError:
+        raise OpsError(f"--month must be YYYY-MM (e.g. 2026-10), not {text!r}") from None
+    return date(d.year, d.month, 1)
+
+
+def resolve_cluster(wh, cluster: str | None) -> str:
+    have = [r[0] for r in wh.query_rows("SELECT DISTINCT cluster FROM slurm_job_run ORDER BY cluster")]
+    if cluster:
+        if have and cluster not in have:
+            raise OpsError(f"no jobs of cluster {cluster!r} in the warehouse; it has: {', '.join(have)}")
+        return cluster
+    if not have:
+        raise OpsError("the warehouse holds no jobs yet: load them first (ops-report etl sacct ...)")
+    if len(have) == 1:
+        return have[0]
+    if wh.cfg.default_cluster in have:
+        return wh.cfg.default_cluster
+    raise OpsError(f"the warehouse holds several clusters ({', '.join(have)}): choose one with --slurm-cluster")
+
+
+def last_complete_month(wh, cluster: str) -> tuple[date, bool]:
+    """The last month whose end the loaded history reaches and that has jobs; when no month is complete yet,
+    the month of the latest record (returned with complete=False)."""
+    latest, first = wh.query_rows(
+        "SELECT max(greatest(as_of_ts, coalesce(end_ts, as_of_ts))), min(coalesce(start_ts, submit_ts)) "
+        "FROM slurm_job_run WHERE cluster = {c:String}", {"c": cluster})[0]
+    if latest is None or latest.year < 2000:
+        raise OpsError(f"no job history for cluster {cluster!r}")
+    m = date(latest.year, latest.month, 1)
+    if latest.replace(tzinfo=timezone.utc) >= month_window(m)[1]:
+        return m, True
+    prev = (m - timedelta(days=1)).replace(day=1)
+    if first.replace(tzinfo=timezone.utc) < month_window(prev)[1]:
+        return prev, True
+    return m, False
+
+
+def pseudonym(user: str, key: str = "") -> str:
+    """A stable pseudonym: the same user always maps to the same name, and the name does not reveal the
+    user without the site's key (config reports.pseudonym_key)."""
+    return "user-" + hmac.new(key.encode(), user.encode(), hashlib.sha256).hexdigest()[:8]
+
+
+def _rows(df: pl.DataFrame) -> list[dict]:
+    return df.to_dicts()
+
+
+def monthly_report(wh, *, month: date | None = None, project: str | None = None, cluster: str | None = None,
+                   anonymize_users: bool = False, progress=None) -> dict:
+    """The report of ``month`` (default: the last complete month with data) for ``project`` or, with
+    ``project=None``, the whole cluster."""
+    cluster = resolve_cluster(wh, cluster)
+    complete = True
+    if month is None:
+        month, complete = last_complete_month(wh, cluster)
+    if project is not None:
+        known = [r[0] for r in wh.query_rows("SELECT DISTINCT project FROM fct_job_run WHERE cluster = {c:String}",
+                                             {"c": cluster})]
+        if project not in known:
+            raise OpsError(f"no jobs of project {project!r} on {cluster}; projects: {', '.join(sorted(known))} "
+                           "(accounts map to projects in the config's [projects])")
+    w = month_window(month)
+    prev_month = (month - timedelta(days=1)).replace(day=1)
+    pw = month_window(prev_month)
+    step = progress or (lambda label: None)
+    step("capacity grain")
+    refresh_capacity(wh, cluster, pw[0], w[1])
+    p = project or ""
+
+    def mart(name: str, window=w, proj: str = p) -> pl.DataFrame:
+        step(name)
+        return run_mart(wh, name, cluster=cluster, window=window, project=proj)
+
+    # a month before the loaded history has capacity but no jobs: no comparison rather than a fall to zero
+    has_prev = wh.query_rows("SELECT count() > 0 FROM slurm_job_run WHERE cluster = {c:String} AND "
+                             "coalesce(start_ts, submit_ts) < {t1:DateTime('UTC')} AND "
+                             "coalesce(end_ts, as_of_ts) >= {t0:DateTime('UTC')}",
+                             {"c": cluster, "t0": pw[0], "t1": pw[1]})[0][0]
+    util = mart("utilization")
+    util_prev = mart("utilization", pw) if has_prev else pl.DataFrame()
+    cost = mart("cost")
+    cost_prev = mart("cost", pw) if has_prev else pl.DataFrame()
+    sizes = mart("job_sizes")
+    runtimes = mart("run_times")
+    states = mart("end_states")
+    failures = mart("failures_by_size")
+    eff = mart("efficiency_summary")
+    eff_prev = mart("efficiency_summary", pw) if has_prev else pl.DataFrame({"project_key": []}, schema={"project_key": pl.String})
+    jobs = mart("job_efficiency")
+    projects = mart("projects")
+    projects_prev = mart("projects", pw) if has_prev else pl.DataFrame({"project": []}, schema={"project": pl.String})
+    daily = mart("utilization_daily")
+    heat = mart("gpu_heatmap")
+    xids = mart("xid_events")
+    nodes = mart("node_failures")
+    throttle = mart("throttling")
+    resv = mart("reservations")
+
+    if project is not None:
+        projects = projects.filter(pl.col("project") == project)
+        projects_prev = projects_prev.filter(pl.col("project") == project)
+        resv = resv.filter(pl.col("accounts").list.eval(pl.element().is_in(_accounts_of(wh, project))).list.any())
+        users = mart("users")
+    else:
+        users = pl.DataFrame()
+    key = getattr(wh.cfg, "pseudonym_key", "") or ""
+    if anonymize_users:
+        if users.height:
+            users = users.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
+        jobs = jobs.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
+
+    total = eff.filter(pl.col("project_key") == "")
+    own = eff.filter(pl.col("project_key") == p) if project is not None else total
+    gantt = jobs.sort("gpu_hours", descending=True).head(GANTT_JOBS)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cluster": cluster,
+        "scope": "project" if project is not None else "cluster",
+        "project": project,
+        "month": f"{month:%Y-%m}",
+        "month_complete": complete,
+        "window": {"from": w[0].isoformat(), "to": w[1].isoformat()},
+        "previous_month": f"{prev_month:%Y-%m}",
+        "previous_month_has_data": bool(has_prev),
+        "idle_util_pct": wh.cfg.idle_util_pct,
+        "users_anonymized": anonymize_users,
+        "utilization": _rows(util),
+        "utilization_previous": _rows(util_prev),
+        "daily": _rows(daily),
+        "job_sizes": _rows(sizes),
+        "run_times": _rows(runtimes),
+        "end_states": _rows(states),
+        "failures_by_size": _rows(failures),
+        "efficiency": _rows(own),
+        "efficiency_previous": _rows(eff_prev.filter(pl.col("project_key") == p)),
+        "efficiency_by_project": _rows(eff.filter(pl.col("project_key") != "")) if project is None else [],
+        "largest_jobs": _rows(gantt.drop("submit_ts")),
+        "projects": _rows(projects),
+        "projects_previous": _rows(projects_prev),
+        "users": _rows(users),
+        "cost": _rows(cost),
+        "cost_previous": _rows(cost_prev),
+        "reservations": _rows(resv),
+        "xid_events": _rows(xids),
+        "node_failures": _rows(nodes),
+        "throttling": _rows(throttle),
+        "gpu_heatmap": _rows(heat),
+        "cost_model": wh.cfg.cost_model,
+    }
+
+
+def _accounts_of(wh, project: str) -> list[str]:
+    rows = wh.query_rows("SELECT DISTINCT lower(account) FROM fct_job_run WHERE project = {p:String}", {"p": project})
+    return [r[0] for r in rows]

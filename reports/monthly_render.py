@@ -1,0 +1,286 @@
+"""The monthly report as Markdown (terminals, mail), one self-contained HTML file (charts inline) and JSON
+(docs/monthly.md: the versioned schema). All three are built from the same sections of the report dict."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from datetime import date, datetime
+from pathlib import Path
+
+from ops_warehouse.reports.charts import CHARTS, draw_all
+
+
+def _num(v, digits: int = 0) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float) and v != v:
+        return "–"
+    return f"{v:,.{digits}f}"
+
+
+def _pct(v, digits: int = 1) -> str:
+    return "–" if v is None else f"{100 * v:.{digits}f}%"
+
+
+def _hours(seconds) -> str:
+    if seconds is None:
+        return "–"
+    s = float(seconds)
+    return f"{s:.0f} s" if s < 120 else (f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h")
+
+
+def _delta(now, before, pct_points: bool = False) -> str:
+    if now is None or before is None:
+        return "–"
+    if pct_points:
+        return f"{100 * (now - before):+.1f} pp"
+    return "–" if not before else f"{100 * (now / before - 1):+.1f}%"
+
+
+def _one(rows: list[dict], **match) -> dict:
+    for r in rows:
+        if all(r.get(k) == v for k, v in match.items()):
+            return r
+    return {}
+
+
+def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | None]]:
+    """(title, lead text, table header, table rows, chart name) per section, in report order."""
+    cl = _one(r["utilization"], level="cluster")
+    cl_prev = _one(r["utilization_previous"], level="cluster")
+    cost_all = _one(r["cost"], model="all")
+    cost_prev = _one(r["cost_previous"], model="all")
+    eff = r["efficiency"][0] if r["efficiency"] else {}
+    eff_prev = r["efficiency_previous"][0] if r["efficiency_previous"] else {}
+    who = f"project {r['project']}" if r["scope"] == "project" else "the whole cluster"
+    cur = cost_all.get("currency") or ""
+    out = []
+
+    own_alloc = sum(p["allocated_gpu_h"] or 0 for p in r["projects"])
+    own_cost = sum(p["cost"] or 0 for p in r["projects"])
+    partial = "" if r.get("month_complete", True) else " (partial month: the loaded history ends inside it)"
+    lead = (f"{r['cluster']}, {r['month']}{partial}, {who}. Utilization of the available GPU-hours: "
+            f"**{_pct(cl.get('utilization'))}** ({_delta(cl.get('utilization'), cl_prev.get('utilization'), True)} "
+            f"vs {r['previous_month']}" + ("" if r["previous_month_has_data"] else ": no jobs loaded") + ").")
+    rows = [["capacity (GPU-hours)", _num(cl.get("capacity_gpu_h")), _num(cl_prev.get("capacity_gpu_h"))],
+            ["available", _num(cl.get("available_gpu_h")), _num(cl_prev.get("available_gpu_h"))],
+            ["allocated", _num(cl.get("allocated_gpu_h")), _num(cl_prev.get("allocated_gpu_h"))],
+            ["utilization", _pct(cl.get("utilization")), _pct(cl_prev.get("utilization"))],
+            ["total cost", f"{_num(cost_all.get('total_cost'))} {cur}", f"{_num(cost_prev.get('total_cost'))} {cur}"]]
+    if r["scope"] == "project":
+        prev_alloc = sum(p["allocated_gpu_h"] or 0 for p in r["projects_previous"])
+        if not r["previous_month_has_data"]:
+            prev_alloc = None
+        rows += [[f"project {r['project']}: allocated GPU-hours", _num(own_alloc), _num(prev_alloc)],
+                 [f"project {r['project']}: share of available", _pct(own_alloc / cl["available_gpu_h"])
+                  if cl.get("available_gpu_h") else "–",
+                  _pct(prev_alloc / cl_prev["available_gpu_h"]) if prev_alloc is not None and cl_prev.get("available_gpu_h") else "–"],
+                 [f"project {r['project']}: cost (chargeback)", f"{_num(own_cost)} {cur}",
+                  f"{_num(sum(p['cost'] or 0 for p in r['projects_previous']) if prev_alloc is not None else None)} {cur}"]]
+    out.append(("Summary", lead, ["", r["month"], r["previous_month"]], rows, None))
+
+    rows = [[u["level"] if u["level"] == "cluster" else f"{u['level']} {u['key']}", _num(u["capacity_gpu_h"]),
+             _num(u["down_gpu_h"]), _num(u["drained_gpu_h"]), _num(u["allocated_gpu_h"]),
+             _num(u["reserved_idle_gpu_h"]), _num(u["free_gpu_h"]), _num(u["allocated_idle_gpu_h"]),
+             _pct(u["utilization"])] for u in r["utilization"] if u["level"] != "partition"]
+    out.append(("Utilization and idle capacity",
+                f"GPU-hours of the whole cluster. Allocated-but-idle: allocated GPU-hours whose mean GPU "
+                f"utilization was under {r['idle_util_pct']:g}% (telemetry).",
+                ["", "capacity", "down", "drained", "allocated", "reserved unused", "free", "allocated idle",
+                 "utilization"], rows, "capacity_timeline"))
+
+    rows = [[s["size_class"], _num(s["jobs"]), _pct(s["job_share"]), _num(s["gpu_hours"]), _pct(s["gpu_hour_share"])]
+            for s in r["job_sizes"]]
+    out.append(("Job sizes", f"GPU jobs of {who} started in the month; GPU-hours held in it.",
+                ["GPUs", "jobs", "share of jobs", "GPU-hours", "share of GPU-hours"], rows, "size_shares"))
+
+    rows = [[t["size_class"], _num(t["jobs_ended"]), _hours(t["run_p50_s"]), _hours(t["run_p90_s"]),
+             _hours(t["run_p99_s"]), _num(t["jobs_started"]), _hours(t["wait_p50_s"]), _hours(t["wait_p90_s"])]
+            for t in r["run_times"]]
+    out.append(("Run times and queue waits", f"Jobs of {who}: run time of those that ended, wait of those "
+                "that started in the month.", ["GPUs", "ended", "run p50", "run p90", "run p99", "started",
+                                                "wait p50", "wait p90"], rows, "runtime_cdf"))
+
+    rows = [["GPU utilization (%)", _num(eff.get("gpu_util_pct"), 1), _num(eff_prev.get("gpu_util_pct"), 1)],
+            ["SM active", _num(eff.get("sm_active"), 3), _num(eff_prev.get("sm_active"), 3)],
+            ["tensor active", _num(eff.get("tensor_active"), 3), _num(eff_prev.get("tensor_active"), 3)],
+            ["DRAM active", _num(eff.get("dram_active"), 3), _num(eff_prev.get("dram_active"), 3)],
+            ["GPU energy (kWh)", _num(eff.get("gpu_energy_kwh")), _num(eff_prev.get("gpu_energy_kwh"))],
+            ["delivered tensor compute (PFLOP-days)", _num(eff.get("delivered_pflop") and eff["delivered_pflop"] / 86400, 1),
+             _num(eff_prev.get("delivered_pflop") and eff_prev["delivered_pflop"] / 86400, 1)],
+            ["NIC received (PB)", _num(eff.get("nic_rx_bytes") and eff["nic_rx_bytes"] / 1e15, 2),
+             _num(eff_prev.get("nic_rx_bytes") and eff_prev["nic_rx_bytes"] / 1e15, 2)],
+            ["storage written (TB)", _num(eff.get("storage_write_bytes") and eff["storage_write_bytes"] / 1e12, 1),
+             _num(eff_prev.get("storage_write_bytes") and eff_prev["storage_write_bytes"] / 1e12, 1)]]
+    out.append(("Efficiency", f"Time-weighted over the GPU time of {who}'s jobs with telemetry.",
+                ["", r["month"], r["previous_month"]], rows, "gpu_heatmap"))
+    if r["efficiency_by_project"]:
+        rows = [[e["project_key"], _num(e["gpu_hours"]), _num(e["gpu_util_pct"], 1), _num(e["sm_active"], 3),
+                 _num(e["tensor_active"], 3), _num(e["gpu_energy_kwh"])] for e in r["efficiency_by_project"]]
+        out.append(("Efficiency by project", "", ["project", "GPU-hours", "GPU util %", "SM active",
+                                                  "tensor active", "energy kWh"], rows, None))
+    rows = [[str(j["job_id"]), j["user"], j["state"], _num(j["gpus"]), _num(j["gpu_hours"]),
+             _num(j["gpu_util_pct"], 1), _num(j["tensor_active"], 3),
+             f"{j['slowest_node'] or '–'} ({_num(j['slowest_node_util_pct'], 0)}% vs {_num(j['median_node_util_pct'], 0)}%)"]
+            for j in r["largest_jobs"]]
+    out.append(("Largest jobs", "By GPU-hours in the month; the slowest node against the median of the job's "
+                "nodes shows stragglers.", ["job", "user", "state", "GPUs", "GPU-hours", "GPU util %",
+                                            "tensor", "slowest node"], rows, "gantt"))
+
+    rows = [[s["state"], _num(s["runs"]), _pct(s["run_share"]), _num(s["gpu_hours"]), _pct(s["gpu_hour_share"])]
+            for s in r["end_states"]]
+    out.append(("Reliability: how runs ended", "", ["state", "runs", "share", "GPU-hours", "share of GPU-hours"],
+                rows, "failures"))
+    rows = [[f["size_class"], _num(f["runs_ended"]), _num(f["node_days"], 1), _num(f["hw_failures"]),
+             _num(f["failures_per_1000_node_days"], 2), _num(f["mttf_observed_h"], 1), _num(f["mttf_model_h"], 1),
+             _num(f["node_fail_gpu_hours"]), _num(f["failed_after_xid_gpu_hours"])] for f in r["failures_by_size"]]
+    out.append(("Reliability: hardware failures by job size",
+                "A hardware failure: NODE_FAIL, or FAILED with a hardware Xid on the job's nodes. Model MTTF = "
+                "1 / (nodes × failures per node-day) (Kokolis et al., HPCA 2025).",
+                ["GPUs", "runs", "node-days", "failures", "per 1,000 node-days", "MTTF observed h", "MTTF model h",
+                 "GPU-h lost NODE_FAIL", "GPU-h lost after Xid"], rows, None))
+    rows = [[n["node"], _num(n["down_events"]), _num(n["drain_events"]), _num(n["down_hours"], 1),
+             _num(n["drained_hours"], 1), "yes" if n["repeated"] else "", n["reasons"]] for n in r["node_failures"]]
+    rate = r["node_failures"][0]["cluster_down_per_1000_node_days"] if r["node_failures"] else None
+    out.append(("Reliability: nodes", f"DOWN events per 1,000 in-service node-days: {_num(rate, 2)}.",
+                ["node", "down", "drains", "down h", "drained h", "repeated", "reasons"], rows, None))
+    rows = [[str(x["xid"]), "yes" if x["hardware"] else "", x["node"], str(x["gpu"]), _num(x["events"])]
+            for x in r["xid_events"][:30]]
+    out.append(("Reliability: Xid events", "", ["Xid", "hardware", "node", "GPU", "events"], rows, None))
+    rows = [[t["node"], str(t["gpu"]), _num(t["throttled_hours"], 1), _num(t["temp_c_max"], 0)]
+            for t in r["throttling"][:30]]
+    out.append(("Reliability: thermal and power throttling", "", ["node", "GPU", "throttled h", "max °C"], rows, None))
+
+    rows = [[v["reservation"], ", ".join(v["accounts"]), _num(v["reserved_gpu_h"]), _num(v["used_gpu_h"]),
+             _num(v["idle_gpu_h"]), _pct(v["use_ratio"])] for v in r["reservations"]]
+    out.append(("Reservations", "Usable reserved GPU-hours in the month and the part jobs in the reservation used.",
+                ["reservation", "accounts", "reserved", "used", "idle", "use"], rows, None))
+
+    rows = [[c["model"], _num(c["capacity_gpu_h"]), _num(c["allocated_gpu_h"]), _num(c["facility_energy_kwh"]),
+             _num(c["capex"]), _num(c["energy_cost"]), _num(c["total_cost"]), _num(c["cost_per_available_gpu_h"], 2),
+             _num(c["cost_per_allocated_gpu_h"], 2), _num(c["cost_per_busy_gpu_h"], 2), _num(c["idle_cost"]),
+             _num(c["cost_per_pflop_day"], 0)] for c in r["cost"]]
+    out.append(("Cost and effectiveness", f"Whole cluster, in {cur}: capex is the write-off of the nodes in service, "
+                "energy the GPUs' (× PUE). Busy: GPU-hours with work.",
+                ["GPU model", "capacity GPU-h", "allocated GPU-h", "energy kWh", "capex", "energy", "total",
+                 "per available GPU-h", "per allocated GPU-h", "per busy GPU-h", "idle capex", "per PFLOP-day"],
+                rows, None))
+    prev = {(p["project"], p["gpu_model"]): p for p in r["projects_previous"]}
+    rows = [[p["project"], p["gpu_model"], _num(p["runs"]), _num(p["allocated_gpu_h"]),
+             _pct(p["share_of_model_allocation"]), _num(p["cost"]),
+             _delta(p["allocated_gpu_h"], prev.get((p["project"], p["gpu_model"]), {}).get("allocated_gpu_h"))]
+            for p in r["projects"]]
+    out.append(("Use and cost by project", "Cost at the GPU model's cost per allocated GPU-hour (chargeback).",
+                ["project", "GPU model", "runs", "GPU-hours", "share of model", f"cost {cur}",
+                 f"GPU-h vs {r['previous_month']}"], rows, None))
+    if r["users"]:
+        rows = [[u["user"], _num(u["jobs_started"]), _num(u["gpu_hours"]), _num(u["completed"]), _num(u["failed"])]
+                for u in r["users"]]
+        out.append(("Users of the project", "", ["user", "jobs", "GPU-hours", "completed", "failed"], rows, None))
+    return out
+
+
+def _title(r: dict) -> str:
+    who = f"project {r['project']}" if r["scope"] == "project" else "cluster"
+    return f"Monthly report {r['month']}: {r['cluster']}, {who}"
+
+
+def to_markdown(r: dict, chart_files: dict[str, str] | None = None) -> str:
+    lines = [f"# {_title(r)}", ""]
+    for title, lead, head, rows, chart in sections(r):
+        lines += [f"## {title}", ""]
+        if lead:
+            lines += [lead, ""]
+        if rows:
+            lines.append("| " + " | ".join(head) + " |")
+            lines.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|")
+            lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |" for row in rows]
+        else:
+            lines.append("(nothing in this month)")
+        lines.append("")
+        if chart and chart_files and chart in chart_files:
+            lines += [f"![{title}]({chart_files[chart]})", ""]
+    lines.append(f"Generated {r['generated_at']} by ops-report monthly (schema {r['schema_version']}).")
+    return "\n".join(lines) + "\n"
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#1a202c;padding:0 1em}
+table{border-collapse:collapse;margin:.5em 0 1em;font-size:.9em}th,td{border-bottom:1px solid #e2e8f0;
+padding:.25em .6em;text-align:right}th:first-child,td:first-child{text-align:left}th{background:#f7fafc}
+img{max-width:100%;height:auto;display:block;margin:.5em 0 1.5em}h2{border-top:2px solid #2b6cb0;padding-top:.4em}
+.wrap{overflow-x:auto}"""
+
+
+def to_html(r: dict, charts: dict[str, bytes] | None = None) -> str:
+    charts = draw_all(r) if charts is None else charts
+    names = {n: t for n, t, _ in CHARTS}
+    body = [f"<h1>{html.escape(_title(r))}</h1>"]
+    for title, lead, head, rows, chart in sections(r):
+        body.append(f"<h2>{html.escape(title)}</h2>")
+        if lead:
+            body.append("<p>" + html.escape(lead).replace("**", "") + "</p>")
+        if rows:
+            body.append('<div class="wrap"><table><tr>' + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>")
+            body += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows]
+            body.append("</table></div>")
+        else:
+            body.append("<p>(nothing in this month)</p>")
+        if chart and chart in charts:
+            b64 = base64.b64encode(charts[chart]).decode()
+            body.append(f'<img alt="{html.escape(names[chart])}" id="chart-{chart}" src="data:image/png;base64,{b64}">')
+    body.append(f"<p><small>Generated {html.escape(r['generated_at'])} by ops-report monthly "
+                f"(schema {r['schema_version']}).</small></p>")
+    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(_title(r))}</title>"
+            f"<style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")
+
+
+def _json_default(v):
+    if isinstance(v, (datetime, date)):
+        return v.isoformat()
+    raise TypeError(type(v).__name__)
+
+
+def to_json(r: dict) -> str:
+    return json.dumps(r, default=_json_default, indent=1, allow_nan=False, sort_keys=False) + "\n"
+
+
+def write(r: dict, out_dir: Path, formats: list[str]) -> list[Path]:
+    """Write the formats asked for; returns the files written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"monthly-{r['cluster']}-{r['project'] if r['scope'] == 'project' else 'cluster'}-{r['month']}"
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)
+    written = []
+    charts = draw_all(r) if {"md", "html"} & set(formats) else {}
+    if "json" in formats:
+        p = out_dir / f"{stem}.json"
+        p.write_text(to_json(_finite(r)), encoding="utf-8")
+        written.append(p)
+    if "md" in formats:
+        files = {}
+        if charts:
+            cdir = out_dir / f"{stem}-charts"
+            cdir.mkdir(exist_ok=True)
+            for name, png in charts.items():
+                (cdir / f"{name}.png").write_bytes(png)
+                files[name] = f"{cdir.name}/{name}.png"
+        p = out_dir / f"{stem}.md"
+        p.write_text(to_markdown(r, files), encoding="utf-8")
+        written.append(p)
+    if "html" in formats:
+        p = out_dir / f"{stem}.html"
+        p.write_text(to_html(r, charts), encoding="utf-8")
+        written.append(p)
+    return written
+
+
+def _finite(v):
+    """JSON has no NaN: a statistic that could not be computed is null."""
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_finite(x) for x in v]
+    return v

@@ -1,0 +1,211 @@
+"""The monthly models on a hand-built month whose every figure is worked out by hand below.
+
+Cluster t1, October 2026 (744 h): three 8-GPU H100 nodes, n1 and n2 in rack r1, n3 in rack r2.
+  capacity   3 × 8 × 744                                             = 17,856 GPU-h
+  n2 DRAIN 10-10 00:00 .. 10-12 00:00 (48 h); J5 holds all 8 GPUs of n2 for its first 4 h
+  n3 DOWN  10-20 06:00 .. 10:00 after Xid 79, and DRAIN 08:00 .. 12:00 (merged: unusable 06..12, 4 h down)
+  down       n3 4 h × 8                                              =     32
+  drained    n2 48 × 8 − 32 (J5 still running) + n3 2 h × 8          =    368
+  available  17,856 − 32 − 368                                       = 17,456
+Reservation resA: n1 for proja, 10-05 .. 10-07 (48 h × 8 = 384 GPU-h).
+Jobs (sacct lines below):
+  J1 1001 proja alice  8 GPUs n1 10-05 00:00 .. 10-06 00:00 COMPLETED in resA   192 GPU-h
+  J2 1002 projb bob   16 GPUs n[2-3] 10-20 02:00 .. 06:00 NODE_FAIL (Xid 79 on n3 at 05:59)   64
+  J3 1003 proja alice  1 GPU  n3 10-31 22:00 .. 11-01 02:00 COMPLETED (2 h in October)          2
+  J4 1004 projb bob    4 GPUs n2 10-15 00:00 .. 10:00 FAILED, GPUs idle all along               40
+  J5 1005 projc carol  8 GPUs n2 10-09 20:00 .. 10-10 04:00 COMPLETED                           64
+  allocated 362; utilization 362 / 17,456; reserved idle 384 − 192 = 192; free 17,456 − 362 − 192 = 16,902.
+Telemetry (10-minute samples) for 10-05, 10-15 and 10-20: J1's GPUs at 80% utilization, tensor 0.5, 500 W;
+n1 GPU 3 thermally throttled (bit 0x40) 10:00 .. 12:00 on 10-05; every other GPU idle at 0%, 60 W (so J2 and
+J4 are allocated-but-idle: 64 + 40 GPU-h).
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import polars as pl
+import pytest
+
+from ops_warehouse.etl.capacity_sources import load_capacity
+from ops_warehouse.etl.sacct_load import load_sacct
+from ops_warehouse.etl.telemetry_load import load_parquet_dir
+from ops_warehouse.marts import refresh_capacity, run_mart
+from ops_warehouse.monthly import monthly_report, pseudonym
+from ops_warehouse.reports.monthly_render import to_html, to_json, to_markdown
+
+UTC = timezone.utc
+OCT = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
+HEAD = ("JobIDRaw|JobID|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|ElapsedRaw|"
+        "TimelimitRaw|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|NodeList|Reservation|JobName")
+JOBS = [  # id, account, user, gpus, nodes, start, end, state, exit, reservation
+    (1001, "proja", "alice", 8, "n1", "2026-10-05T00:00:00", "2026-10-06T00:00:00", "COMPLETED", "0:0", "resA"),
+    (1002, "projb", "bob", 16, "n[2-3]", "2026-10-20T02:00:00", "2026-10-20T06:00:00", "NODE_FAIL", "0:0", ""),
+    (1003, "proja", "alice", 1, "n3", "2026-10-31T22:00:00", "2026-11-01T02:00:00", "COMPLETED", "0:0", ""),
+    (1004, "projb", "bob", 4, "n2", "2026-10-15T00:00:00", "2026-10-15T10:00:00", "FAILED", "1:0", ""),
+    (1005, "projc", "carol", 8, "n2", "2026-10-09T20:00:00", "2026-10-10T04:00:00", "COMPLETED", "0:0", ""),
+]
+CAPACITY, DOWN, DRAINED, ALLOCATED, RESERVED, RESERVED_IDLE = 17_856, 32, 368, 362, 384, 192
+AVAILABLE = CAPACITY - DOWN - DRAINED
+FREE = AVAILABLE - ALLOCATED - RESERVED_IDLE
+
+
+def _sacct(path):
+    lines = [HEAD]
+    for jid, acct, user, gpus, nodes, s, e, state, exit_code, resv in JOBS:
+        nn = 2 if "[" in nodes else 1
+        el = int((datetime.fromisoformat(e) - datetime.fromisoformat(s)).total_seconds())
+        submit = (datetime.fromisoformat(s) - timedelta(minutes=30)).isoformat()
+        tres = f"billing={14 * gpus},cpu={14 * gpus},gres/gpu={gpus},mem=100G,node={nn}"
+        lines.append(f"{jid}|{jid}|t1|gpu|normal|{acct}|{acct}|1|{user}|1|{submit}|{submit}|{s}|{e}|{el}|"
+                     f"2880|{exit_code}|{state}|{nn}|{14 * gpus}|{14 * gpus}|100G|{tres}|{tres}|{nodes}|{resv}|job{jid}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _telemetry(root):
+    """dcgm-exporter day files for 10-05, 10-15, 10-20 (10-minute steps)."""
+    for day in (date(2026, 10, 5), date(2026, 10, 15), date(2026, 10, 20)):
+        t0 = datetime(day.year, day.month, day.day, tzinfo=UTC)
+        ts = [t0 + timedelta(minutes=10 * k) for k in range(144)]
+        rows = []
+        for node in ("n1", "n2", "n3"):
+            for gpu in range(8):
+                for k, t in enumerate(ts):
+                    busy = node == "n1" and day == date(2026, 10, 5)
+                    hot = busy and gpu == 3 and 10 <= t.hour < 12
+                    xid = 79 if (node == "n3" and gpu == 0 and day == date(2026, 10, 20)
+                                 and t >= datetime(2026, 10, 20, 6, 0, tzinfo=UTC)) else 0
+                    rows.append({"timestamp": t, "Hostname": node, "gpu": str(gpu), "UUID": f"GPU-{node}-{gpu}",
+                                 "modelName": "NVIDIA H100 80GB HBM3",
+                                 "DCGM_FI_DEV_GPU_UTIL": 80.0 if busy else 0.0,
+                                 "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.5 if busy else 0.0,
+                                 "DCGM_FI_PROF_SM_ACTIVE": 0.7 if busy else 0.0,
+                                 "DCGM_FI_DEV_POWER_USAGE": 500.0 if busy else 60.0,
+                                 # mJ counter: 500 W × 600 s = 3e8 mJ a step when busy
+                                 "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": float(k * (3e8 if busy else 3.6e7)),
+                                 "DCGM_FI_DEV_GPU_TEMP": 90.0 if hot else 50.0,
+                                 "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": 0x40 if hot else 0,
+                                 "DCGM_FI_DEV_XID_ERRORS": xid})
+        d = root / "dcgm"
+        d.mkdir(parents=True, exist_ok=True)
+        pl.DataFrame(rows).with_columns(pl.col("timestamp").dt.cast_time_unit("ms")).write_parquet(
+            d / f"{day}.parquet")
+
+
+@pytest.fixture
+def scenario(tmp_path, cfg):
+    from ops_warehouse.warehouse import connect
+
+    cfg.projects = {"proja": "A", "projb": "B", "projc": "C"}
+    wh = connect(cfg)
+    _sacct(tmp_path / "sacct.psv")
+    (tmp_path / "inventory.csv").write_text(
+        "node,gpu_model,gpus,partition,rack,in_service_date\n"
+        "n1,h100,8,gpu,r1,2025-01-01\nn2,h100,8,gpu,r1,2025-01-01\nn3,h100,8,gpu,r2,2025-01-01\n")
+    (tmp_path / "events.psv").write_text(
+        "Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\n"
+        "t1|n2|2026-10-10T00:00:00|2026-10-12T00:00:00|DRAIN|thermal: GPU over temp|root(0)\n"
+        "t1|n3|2026-10-20T06:00:00|2026-10-20T10:00:00|DOWN|Xid 79: GPU has fallen off the bus|root(0)\n"
+        "t1|n3|2026-10-20T08:00:00|2026-10-20T12:00:00|DRAIN|after Xid 79: burn-in|root(0)\n"
+        "t1||2026-10-01T00:00:00|Unknown|CLUSTER_TRES|cluster TRES change|slurm(64030)\n")
+    (tmp_path / "resv.txt").write_text(
+        "ReservationName=resA StartTime=2026-10-05T00:00:00 EndTime=2026-10-07T00:00:00 Duration=2-00:00:00\n"
+        "   Nodes=n1 NodeCnt=1 CoreCnt=112 Features=(null) PartitionName=gpu Flags=\n"
+        "   TRES=cpu=112\n   Users=(null) Groups=(null) Accounts=proja Licenses=(null) State=INACTIVE\n")
+    _telemetry(tmp_path / "telemetry")
+    assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
+    assert load_capacity(wh, inventory=tmp_path / "inventory.csv", events=tmp_path / "events.psv",
+                         reservations=tmp_path / "resv.txt", cluster="t1") == {
+        "node_inventory": 3, "node_event": 3, "reservation": 1}
+    load_parquet_dir(wh, tmp_path, date(2026, 10, 5), date(2026, 10, 20), cluster="t1")
+    refresh_capacity(wh, "t1", *OCT)
+    return wh
+
+
+def mart(wh, name, project=""):
+    return run_mart(wh, name, cluster="t1", window=OCT, project=project)
+
+
+def test_capacity_idle_and_utilization(scenario):
+    u = mart(scenario, "utilization").filter(pl.col("level") == "cluster").row(0, named=True)
+    assert u["capacity_gpu_h"] == pytest.approx(CAPACITY)
+    assert u["down_gpu_h"] == pytest.approx(DOWN)
+    assert u["drained_gpu_h"] == pytest.approx(DRAINED)
+    assert u["available_gpu_h"] == pytest.approx(AVAILABLE)
+    assert u["allocated_gpu_h"] == pytest.approx(ALLOCATED)
+    assert u["utilization"] == pytest.approx(ALLOCATED / AVAILABLE)
+    assert u["reserved_gpu_h"] == pytest.approx(RESERVED)
+    assert u["reserved_idle_gpu_h"] == pytest.approx(RESERVED_IDLE)
+    assert u["free_gpu_h"] == pytest.approx(FREE)
+    # telemetry covers 10-05, 10-15, 10-20: J4's 4 GPUs idle 10 h and J2's 16 idle 4 h (stalled before the
+    # node failed); J1 busy
+    assert u["allocated_idle_gpu_h"] == pytest.approx(40 + 64)
+    daily = mart(scenario, "utilization_daily")
+    assert daily.height == 31 and daily["capacity_gpu_h"].sum() == pytest.approx(CAPACITY)
+    d10 = daily.filter(pl.col("day") == date(2026, 10, 10)).row(0, named=True)
+    assert d10["drained_gpu_h"] == pytest.approx(24 * 8 - 4 * 8) and d10["allocated_gpu_h"] == pytest.approx(32)
+
+
+def test_job_sizes_run_times_and_end_states(scenario):
+    s = {r["size_class"]: r for r in mart(scenario, "job_sizes").to_dicts()}
+    assert {k: (v["jobs"], round(v["gpu_hours"], 6)) for k, v in s.items()} == {
+        "1": (1, 2.0), "2-8": (3, 296.0), "9-64": (1, 64.0)}
+    assert s["2-8"]["job_share"] == pytest.approx(3 / 5) and s["2-8"]["gpu_hour_share"] == pytest.approx(296 / 362)
+    rt = {r["size_class"]: r for r in mart(scenario, "run_times").to_dicts()}
+    assert "1" not in rt or rt["1"]["jobs_ended"] == 0  # J3 ends in November
+    assert rt["2-8"]["jobs_ended"] == 3 and rt["2-8"]["run_p50_s"] == 10 * 3600  # 8 h, 10 h, 24 h
+    assert rt["2-8"]["wait_p50_s"] == 1800
+    st = {r["state"]: r for r in mart(scenario, "end_states").to_dicts()}
+    assert {k: (v["runs"], round(v["gpu_hours"], 6)) for k, v in st.items()} == {
+        "COMPLETED": (2, 256.0), "NODE_FAIL": (1, 64.0), "FAILED": (1, 40.0)}
+
+
+def test_reliability(scenario):
+    f = {r["size_class"]: r for r in mart(scenario, "failures_by_size").to_dicts()}
+    node_days = 1 + 2 * 4 / 24 + 10 / 24 + 8 / 24  # J1, J2, J4, J5 (J3 ends in November)
+    assert f["all"]["node_days"] == pytest.approx(node_days)
+    assert f["all"]["hw_failures"] == 1 and f["9-64"]["node_fail_runs"] == 1
+    assert f["all"]["failures_per_1000_node_days"] == pytest.approx(1000 / node_days)
+    assert f["9-64"]["mttf_observed_h"] == pytest.approx(4.0)
+    assert f["9-64"]["node_fail_gpu_hours"] == pytest.approx(64)
+    x = mart(scenario, "xid_events").to_dicts()
+    assert [(r["xid"], r["node"], r["gpu"], r["events"], r["hardware"]) for r in x] == [(79, "n3", 0, 1, 1)]
+    n = {r["node"]: r for r in mart(scenario, "node_failures").to_dicts()}
+    assert (n["n3"]["down_events"], n["n3"]["drain_events"], n["n3"]["down_hours"]) == (1, 1, 4.0)
+    assert n["n2"]["drained_hours"] == 48.0
+    assert n["n3"]["cluster_down_per_1000_node_days"] == pytest.approx(1000 / (3 * 31))
+    t = mart(scenario, "throttling").to_dicts()
+    assert [(r["node"], r["gpu"], r["throttled_hours"]) for r in t] == [("n1", 3, 2.0)]
+
+
+def test_reservation_efficiency_and_cost(scenario):
+    r = mart(scenario, "reservations").row(0, named=True)
+    assert (r["reservation"], r["reserved_gpu_h"], r["used_gpu_h"], r["idle_gpu_h"]) == ("resA", 384, 192, 192)
+    j1 = mart(scenario, "job_efficiency").filter(pl.col("job_id") == "1001").row(0, named=True)
+    assert j1["gpu_util_pct"] == pytest.approx(80) and j1["tensor_active"] == pytest.approx(0.5)
+    # 143 energy steps on 10-05 (the first sample of the file has no earlier one) × 300 kJ × 8 GPUs
+    assert j1["gpu_energy_kwh"] == pytest.approx(8 * 143 * 3e5 / 3.6e6)
+    assert j1["delivered_pflop"] == pytest.approx(0.5 * 989 * 8 * 24 * 3600 / 1000)
+    c = mart(scenario, "cost").filter(pl.col("model") == "all").row(0, named=True)
+    capex_rate = 300_000 / 8 / (5 * 8766)
+    assert c["capex"] == pytest.approx(CAPACITY * capex_rate)
+    assert c["idle_cost"] == pytest.approx((AVAILABLE - ALLOCATED) * capex_rate)
+    assert c["cost_per_allocated_gpu_h"] == pytest.approx(c["total_cost"] / ALLOCATED)
+    p = {x["project"]: x for x in mart(scenario, "projects").to_dicts()}
+    assert p["A"]["allocated_gpu_h"] == pytest.approx(194) and p["B"]["allocated_gpu_h"] == pytest.approx(104)
+    assert sum(x["cost"] for x in p.values()) == pytest.approx(c["total_cost"])
+
+
+def test_project_report_isolation_and_formats(scenario):
+    r = monthly_report(scenario, project="A", cluster="t1")
+    assert r["month"] == "2026-10" and r["scope"] == "project"
+    text = to_json(r) + to_markdown(r) + to_html(r, charts={})
+    assert "alice" in text
+    for other in ("bob", "carol", "1002", "1004", "1005", "projb", "projc"):
+        assert other not in text, other
+    assert {x["user"] for x in r["users"]} == {"alice"}
+    anon = monthly_report(scenario, project="A", cluster="t1", anonymize_users=True)
+    text = to_json(anon) + to_markdown(anon)
+    assert "alice" not in text and pseudonym("alice") in text
+    cl = monthly_report(scenario, cluster="t1")
+    assert {p["project"] for p in cl["projects"]} == {"A", "B", "C"} and cl["users"] == []
