@@ -70,6 +70,13 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     done(f" ({len(nightly)} nights: sacct read {read}, {jobs} job-run records, {steps} steps, quarantined "
          f"{quarantined}; {gpu_rows} GPU telemetry samples)")
 
+    done = _stage("capacity sources (inventory, sacctmgr node events, scontrol reservations)")
+    from ops_warehouse.etl.capacity_sources import load_capacity
+
+    c = load_capacity(wh, inventory=data / "inventory.csv", events=data / "slurm" / "events.psv",
+                      reservations=data / "slurm" / "reservations.txt", cluster=h.spec.name)
+    done(" (" + ", ".join(f"{t} {n}" for t, n in c.items()) + ")")
+
     done = _stage("summaries")
     for stem, by, period in VIEWS:
         df = summary(wh, DEMO_START, last, by, period)
@@ -80,6 +87,18 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
         for fmt, ext in (("table", "md"), ("json", "json"), ("csv", "csv")):
             (out / f"telemetry_by_{by}.{ext}").write_text(render(df, fmt), encoding="utf-8")
     done(f" -> {out}")
+
+    done = _stage("monthly reports (ops-report monthly --cluster / --project A, md + html + json)")
+    from ops_warehouse.monthly import monthly_report
+    from ops_warehouse.reports.monthly_render import write
+
+    month = DEMO_START.replace(day=1)
+    reports = []
+    for project in (None, "A"):
+        r = monthly_report(wh, month=month, project=project, cluster=h.spec.name)
+        reports.append(r)
+        write(r, out, ["md", "html", "json"])
+    done(f" -> {out}")
     print(f"\nTelemetry {DEMO_START} .. {last}, by GPU model (ops-report telemetry --by gpu_model):\n")
     print(render(telemetry(wh, DEMO_START, last, "gpu_model").select(
         "gpu_model", "gpu_util_mean", "tensor_active_mean", "power_w_mean", "energy_kwh", "throttled_hours",
@@ -87,5 +106,14 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     df = summary(wh, DEMO_START, last, ["project"], "none")
     print(f"\nJob accounting {DEMO_START} .. {last}, by project (ops-report summary --by project):\n")
     print(render(df, "table"))
-    print(f"Reports: {out}\nGenerated site files (sacct, node events, reservations, inventory, telemetry): {data}")
+    cl = next(u for u in reports[0]["utilization"] if u["level"] == "cluster")
+    cost = next(c for c in reports[0]["cost"] if c["model"] == "all")
+    a = reports[1]["projects"]
+    print(f"\nMonthly report {month:%Y-%m} (ops-report monthly --cluster): utilization {100 * cl['utilization']:.1f}% "
+          f"of {cl['available_gpu_h']:,.0f} available GPU-hours; idle: {cl['free_gpu_h']:,.0f} free, "
+          f"{cl['reserved_idle_gpu_h']:,.0f} reserved but unused, {cl['allocated_idle_gpu_h']:,.0f} allocated but "
+          f"idle; cost {cost['total_cost']:,.0f} {cost['currency']} ({cost['cost_per_allocated_gpu_h']:.2f} per "
+          f"allocated GPU-hour). Project A: {sum(p['allocated_gpu_h'] for p in a):,.0f} GPU-hours, "
+          f"{sum(p['cost'] for p in a):,.0f} {cost['currency']}.")
+    print(f"Reports: {out} (open monthly-*.html in a browser)\nGenerated site files (sacct, node events, reservations, inventory, telemetry): {data}")
     return out

@@ -1,0 +1,189 @@
+"""The monthly marts against an independent implementation: DuckDB (and a plain interval sweep for node
+downtime) over the generator's own ground truth Parquet (truth/runs, inventory, node_events, reservations),
+which never went through our sacct parser, our loaders or our SQL.
+
+Definitions shared by both sides (docs/monthly.md): usage is GPUs × overlap with the window, a run's GPUs
+spread evenly over its nodes; job counts take a job's last run; percentiles are the value at position
+⌊n·q⌋ of the sorted run times.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+
+import duckdb
+import polars as pl
+import pytest
+
+from ops_warehouse.config import Config
+from ops_warehouse.etl.capacity_sources import load_capacity
+from ops_warehouse.etl.sacct_load import load_sacct
+from ops_warehouse.etl.telemetry_load import load_parquet_dir
+from ops_warehouse.generate import generate
+from ops_warehouse.marts import refresh_capacity, run_mart
+from ops_warehouse.warehouse import close_embedded, connect
+
+UTC = timezone.utc
+W0, W1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 15, tzinfo=UTC)  # inside the 14 days
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    h = generate(out, start=W0, days=14, jobs_per_day=250, nodes=24, seed=11, metrics_step_s=1800)
+    cfg = Config(dsn=f"chdb://{out / 'warehouse'}")
+    cfg.projects = {f"proj{c}": c.upper() for c in "abcdef"}
+    wh = connect(cfg)
+    load_sacct(wh, out / "sacct" / "sacct.psv")
+    load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
+                  reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
+    load_parquet_dir(wh, out, date(2026, 10, 1), date(2026, 10, 14), cluster=h.spec.name)
+    refresh_capacity(wh, h.spec.name, W0, W1)
+    con = duckdb.connect()
+    for t in ("runs", "inventory", "node_events", "reservations"):
+        con.register(t, pl.read_parquet(out / "truth" / f"{t}.parquet").to_arrow())
+    con.execute(f"SET TimeZone = 'UTC'; CREATE MACRO w0() AS {int(W0.timestamp())}; "
+                f"CREATE MACRO w1() AS {int(W1.timestamp())}; "
+                "CREATE MACRO ov(a, b) AS greatest(0, least(b, w1()) - greatest(a, w0()));")
+    yield wh, h.spec.name, con
+    close_embedded()
+
+
+def mart(site, name):
+    wh, cluster, _ = site
+    return run_mart(wh, name, cluster=cluster, window=(W0, W1))
+
+
+def test_capacity_and_allocation_by_gpu_model(site):
+    _, _, con = site
+    mine = {r["key"]: r for r in mart(site, "utilization").filter(pl.col("level") == "gpu_model").to_dicts()}
+    cap = dict(con.execute("SELECT gpu_model, sum(gpus * ov(epoch(in_service_ts)::BIGINT, w1())) / 3600 "
+                           "FROM inventory GROUP BY 1").fetchall())
+    alloc = dict(con.execute("""
+        SELECT i.gpu_model, sum(r.gpus / len(r.nodes) * ov(r.start, r."end")) / 3600
+        FROM (SELECT *, unnest(nodes) AS node FROM runs WHERE start IS NOT NULL) r
+        JOIN inventory i USING (node) GROUP BY 1""").fetchall())
+    assert set(mine) == set(cap)
+    for m in cap:
+        assert mine[m]["capacity_gpu_h"] == pytest.approx(cap[m], rel=1e-9), m
+        assert mine[m]["allocated_gpu_h"] == pytest.approx(alloc.get(m, 0), rel=1e-9, abs=1e-6), m
+    assert sum(alloc.values()) > 0.3 * sum(cap.values())  # a busy cluster, not a vacuous comparison
+
+
+def test_down_hours_against_an_interval_sweep(site):
+    _, _, con = site
+    ev = con.execute("SELECT e.node, i.gpu_model, i.gpus, epoch(e.start_ts)::BIGINT, epoch(e.end_ts)::BIGINT "
+                     "FROM node_events e JOIN inventory i USING (node) WHERE e.state = 'down' "
+                     "ORDER BY e.node, 4").fetchall()
+    down: dict[str, float] = {}
+    cur = None
+    for node, model, gpus, s, e in ev + [(None, None, 0, 0, 0)]:  # sweep: merge overlaps per node
+        s, e = max(s, int(W0.timestamp())), min(e, int(W1.timestamp()))
+        if cur and node == cur[0] and s <= cur[4]:
+            cur[4] = max(cur[4], e)
+            continue
+        if cur and cur[4] > cur[3]:
+            down[cur[1]] = down.get(cur[1], 0) + cur[2] * (cur[4] - cur[3]) / 3600
+        cur = [node, model, gpus, s, e]
+    mine = {r["key"]: r["down_gpu_h"] for r in mart(site, "utilization").filter(
+        pl.col("level") == "gpu_model").to_dicts()}
+    assert sum(down.values()) > 0
+    for m, v in mine.items():
+        assert v == pytest.approx(down.get(m, 0), abs=1e-6), m
+
+
+def test_job_sizes_end_states_run_times(site):
+    _, _, con = site
+    con.execute("""CREATE OR REPLACE TEMP VIEW cls AS SELECT *,
+        CASE WHEN gpus = 1 THEN '1' WHEN gpus <= 8 THEN '2-8' WHEN gpus <= 64 THEN '9-64'
+             WHEN gpus <= 256 THEN '65-256' WHEN gpus <= 1024 THEN '257-1024' ELSE '>1024' END AS size_class,
+        run = max(run) OVER (PARTITION BY job_id) AS last_run
+        FROM runs WHERE start IS NOT NULL AND gpus > 0""")
+    want = {r[0]: (r[1], r[2]) for r in con.execute("""
+        SELECT size_class, count(*) FILTER (WHERE last_run AND start >= w0() AND start < w1()),
+               sum(gpus * ov(start, "end")) / 3600
+        FROM cls WHERE ov(start, "end") > 0 OR (start >= w0() AND start < w1()) GROUP BY 1""").fetchall()}
+    got = {r["size_class"]: (r["jobs"], r["gpu_hours"]) for r in mart(site, "job_sizes").to_dicts()}
+    assert set(got) == set(want)
+    for k in want:
+        assert got[k][0] == want[k][0], k
+        assert got[k][1] == pytest.approx(want[k][1], rel=1e-9), k
+    want = {r[0]: (r[1], r[2]) for r in con.execute("""
+        SELECT state, count(*), sum(gpus * ov(start, "end")) / 3600 FROM runs
+        WHERE start IS NOT NULL AND "end" >= w0() AND "end" < w1() GROUP BY 1""").fetchall()}
+    got = {r["state"]: (r["runs"], r["gpu_hours"]) for r in mart(site, "end_states").to_dicts()}
+    assert {k: v[0] for k, v in got.items()} == {k: v[0] for k, v in want.items()}
+    for k in want:
+        assert got[k][1] == pytest.approx(want[k][1], rel=1e-9), k
+    want = {r[0]: r[1:] for r in con.execute("""
+        SELECT size_class, count(*), list_sort(list("end" - start)) AS s FROM cls
+        WHERE last_run AND "end" >= w0() AND "end" < w1() GROUP BY 1""").fetchall()}
+    for r in mart(site, "run_times").to_dicts():
+        n, s = want[r["size_class"]]
+        assert r["jobs_ended"] == n
+        for q, col in ((0.5, "run_p50_s"), (0.9, "run_p90_s"), (0.99, "run_p99_s")):
+            assert r[col] == s[min(int(n * q), n - 1)], (r["size_class"], col)
+
+
+def test_reservation_use(site):
+    _, _, con = site
+    used = con.execute("""
+        SELECT sum(r.gpus / len(r.nodes) * greatest(0, least(r."end", epoch(v.end_ts)::BIGINT, w1())
+                                               - greatest(r.start, epoch(v.start_ts)::BIGINT, w0()))) / 3600
+        FROM (SELECT *, unnest(nodes) AS node FROM runs WHERE start IS NOT NULL AND reservation != '') r
+        JOIN reservations v ON r.reservation = v.name AND list_contains(v.nodes, r.node)""").fetchone()[0]
+    got = mart(site, "reservations").row(0, named=True)
+    assert used > 0 and got["used_gpu_h"] == pytest.approx(used, rel=1e-9)
+
+
+CHECK_JS = """<script>window.addEventListener('load', () => {
+  const imgs = [...document.images];
+  const out = {images: imgs.length, drawn: imgs.filter(i => i.complete && i.naturalWidth > 200).length,
+    overflowing: imgs.filter(i => i.getBoundingClientRect().right > window.innerWidth + 1).map(i => i.alt),
+    page_wider_than_window: document.documentElement.scrollWidth > window.innerWidth + 1,
+    tables: document.querySelectorAll('table').length};
+  const pre = document.createElement('pre'); pre.id = 'layout-check'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});</script>"""
+
+
+def _chromium(*args: str, timeout: int = 120) -> str:
+    import shutil
+    import subprocess
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.fail("Debian's chromium is needed for the HTML report test (scripts/test installs it as root)")
+    p = subprocess.run([exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                        "--hide-scrollbars", *args], capture_output=True, text=True, timeout=timeout)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout
+
+
+def test_html_report_in_headless_chromium(site, tmp_path):
+    import json
+    import re
+
+    from ops_warehouse.monthly import monthly_report
+    from ops_warehouse.reports.monthly_render import write
+
+    wh, cluster, _ = site
+    r = monthly_report(wh, project="A", cluster=cluster, month=date(2026, 10, 1))
+    (html_path,) = write(r, tmp_path / "out", ["html"])
+    text = html_path.read_text()
+    assert "src=\"http" not in text and "<link" not in text  # one self-contained file
+    probe = tmp_path / "probe.html"
+    probe.write_text(text.replace("</body>", CHECK_JS + "</body>"))
+    dom = _chromium("--window-size=1280,900", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
+    found = json.loads(re.search(r'<pre id="layout-check">(.*?)</pre>', dom).group(1).replace("&quot;", '"'))
+    assert found == {"images": 6, "drawn": 6, "overflowing": [], "page_wider_than_window": False,
+                     "tables": found["tables"]} and found["tables"] >= 10
+    shot = tmp_path / "report.png"
+    _chromium("--window-size=1280,6000", f"--screenshot={shot}", html_path.as_uri())
+    from matplotlib.image import imread  # the screenshot: a real picture with the charts in it, not a blank page
+
+    px = imread(shot)
+    assert px.shape[1] == 1280 and px.shape[0] >= 3000
+    non_white = (px[..., :3] < 0.95).any(axis=2).mean()
+    assert non_white > 0.05, non_white
