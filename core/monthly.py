@@ -86,9 +86,11 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
     """The report of ``month`` (default: the last complete month with data) for ``project`` or, with
     ``project=None``, the whole cluster."""
     cluster = resolve_cluster(wh, cluster)
-    complete = True
     if month is None:
-        month, complete = last_complete_month(wh, cluster)
+        month, _ = last_complete_month(wh, cluster)
+    latest = wh.query_rows("SELECT max(greatest(as_of_ts, coalesce(end_ts, as_of_ts))) FROM slurm_job_run "
+                           "WHERE cluster = {c:String}", {"c": cluster})[0][0]
+    complete = latest is not None and latest.replace(tzinfo=timezone.utc) >= month_window(month)[1]
     if project is not None:
         known = [r[0] for r in wh.query_rows("SELECT DISTINCT project FROM fct_job_run WHERE cluster = {c:String}",
                                              {"c": cluster})]

@@ -4,6 +4,7 @@ night-by-night loads add up to the simulation's own ground truth."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
 
 import polars as pl
@@ -22,15 +23,42 @@ def demo_runs(tmp_path_factory):
         p = ops("demo", "--dir", str(base / run), "--days", str(DAYS), "--jobs-per-day", "300", cwd=base,
                 env={"OPS_WAREHOUSE": "", "OPS_CONFIG": ""})
         assert "quarantined 0" in p.stdout and "| A " in p.stdout
-        outs.append({f.name: f.read_bytes() for f in sorted((base / run / "out").iterdir())})
+        out = base / run / "out"
+        outs.append({str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()})
     return base, outs
+
+
+def _same(a, b, path=""):
+    """Equal, floats to 1e-9: the engine adds floats in whatever order its threads finish."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-9), path
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            _same(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, path
 
 
 def test_demo_twice_gives_the_same_outputs(demo_runs):
     _, outs = demo_runs
-    assert outs[0] == outs[1]
+    assert outs[0].keys() == outs[1].keys()
+    for name in outs[0]:
+        a, b = outs[0][name], outs[1][name]
+        if name.startswith("monthly-") and name.endswith(".json"):
+            a, b = json.loads(a), json.loads(b)
+            a.pop("generated_at"), b.pop("generated_at")
+            _same(a, b, name)
+        else:  # the reports say when they were made; everything else is byte for byte the same
+            stamp = rb"Generated [0-9T:+-]+"
+            assert re.sub(stamp, b"", a) == re.sub(stamp, b"", b), name
     assert {"summary_by_project.json", "summary_by_gpu_count.md", "summary_by_wall_time.csv",
-            "summary_by_partition_day.json"} <= set(outs[0])
+            "summary_by_partition_day.json", "monthly-ai1-cluster-2026-10.html", "monthly-ai1-A-2026-10.json",
+            "monthly-ai1-A-2026-10.md", "monthly-ai1-A-2026-10-charts/runtime_cdf.png"} <= set(outs[0])
 
 
 def test_nightly_loads_match_the_simulations_ground_truth(demo_runs):
@@ -52,3 +80,23 @@ def test_nightly_loads_match_the_simulations_ground_truth(demo_runs):
     last = runs.filter(pl.col("submit") < t1).sort("run").group_by("job_id").last()
     n_truth = last.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null() & (pl.col("end") < t1)).height
     assert sum(r["jobs_ended"] for r in got.values()) == n_truth
+
+
+def test_monthly_report_of_the_demo_matches_the_ground_truth(demo_runs):
+    """Project A's allocated GPU-hours in its monthly report, and the cluster's capacity, from the simulation."""
+    base, outs = demo_runs
+    a = json.loads(outs[0]["monthly-ai1-A-2026-10.json"])
+    runs = pl.read_parquet(base / "a" / "data" / "truth" / "runs.parquet")
+    t0 = int(datetime(2026, 10, 1, tzinfo=timezone.utc).timestamp())
+    t1 = t0 + DAYS * 86400  # the history ends here: jobs still running count to it
+    own = runs.filter(pl.col("account") == "proja", pl.col("start").is_not_null(), pl.col("start") < t1)
+    gpu_h = ((pl.min_horizontal(pl.col("end").fill_null(t1), pl.lit(t1)) - pl.col("start")) * pl.col("gpus")).sum()
+    assert sum(p["allocated_gpu_h"] for p in a["projects"]) == pytest.approx(own.select(gpu_h).item() / 3600,
+                                                                             rel=1e-9)
+    assert {p["project"] for p in a["projects"]} == {"A"} and a["month_complete"] is False  # 3 days of October
+    inv = pl.read_parquet(base / "a" / "data" / "truth" / "inventory.parquet")
+    m1 = int(datetime(2026, 11, 1, tzinfo=timezone.utc).timestamp())
+    cap = inv.select((pl.col("gpus") * (m1 - pl.max_horizontal(pl.col("in_service_ts").dt.epoch("s"), pl.lit(t0))))
+                     .sum()).item() / 3600
+    cl = next(u for u in a["utilization"] if u["level"] == "cluster")
+    assert cl["capacity_gpu_h"] == pytest.approx(cap, rel=1e-12)

@@ -1,0 +1,243 @@
+"""Benchmark: `ops-report monthly --cluster` on a month of the 1,024-GPU generated cluster with 1-minute
+telemetry, beside the same core statistics computed by DuckDB and by pandas over Parquet, in one run.
+
+    /work/venv/bin/python bench/bench_monthly.py [--nodes 128] [--days 31] [--workdir DIR]
+
+1. prepare (skipped when --workdir already holds it): generate the month (sacct, inventory, node events,
+   reservation, 60 s telemetry), load it (sacct, capacity, telemetry day files) into an embedded warehouse,
+   export what the report reads to Parquet (job runs, inventory, node events, hourly GPU rollups);
+2. product, in a fresh child: monthly_report(cluster) and all three formats (md with PNG charts, html, json):
+   wall time and peak RSS;
+3. baselines, each in a fresh child, over the exported Parquet: the core statistics (capacity and
+   allocated GPU-hours by GPU model over an hourly node grid, job-size shares, run-time percentiles per size
+   class, end states, allocation by project, mean utilization per GPU): DuckDB SQL, and pandas.
+The ratios are baseline time ÷ product time (above 1: the product is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+START = datetime(2026, 10, 1, tzinfo=timezone.utc)
+W0, W1 = START, datetime(2026, 11, 1, tzinfo=timezone.utc)
+PROJECTS = {f"proj{c}": c.upper() for c in "abcdef"}
+
+
+def _rss() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def prepare(work: Path, nodes: int, days: int) -> None:
+    from ops_warehouse.config import Config
+    from ops_warehouse.etl.capacity_sources import load_capacity
+    from ops_warehouse.etl.sacct_load import load_sacct
+    from ops_warehouse.etl.telemetry_load import load_parquet_dir
+    from ops_warehouse.generate import generate
+    from ops_warehouse.warehouse import connect
+
+    site = work / "site"
+    t = time.perf_counter()
+    h = generate(site, start=START, days=days, jobs_per_day=1000, nodes=nodes, seed=3, metrics_step_s=60)
+    print(f"generated {days} days, {h.inventory['gpus'].sum()} GPUs on {h.inventory.height} nodes, "
+          f"{h.runs.height} job runs, 60 s telemetry in {time.perf_counter() - t:.0f} s", flush=True)
+    cfg = Config(dsn=f"chdb://{work / 'warehouse'}")
+    cfg.projects = PROJECTS
+    wh = connect(cfg)
+    t = time.perf_counter()
+    load_sacct(wh, site / "sacct" / "sacct.psv")
+    load_capacity(wh, inventory=site / "inventory.csv", events=site / "slurm" / "events.psv",
+                  reservations=site / "slurm" / "reservations.txt", cluster=h.spec.name)
+    c = load_parquet_dir(wh, site, START.date(), date(2026, 10, days), cluster=h.spec.name)
+    print(f"loaded ({c['gpu_rows']:,} GPU samples) in {time.perf_counter() - t:.0f} s", flush=True)
+    pq = work / "parquet"
+    pq.mkdir(exist_ok=True)
+    for name, sql in (
+            ("runs", "SELECT cluster, job_id, submit_ts, start_ts, end_ts, usage_start_ts, usage_end_ts, wall_s, "
+                     "gpus, nodes, state, project, is_final, never_ran, is_superseded FROM fct_job_run"),
+            ("inventory", "SELECT * FROM node_inventory FINAL"),
+            ("gpu_hour", "SELECT cluster, node, gpu, hour, covered_s, gpu_util_pct_avg FROM gpu_hour FINAL")):
+        wh.command(f"INSERT INTO FUNCTION file('{pq / name}.parquet', Parquet) {sql} "
+                   "SETTINGS engine_file_truncate_on_insert = 1")
+    (work / "cluster").write_text(h.spec.name)
+    from ops_warehouse.warehouse import close_embedded
+
+    close_embedded()  # the children open it next
+
+
+def child_product(work: Path) -> dict:
+    from ops_warehouse.config import Config
+    from ops_warehouse.monthly import monthly_report
+    from ops_warehouse.reports.monthly_render import write
+    from ops_warehouse.warehouse import connect
+
+    cfg = Config(dsn=f"chdb://{work / 'warehouse'}")
+    cfg.projects = PROJECTS
+    wh = connect(cfg)
+    cluster = (work / "cluster").read_text()
+    # the core statistics the baselines compute, alone: the capacity grain of the month, then its marts
+    from ops_warehouse.marts import refresh_capacity, run_mart
+
+    t = time.perf_counter()
+    refresh_capacity(wh, cluster, W0, W1)
+    for name in ("utilization", "projects", "job_sizes", "run_times", "end_states", "gpu_heatmap"):
+        run_mart(wh, name, cluster=cluster, window=(W0, W1))
+    core_s = time.perf_counter() - t
+    t = time.perf_counter()
+    r = monthly_report(wh, month=START.date(), cluster=cluster)
+    t_stats = time.perf_counter() - t
+    write(r, work / "out", ["md", "html", "json"])
+    cl = next(u for u in r["utilization"] if u["level"] == "cluster")
+    return {"seconds": time.perf_counter() - t, "stats_s": t_stats, "core_s": core_s, "peak_rss_mb": _rss(),
+            "allocated_gpu_h": cl["allocated_gpu_h"], "capacity_gpu_h": cl["capacity_gpu_h"],
+            "sizes": {s["size_class"]: s["jobs"] for s in r["job_sizes"]}}
+
+
+DUCK = """
+CREATE MACRO ov(a0, a1, b0, b1) AS greatest(0, epoch(least(a1, b1)) - epoch(greatest(a0, b0)));
+CREATE TEMP TABLE hours AS SELECT unnest(generate_series(TIMESTAMPTZ '{w0}', TIMESTAMPTZ '{w1}' - INTERVAL 1 HOUR,
+                                                         INTERVAL 1 HOUR)) AS hour;
+CREATE TEMP TABLE runs AS SELECT * FROM '{pq}/runs.parquet' WHERE NOT never_ran AND gpus > 0 AND len(nodes) > 0;
+CREATE TEMP TABLE inv AS SELECT * FROM '{pq}/inventory.parquet';
+-- capacity and allocation by GPU model, on the hourly node grid
+CREATE TEMP TABLE grid AS SELECT i.node, i.gpu_model, h.hour,
+    i.gpus * ov(h.hour, h.hour + INTERVAL 1 HOUR, i.in_service_ts, TIMESTAMPTZ '2106-01-01') AS cap_s
+    FROM inv i, hours h;
+CREATE TEMP TABLE alloc AS SELECT r.node, h.hour, sum(r.gpus / len(r.nodes) * ov(h.hour, h.hour + INTERVAL 1 HOUR,
+    r.usage_start_ts, r.usage_end_ts)) AS gpu_s, r.project
+    FROM (SELECT *, unnest(nodes) AS node FROM runs WHERE usage_start_ts < '{w1}' AND usage_end_ts > '{w0}') r
+    JOIN hours h ON h.hour + INTERVAL 1 HOUR > r.usage_start_ts AND h.hour < r.usage_end_ts
+    GROUP BY ALL;
+SELECT g.gpu_model, sum(g.cap_s) / 3600 AS capacity_gpu_h, sum(coalesce(a.gpu_s, 0)) / 3600 AS allocated_gpu_h
+    FROM grid g LEFT JOIN (SELECT node, hour, sum(gpu_s) AS gpu_s FROM alloc GROUP BY ALL) a USING (node, hour)
+    GROUP BY ALL;
+SELECT project, sum(gpu_s) / 3600 FROM alloc GROUP BY ALL;
+CREATE TEMP TABLE cls AS SELECT *, CASE WHEN gpus = 1 THEN '1' WHEN gpus <= 8 THEN '2-8' WHEN gpus <= 64 THEN '9-64'
+    WHEN gpus <= 256 THEN '65-256' WHEN gpus <= 1024 THEN '257-1024' ELSE '>1024' END AS size_class FROM runs;
+SELECT size_class, count(*) FILTER (WHERE NOT is_superseded AND start_ts >= '{w0}' AND start_ts < '{w1}') AS jobs,
+    sum(gpus * ov(usage_start_ts, usage_end_ts, TIMESTAMPTZ '{w0}', TIMESTAMPTZ '{w1}')) / 3600 AS gpu_h
+    FROM cls WHERE usage_start_ts < '{w1}' AND usage_end_ts > '{w0}' GROUP BY ALL;
+SELECT size_class, quantile_disc(wall_s, [0.5, 0.9, 0.99]) FROM cls
+    WHERE is_final AND NOT is_superseded AND end_ts >= '{w0}' AND end_ts < '{w1}' GROUP BY ALL;
+SELECT state, count(*), sum(gpus * ov(usage_start_ts, usage_end_ts, TIMESTAMPTZ '{w0}', TIMESTAMPTZ '{w1}')) / 3600
+    FROM runs WHERE is_final AND end_ts >= '{w0}' AND end_ts < '{w1}' GROUP BY ALL;
+SELECT node, gpu, sum(gpu_util_pct_avg * covered_s) / sum(covered_s) FROM '{pq}/gpu_hour.parquet'
+    WHERE hour >= '{w0}' AND hour < '{w1}' GROUP BY ALL;
+"""
+
+
+def child_duckdb(work: Path) -> dict:
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    t = time.perf_counter()
+    out = {}
+    for stmt in DUCK.format(pq=work / "parquet", w0=W0.isoformat(), w1=W1.isoformat()).split(";"):
+        if stmt.strip():
+            rows = con.execute(stmt).fetchall()
+            if stmt.lstrip().startswith(("SELECT g.gpu_model",)):
+                out["allocated_gpu_h"] = sum(r[2] for r in rows)
+                out["capacity_gpu_h"] = sum(r[1] for r in rows)
+    return {"seconds": time.perf_counter() - t, "peak_rss_mb": _rss(), **out}
+
+
+def child_pandas(work: Path) -> dict:
+    import numpy as np
+    import pandas as pd
+
+    pq = work / "parquet"
+    t = time.perf_counter()
+    w0, w1 = pd.Timestamp(W0), pd.Timestamp(W1)
+    runs = pd.read_parquet(pq / "runs.parquet")
+    for c in ("submit_ts", "start_ts", "end_ts", "usage_start_ts", "usage_end_ts"):
+        runs[c] = pd.to_datetime(runs[c], utc=True)
+    runs = runs[(runs.never_ran == 0) & (runs.gpus > 0) & (runs.nodes.str.len() > 0)]
+    inv = pd.read_parquet(pq / "inventory.parquet")
+    inv["in_service_ts"] = pd.to_datetime(inv["in_service_ts"], utc=True)
+    hours = pd.date_range(w0, w1, freq="h", inclusive="left")
+    # capacity on the hourly grid
+    grid = inv[["node", "gpu_model", "gpus", "in_service_ts"]].merge(pd.DataFrame({"hour": hours}), how="cross")
+    start = np.maximum(grid["hour"], grid["in_service_ts"])
+    grid["cap_s"] = grid["gpus"] * np.clip((grid["hour"] + pd.Timedelta(hours=1) - start).dt.total_seconds(), 0, None)
+    # allocation per node-hour: runs × nodes × hours touched
+    r = runs[(runs.usage_start_ts < w1) & (runs.usage_end_ts > w0)].copy()
+    r["s"], r["e"] = r.usage_start_ts.clip(lower=w0), r.usage_end_ts.clip(upper=w1)
+    r["gpn"] = r.gpus / r.nodes.str.len()
+    r = r.explode("nodes").rename(columns={"nodes": "node"})
+    r = r.reset_index(drop=True)
+    r["first"] = r.s.dt.floor("h")
+    n_h = ((r.e - pd.Timedelta(seconds=1)).dt.floor("h") - r["first"]) // pd.Timedelta(hours=1) + 1
+    r = r.loc[r.index.repeat(n_h)]
+    r["hour"] = r["first"] + pd.to_timedelta(r.groupby(level=0).cumcount(), unit="h")
+    lo = np.maximum(r.hour, r.s)
+    hi = np.minimum(r.hour + pd.Timedelta(hours=1), r.e)
+    r["gpu_s"] = r.gpn * np.clip((hi - lo).dt.total_seconds(), 0, None)
+    alloc = r.groupby(["node", "hour"], as_index=False)["gpu_s"].sum()
+    g = grid.merge(alloc, on=["node", "hour"], how="left").fillna({"gpu_s": 0})
+    by_model = g.groupby("gpu_model")[["cap_s", "gpu_s"]].sum() / 3600
+    r.groupby("project")["gpu_s"].sum()
+    # job sizes, run times, end states
+    runs["size_class"] = pd.cut(runs.gpus, [0, 1, 8, 64, 256, 1024, np.inf],
+                                labels=["1", "2-8", "9-64", "65-256", "257-1024", ">1024"])
+    ov = (runs.usage_end_ts.clip(upper=w1) - runs.usage_start_ts.clip(lower=w0)).dt.total_seconds().clip(lower=0)
+    runs["gpu_h"] = runs.gpus * ov / 3600
+    started = (~runs.is_superseded.astype(bool)) & (runs.start_ts >= w0) & (runs.start_ts < w1)
+    runs[started].groupby("size_class", observed=True).size()
+    runs.groupby("size_class", observed=True)["gpu_h"].sum()
+    ended = runs[(runs.is_final == 1) & (runs.end_ts >= w0) & (runs.end_ts < w1)]
+    ended[~ended.is_superseded.astype(bool)].groupby("size_class", observed=True)["wall_s"].quantile(
+        [0.5, 0.9, 0.99], interpolation="lower")
+    ended.groupby("state").agg(runs=("job_id", "size"), gpu_h=("gpu_h", "sum"))
+    gh = pd.read_parquet(pq / "gpu_hour.parquet")
+    gh["w"] = gh.gpu_util_pct_avg * gh.covered_s
+    gh.groupby(["node", "gpu"])[["w", "covered_s"]].sum()
+    return {"seconds": time.perf_counter() - t, "peak_rss_mb": _rss(),
+            "allocated_gpu_h": float(by_model["gpu_s"].sum()), "capacity_gpu_h": float(by_model["cap_s"].sum())}
+
+
+def run(kind: str, work: Path) -> dict:
+    p = subprocess.run([sys.executable, __file__, "--child", kind, "--workdir", str(work)],
+                       capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(p.stderr[-3000:])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=128)
+    ap.add_argument("--days", type=int, default=31)
+    ap.add_argument("--workdir", type=Path, default=Path("/tmp/bench-monthly"))
+    ap.add_argument("--child")
+    a = ap.parse_args()
+    if a.child:
+        fn = {"product": child_product, "duckdb": child_duckdb, "pandas": child_pandas}[a.child]
+        print(json.dumps(fn(a.workdir)))
+        return
+    if not (a.workdir / "cluster").is_file():
+        a.workdir.mkdir(parents=True, exist_ok=True)
+        prepare(a.workdir, a.nodes, a.days)
+    prod, duck, pand = run("product", a.workdir), run("duckdb", a.workdir), run("pandas", a.workdir)
+    print(f"product monthly --cluster: {prod['seconds']:.2f} s for the whole report (its 19 marts over this month "
+          f"and the last {prod['stats_s']:.2f} s, then md/html/json with 6 charts), peak RSS "
+          f"{prod['peak_rss_mb']:,.0f} MB; the core statistics alone (capacity grain + 6 marts): {prod['core_s']:.2f} s")
+    for name, b in (("DuckDB", duck), ("pandas", pand)):
+        print(f"{name} core statistics over Parquet: {b['seconds']:.2f} s, peak RSS {b['peak_rss_mb']:,.0f} MB; "
+              f"ratio {name}/product on the core statistics {b['seconds'] / prod['core_s']:.2f} "
+              f"(above 1: the product is faster); {name} core / product whole report {b['seconds'] / prod['seconds']:.2f}")
+        for k in ("allocated_gpu_h", "capacity_gpu_h"):
+            if abs(b[k] - prod[k]) > 1e-6 * max(1, prod[k]):
+                print(f"  MISMATCH {k}: {name} {b[k]:,.3f} vs product {prod[k]:,.3f}")
+    print(f"allocated {prod['allocated_gpu_h']:,.0f} of {prod['capacity_gpu_h']:,.0f} GPU-hours (all three agree "
+          "unless a MISMATCH line says otherwise)")
+
+
+if __name__ == "__main__":
+    main()

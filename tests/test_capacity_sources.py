@@ -1,0 +1,103 @@
+"""Capacity sources: `scontrol show node`, `sacctmgr list event --parsable2`, `scontrol show reservation`,
+the site inventory CSV; clear errors on bad input; reloads change nothing."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from ops_warehouse import OpsError
+from ops_warehouse.etl.capacity_sources import load_capacity, read_events, read_inventory, read_reservations
+
+UTC = timezone.utc
+SCONTROL_NODES = """NodeName=gpu-001 Arch=x86_64 CoresPerSocket=56
+   CPUAlloc=0 CPUEfctv=112 CPUTot=112 CPULoad=0.04
+   AvailableFeatures=h100,rack07,ib
+   ActiveFeatures=h100,rack07,ib
+   Gres=gpu:h100:8(S:0-1)
+   NodeAddr=gpu-001 NodeHostName=gpu-001 Version=23.02.7
+   OS=Linux 5.15.0-91-generic #101-Ubuntu SMP
+   RealMemory=2000000 AllocMem=0 FreeMem=1950000 Sockets=2 Boards=1
+   State=IDLE+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A
+   Partitions=h100,debug
+   BootTime=2026-09-30T10:00:00 SlurmdStartTime=2026-09-30T10:02:00
+   Reason=thermal: GPU over temp [root@2026-10-02T01:00:00]
+
+NodeName=gpu-002 Arch=x86_64 CoresPerSocket=56
+   CPUAlloc=112 CPUEfctv=112 CPUTot=112 CPULoad=98.00
+   AvailableFeatures=h100,rack07
+   ActiveFeatures=h100,rack07
+   Gres=gpu:h100:4(S:0),gpu:h100:4(S:1)
+   State=ALLOCATED ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A
+   Partitions=h100
+
+NodeName=login-01 Arch=x86_64 CoresPerSocket=16
+   CPUAlloc=0 CPUEfctv=32 CPUTot=32 CPULoad=0.50
+   AvailableFeatures=(null)
+   Gres=(null)
+   State=IDLE ThreadsPerCore=2
+   Partitions=cpu
+"""
+
+
+def test_scontrol_show_node(tmp_path):
+    p = tmp_path / "nodes.txt"
+    p.write_text(SCONTROL_NODES)
+    df = read_inventory(p, "ai1")
+    rows = {r["node"]: r for r in df.to_dicts()}
+    assert (rows["gpu-001"]["gpu_model"], rows["gpu-001"]["gpus"], rows["gpu-001"]["partition"],
+            rows["gpu-001"]["rack"], rows["gpu-001"]["cpus"]) == ("h100", 8, "h100", "rack07", 112)
+    assert rows["gpu-002"]["gpus"] == 8  # two typed entries, one per socket
+    assert rows["login-01"]["gpus"] == 0
+
+
+def test_sacctmgr_events(tmp_path):
+    p = tmp_path / "events.psv"
+    p.write_text("Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\n"
+                 "ai1||2026-10-01T00:00:00|Unknown||Cluster Registered TRES|\n"
+                 "ai1|gpu-[001-002]|2026-10-02T01:00:00|2026-10-02T05:30:00|IDLE+DRAIN|thermal: GPU over temp|root(0)\n"
+                 "ai1|gpu-003|2026-10-03T08:00:00|Unknown|DOWN*|Not responding|slurm(64030)\n")
+    df = read_events(p, "ai1")
+    assert df.select("node", "state", "reason").rows() == [
+        ("gpu-001", "DRAIN", "thermal: GPU over temp"), ("gpu-002", "DRAIN", "thermal: GPU over temp"),
+        ("gpu-003", "DOWN", "Not responding")]
+    assert df["end_ts"][2] is None and df["start_ts"][0] == datetime(2026, 10, 2, 1, tzinfo=UTC)
+    bad = tmp_path / "bad.psv"
+    bad.write_text("JobID|State\n1|COMPLETED\n")
+    with pytest.raises(OpsError, match="not `sacctmgr list event --parsable2` output"):
+        read_events(bad, "ai1")
+    bad.write_text("Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\nai1|n1|yesterday|Unknown|DOWN|x|y\n")
+    with pytest.raises(OpsError, match="bad.psv line 2: cannot read time 'yesterday'"):
+        read_events(bad, "ai1")
+
+
+def test_scontrol_reservations(tmp_path):
+    p = tmp_path / "resv.txt"
+    p.write_text("ReservationName=llm_run StartTime=2026-10-10T00:00:00 EndTime=2026-10-17T00:00:00 "
+                 "Duration=7-00:00:00\n   Nodes=gpu-[001-090] NodeCnt=90 CoreCnt=10080 Features=(null) "
+                 "PartitionName=h100 Flags=SPEC_NODES\n   TRES=cpu=10080\n   Users=(null) Groups=(null) "
+                 "Accounts=ProjA,projx Licenses=(null) State=ACTIVE BurstBuffer=(null) Watts=n/a\n\n"
+                 "ReservationName=maint StartTime=2026-10-20T06:00:00 EndTime=2026-10-20T12:00:00 Duration=06:00:00\n"
+                 "   Nodes=gpu-005 NodeCnt=1 CoreCnt=112 Features=(null) PartitionName=(null) Flags=MAINT,SPEC_NODES\n"
+                 "   Users=root Groups=(null) Accounts=(null) Licenses=(null) State=INACTIVE\n")
+    df = read_reservations(p, "ai1")
+    r = df.to_dicts()
+    assert r[0]["name"] == "llm_run" and len(r[0]["nodes"]) == 90 and r[0]["nodes"][-1] == "gpu-090"
+    assert r[0]["accounts"] == ["proja", "projx"] and r[0]["flags"] == "SPEC_NODES"
+    assert r[1]["users"] == ["root"] and r[1]["accounts"] == [] and r[1]["partition"] == ""
+
+
+def test_inventory_errors_and_idempotent_reload(tmp_path, wh):
+    bad = tmp_path / "inv.csv"
+    bad.write_text("node,gpu_model,gpus,partition\nn1,h100,eight,gpu\n")
+    with pytest.raises(OpsError, match="node n1: gpus 'eight' is not a number"):
+        read_inventory(bad, "ai1")
+    bad.write_text("node,gpus\nn1,8\n")
+    with pytest.raises(OpsError, match="missing gpu_model, partition"):
+        read_inventory(bad, "ai1")
+    good = tmp_path / "nodes.txt"
+    good.write_text(SCONTROL_NODES)
+    for _ in range(2):
+        assert load_capacity(wh, inventory=good, cluster="ai1") == {"node_inventory": 3}
+    assert wh.query_rows("SELECT count(), sum(gpus) FROM node_inventory FINAL") == [(3, 16)]
