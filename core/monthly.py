@@ -122,6 +122,7 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
     runtimes = mart("run_times")
     states = mart("end_states")
     failures = mart("failures_by_size")
+    failures_prev = mart("failures_by_size", pw) if has_prev else pl.DataFrame()
     eff = mart("efficiency_summary")
     eff_prev = mart("efficiency_summary", pw) if has_prev else pl.DataFrame({"project_key": []}, schema={"project_key": pl.String})
     jobs = mart("job_efficiency")
@@ -133,6 +134,7 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
     nodes = mart("node_failures")
     throttle = mart("throttling")
     resv = mart("reservations")
+    stragglers = mart("stragglers").filter(pl.col("runs_behind") > 0)
 
     if project is not None:
         projects = projects.filter(pl.col("project") == project)
@@ -170,6 +172,7 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
         "run_times": _rows(runtimes),
         "end_states": _rows(states),
         "failures_by_size": _rows(failures),
+        "failures_by_size_previous": _rows(failures_prev),
         "efficiency": _rows(own),
         "efficiency_previous": _rows(eff_prev.filter(pl.col("project_key") == p)),
         "efficiency_by_project": _rows(eff.filter(pl.col("project_key") != "")) if project is None else [],
@@ -183,6 +186,7 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
         "xid_events": _rows(xids),
         "node_failures": _rows(nodes),
         "throttling": _rows(throttle),
+        "stragglers": _rows(stragglers),
         "gpu_heatmap": _rows(heat),
         "cost_model": wh.cfg.cost_model,
     }

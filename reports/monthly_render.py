@@ -39,6 +39,10 @@ def _delta(now, before, pct_points: bool = False) -> str:
     return "–" if not before else f"{100 * (now / before - 1):+.1f}%"
 
 
+def _add(a, b):
+    return None if a is None or b is None else a + b
+
+
 def _one(rows: list[dict], **match) -> dict:
     for r in rows:
         if all(r.get(k) == v for k, v in match.items()):
@@ -153,6 +157,12 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
             for t in r["throttling"][:30]]
     out.append(("Reliability: thermal and power throttling", "", ["node", "GPU", "throttled h", "max °C"], rows, None))
 
+    rows = [[s_["node"], _num(s_["multi_node_runs"]), _num(s_["runs_behind"]), _num(s_["util_vs_peers"], 2),
+             _num(s_["util_pct"], 1)] for s_ in r["stragglers"][:30]]
+    out.append(("Reliability: straggler nodes", "A node is behind in a multi-node job when its GPUs' utilization "
+                "is under 0.8 of the median of the job's nodes: every GPU of a synchronous job waits for it.",
+                ["node", "multi-node runs", "behind", "util vs peers", "util %"], rows, None))
+
     rows = [[v["reservation"], ", ".join(v["accounts"]), _num(v["reserved_gpu_h"]), _num(v["used_gpu_h"]),
              _num(v["idle_gpu_h"]), _pct(v["use_ratio"])] for v in r["reservations"]]
     out.append(("Reservations", "Usable reserved GPU-hours in the month and the part jobs in the reservation used.",
@@ -167,6 +177,28 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
                 ["GPU model", "capacity GPU-h", "allocated GPU-h", "energy kWh", "capex", "energy", "total",
                  "per available GPU-h", "per allocated GPU-h", "per busy GPU-h", "idle capex", "per PFLOP-day"],
                 rows, None))
+    f_now, f_prev = _one(r["failures_by_size"], size_class="all"), _one(r["failures_by_size_previous"], size_class="all")
+    mom = [("utilization", cl.get("utilization"), cl_prev.get("utilization"), _pct, True),
+           ("allocated GPU-hours", cl.get("allocated_gpu_h"), cl_prev.get("allocated_gpu_h"), _num, False),
+           ("free GPU-hours", cl.get("free_gpu_h"), cl_prev.get("free_gpu_h"), _num, False),
+           ("reserved but unused GPU-hours", cl.get("reserved_idle_gpu_h"), cl_prev.get("reserved_idle_gpu_h"), _num, False),
+           ("allocated but idle GPU-hours", cl.get("allocated_idle_gpu_h"), cl_prev.get("allocated_idle_gpu_h"), _num, False),
+           ("down + drained GPU-hours", _add(cl.get("down_gpu_h"), cl.get("drained_gpu_h")),
+            _add(cl_prev.get("down_gpu_h"), cl_prev.get("drained_gpu_h")), _num, False),
+           (f"total cost ({cur})", cost_all.get("total_cost"), cost_prev.get("total_cost"), _num, False),
+           (f"cost per allocated GPU-hour ({cur})", cost_all.get("cost_per_allocated_gpu_h"),
+            cost_prev.get("cost_per_allocated_gpu_h"), lambda v: _num(v, 2), False),
+           (f"cost per delivered PFLOP-day ({cur})", cost_all.get("cost_per_pflop_day"),
+            cost_prev.get("cost_per_pflop_day"), _num, False),
+           (f"GPU utilization of {who}'s jobs (%)", eff.get("gpu_util_pct"), eff_prev.get("gpu_util_pct"),
+            lambda v: _num(v, 1), False),
+           (f"hardware failures of {who}'s runs", f_now.get("hw_failures"), f_prev.get("hw_failures"), _num, False),
+           (f"GPU-hours lost to NODE_FAIL ({who})", f_now.get("node_fail_gpu_hours"), f_prev.get("node_fail_gpu_hours"),
+            _num, False)]
+    rows = [[name, fmt(a), fmt(b), _delta(a, b, pp)] for name, a, b, fmt, pp in mom]
+    out.append(("Month over month", "" if r["previous_month_has_data"] else f"No jobs are loaded for {r['previous_month']}.",
+                ["", r["month"], r["previous_month"], "change"], rows, None))
+
     prev = {(p["project"], p["gpu_model"]): p for p in r["projects_previous"]}
     rows = [[p["project"], p["gpu_model"], _num(p["runs"]), _num(p["allocated_gpu_h"]),
              _pct(p["share_of_model_allocation"]), _num(p["cost"]),
@@ -243,7 +275,7 @@ def _json_default(v):
 
 
 def to_json(r: dict) -> str:
-    return json.dumps(r, default=_json_default, indent=1, allow_nan=False, sort_keys=False) + "\n"
+    return json.dumps(_finite(r), default=_json_default, indent=1, allow_nan=False, sort_keys=False) + "\n"
 
 
 def write(r: dict, out_dir: Path, formats: list[str]) -> list[Path]:
@@ -255,7 +287,7 @@ def write(r: dict, out_dir: Path, formats: list[str]) -> list[Path]:
     charts = draw_all(r) if {"md", "html"} & set(formats) else {}
     if "json" in formats:
         p = out_dir / f"{stem}.json"
-        p.write_text(to_json(_finite(r)), encoding="utf-8")
+        p.write_text(to_json(r), encoding="utf-8")
         written.append(p)
     if "md" in formats:
         files = {}

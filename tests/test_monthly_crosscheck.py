@@ -45,17 +45,17 @@ def site(tmp_path_factory):
     con.execute(f"SET TimeZone = 'UTC'; CREATE MACRO w0() AS {int(W0.timestamp())}; "
                 f"CREATE MACRO w1() AS {int(W1.timestamp())}; "
                 "CREATE MACRO ov(a, b) AS greatest(0, least(b, w1()) - greatest(a, w0()));")
-    yield wh, h.spec.name, con
+    yield wh, h.spec.name, con, h
     close_embedded()
 
 
 def mart(site, name):
-    wh, cluster, _ = site
+    wh, cluster = site[:2]
     return run_mart(wh, name, cluster=cluster, window=(W0, W1))
 
 
 def test_capacity_and_allocation_by_gpu_model(site):
-    _, _, con = site
+    con = site[2]
     mine = {r["key"]: r for r in mart(site, "utilization").filter(pl.col("level") == "gpu_model").to_dicts()}
     cap = dict(con.execute("SELECT gpu_model, sum(gpus * ov(epoch(in_service_ts)::BIGINT, w1())) / 3600 "
                            "FROM inventory GROUP BY 1").fetchall())
@@ -71,7 +71,7 @@ def test_capacity_and_allocation_by_gpu_model(site):
 
 
 def test_down_hours_against_an_interval_sweep(site):
-    _, _, con = site
+    con = site[2]
     ev = con.execute("SELECT e.node, i.gpu_model, i.gpus, epoch(e.start_ts)::BIGINT, epoch(e.end_ts)::BIGINT "
                      "FROM node_events e JOIN inventory i USING (node) WHERE e.state = 'down' "
                      "ORDER BY e.node, 4").fetchall()
@@ -93,7 +93,7 @@ def test_down_hours_against_an_interval_sweep(site):
 
 
 def test_job_sizes_end_states_run_times(site):
-    _, _, con = site
+    con = site[2]
     con.execute("""CREATE OR REPLACE TEMP VIEW cls AS SELECT *,
         CASE WHEN gpus = 1 THEN '1' WHEN gpus <= 8 THEN '2-8' WHEN gpus <= 64 THEN '9-64'
              WHEN gpus <= 256 THEN '65-256' WHEN gpus <= 1024 THEN '257-1024' ELSE '>1024' END AS size_class,
@@ -125,8 +125,16 @@ def test_job_sizes_end_states_run_times(site):
             assert r[col] == s[min(int(n * q), n - 1)], (r["size_class"], col)
 
 
+def test_the_generated_straggler_is_found(site):
+    """The generator slows one node's GPUs to 70% of its peers (docs/generator.md); the straggler mart
+    must name it, behind its peers in most of its multi-node runs, at about 0.7 of their activity."""
+    top = mart(site, "stragglers").row(0, named=True)
+    assert top["node"] == site[3].straggler
+    assert top["runs_behind"] >= 0.8 * top["multi_node_runs"] and 0.6 < top["util_vs_peers"] < 0.8
+
+
 def test_reservation_use(site):
-    _, _, con = site
+    con = site[2]
     used = con.execute("""
         SELECT sum(r.gpus / len(r.nodes) * greatest(0, least(r."end", epoch(v.end_ts)::BIGINT, w1())
                                                - greatest(r.start, epoch(v.start_ts)::BIGINT, w0()))) / 3600
@@ -168,7 +176,7 @@ def test_html_report_in_headless_chromium(site, tmp_path):
     from ops_warehouse.monthly import monthly_report
     from ops_warehouse.reports.monthly_render import write
 
-    wh, cluster, _ = site
+    wh, cluster = site[:2]
     r = monthly_report(wh, project="A", cluster=cluster, month=date(2026, 10, 1))
     (html_path,) = write(r, tmp_path / "out", ["html"])
     text = html_path.read_text()

@@ -9,12 +9,14 @@ Cluster t1, October 2026 (744 h): three 8-GPU H100 nodes, n1 and n2 in rack r1, 
   available  17,856 − 32 − 368                                       = 17,456
 Reservation resA: n1 for proja, 10-05 .. 10-07 (48 h × 8 = 384 GPU-h).
 Jobs (sacct lines below):
+  J0 1000 proja alice  8 GPUs n1 09-30 20:00 .. 10-01 04:00 COMPLETED (4 h in September, 4 h in October)   32
   J1 1001 proja alice  8 GPUs n1 10-05 00:00 .. 10-06 00:00 COMPLETED in resA   192 GPU-h
   J2 1002 projb bob   16 GPUs n[2-3] 10-20 02:00 .. 06:00 NODE_FAIL (Xid 79 on n3 at 05:59)   64
   J3 1003 proja alice  1 GPU  n3 10-31 22:00 .. 11-01 02:00 COMPLETED (2 h in October)          2
   J4 1004 projb bob    4 GPUs n2 10-15 00:00 .. 10:00 FAILED, GPUs idle all along               40
   J5 1005 projc carol  8 GPUs n2 10-09 20:00 .. 10-10 04:00 COMPLETED                           64
-  allocated 362; utilization 362 / 17,456; reserved idle 384 − 192 = 192; free 17,456 − 362 − 192 = 16,902.
+  allocated 394; utilization 394 / 17,456; reserved idle 384 − 192 = 192; free 17,456 − 394 − 192 = 16,870.
+September (720 h): capacity 3 × 8 × 720 = 17,280, allocated 32 (J0).
 Telemetry (10-minute samples) for 10-05, 10-15 and 10-20: J1's GPUs at 80% utilization, tensor 0.5, 500 W;
 n1 GPU 3 thermally throttled (bit 0x40) 10:00 .. 12:00 on 10-05; every other GPU idle at 0%, 60 W (so J2 and
 J4 are allocated-but-idle: 64 + 40 GPU-h).
@@ -39,13 +41,14 @@ OCT = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
 HEAD = ("JobIDRaw|JobID|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|ElapsedRaw|"
         "TimelimitRaw|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|NodeList|Reservation|JobName")
 JOBS = [  # id, account, user, gpus, nodes, start, end, state, exit, reservation
+    (1000, "proja", "alice", 8, "n1", "2026-09-30T20:00:00", "2026-10-01T04:00:00", "COMPLETED", "0:0", ""),
     (1001, "proja", "alice", 8, "n1", "2026-10-05T00:00:00", "2026-10-06T00:00:00", "COMPLETED", "0:0", "resA"),
     (1002, "projb", "bob", 16, "n[2-3]", "2026-10-20T02:00:00", "2026-10-20T06:00:00", "NODE_FAIL", "0:0", ""),
     (1003, "proja", "alice", 1, "n3", "2026-10-31T22:00:00", "2026-11-01T02:00:00", "COMPLETED", "0:0", ""),
     (1004, "projb", "bob", 4, "n2", "2026-10-15T00:00:00", "2026-10-15T10:00:00", "FAILED", "1:0", ""),
     (1005, "projc", "carol", 8, "n2", "2026-10-09T20:00:00", "2026-10-10T04:00:00", "COMPLETED", "0:0", ""),
 ]
-CAPACITY, DOWN, DRAINED, ALLOCATED, RESERVED, RESERVED_IDLE = 17_856, 32, 368, 362, 384, 192
+CAPACITY, DOWN, DRAINED, ALLOCATED, RESERVED, RESERVED_IDLE = 17_856, 32, 368, 394, 384, 192
 AVAILABLE = CAPACITY - DOWN - DRAINED
 FREE = AVAILABLE - ALLOCATED - RESERVED_IDLE
 
@@ -148,21 +151,23 @@ def test_capacity_idle_and_utilization(scenario):
 
 def test_job_sizes_run_times_and_end_states(scenario):
     s = {r["size_class"]: r for r in mart(scenario, "job_sizes").to_dicts()}
+    # J0 started in September: its October hours count, the job does not
     assert {k: (v["jobs"], round(v["gpu_hours"], 6)) for k, v in s.items()} == {
-        "1": (1, 2.0), "2-8": (3, 296.0), "9-64": (1, 64.0)}
-    assert s["2-8"]["job_share"] == pytest.approx(3 / 5) and s["2-8"]["gpu_hour_share"] == pytest.approx(296 / 362)
+        "1": (1, 2.0), "2-8": (3, 328.0), "9-64": (1, 64.0)}
+    assert s["2-8"]["job_share"] == pytest.approx(3 / 5) and s["2-8"]["gpu_hour_share"] == pytest.approx(328 / 394)
     rt = {r["size_class"]: r for r in mart(scenario, "run_times").to_dicts()}
     assert "1" not in rt or rt["1"]["jobs_ended"] == 0  # J3 ends in November
-    assert rt["2-8"]["jobs_ended"] == 3 and rt["2-8"]["run_p50_s"] == 10 * 3600  # 8 h, 10 h, 24 h
+    # ended in October: J0 8 h, J5 8 h, J4 10 h, J1 24 h; p50 is the value at position ⌊4 × 0.5⌋ = 2
+    assert rt["2-8"]["jobs_ended"] == 4 and rt["2-8"]["run_p50_s"] == 10 * 3600 and rt["2-8"]["run_p99_s"] == 24 * 3600
     assert rt["2-8"]["wait_p50_s"] == 1800
     st = {r["state"]: r for r in mart(scenario, "end_states").to_dicts()}
     assert {k: (v["runs"], round(v["gpu_hours"], 6)) for k, v in st.items()} == {
-        "COMPLETED": (2, 256.0), "NODE_FAIL": (1, 64.0), "FAILED": (1, 40.0)}
+        "COMPLETED": (3, 288.0), "NODE_FAIL": (1, 64.0), "FAILED": (1, 40.0)}
 
 
 def test_reliability(scenario):
     f = {r["size_class"]: r for r in mart(scenario, "failures_by_size").to_dicts()}
-    node_days = 1 + 2 * 4 / 24 + 10 / 24 + 8 / 24  # J1, J2, J4, J5 (J3 ends in November)
+    node_days = 8 / 24 + 1 + 2 * 4 / 24 + 10 / 24 + 8 / 24  # J0, J1, J2, J4, J5 (J3 ends in November)
     assert f["all"]["node_days"] == pytest.approx(node_days)
     assert f["all"]["hw_failures"] == 1 and f["9-64"]["node_fail_runs"] == 1
     assert f["all"]["failures_per_1000_node_days"] == pytest.approx(1000 / node_days)
@@ -192,13 +197,17 @@ def test_reservation_efficiency_and_cost(scenario):
     assert c["idle_cost"] == pytest.approx((AVAILABLE - ALLOCATED) * capex_rate)
     assert c["cost_per_allocated_gpu_h"] == pytest.approx(c["total_cost"] / ALLOCATED)
     p = {x["project"]: x for x in mart(scenario, "projects").to_dicts()}
-    assert p["A"]["allocated_gpu_h"] == pytest.approx(194) and p["B"]["allocated_gpu_h"] == pytest.approx(104)
+    assert p["A"]["allocated_gpu_h"] == pytest.approx(226) and p["B"]["allocated_gpu_h"] == pytest.approx(104)
     assert sum(x["cost"] for x in p.values()) == pytest.approx(c["total_cost"])
 
 
 def test_project_report_isolation_and_formats(scenario):
     r = monthly_report(scenario, project="A", cluster="t1")
-    assert r["month"] == "2026-10" and r["scope"] == "project"
+    assert r["month"] == "2026-10" and r["scope"] == "project" and r["month_complete"]  # J3 ends in November
+    # month over month: September holds J0's first four hours
+    prev = next(u for u in r["utilization_previous"] if u["level"] == "cluster")
+    assert (prev["capacity_gpu_h"], prev["allocated_gpu_h"]) == (17_280, 32) and r["previous_month_has_data"]
+    assert r["projects_previous"] == [{**r["projects_previous"][0], "project": "A", "allocated_gpu_h": 32.0}]
     text = to_json(r) + to_markdown(r) + to_html(r, charts={})
     assert "alice" in text
     for other in ("bob", "carol", "1002", "1004", "1005", "projb", "projc"):
