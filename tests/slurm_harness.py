@@ -1,0 +1,263 @@
+"""A real Slurm 22.05 cluster on loopback for the tests: munged, MariaDB, slurmdbd, slurmctld and four slurmd
+(two with 8 fake H100s, two with 8 fake H200s), all from Debian's packages, configured in one temporary
+folder, started in seconds and stopped by PID (facts in ../shared/notes/real-components.md).
+
+    with SlurmCluster(tmp_path) as sc:
+        sc.run(["sbatch", ...]); sc.wait_idle(); sc.sacct(...)
+
+Needs root (daemons run as munge / mysql, jobs as the test users alice and bob, created when missing).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+CLUSTER = "lt1"
+NODES = {"g1": "h100", "g2": "h100", "g3": "h200", "g4": "h200"}
+USERS = {"alice": "proja", "bob": "projb"}
+READ_ONLY_USER, READ_ONLY_PASSWORD = "ops_ro", "ro-secret-42"
+SLURMDBD_DB_USER, SLURMDBD_DB_PASSWORD = "slurm", "dbd-secret-17"
+PACKAGES = ("slurm-wlm", "slurmdbd", "slurm-client", "munge", "mariadb-server")
+
+
+def available() -> bool:
+    return all(shutil.which(x) for x in ("slurmctld", "slurmd", "slurmdbd", "sacctmgr", "sreport", "munged",
+                                         "mariadbd", "mysql_install_db")) and os.geteuid() == 0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait(check, what: str, timeout_s: float = 30, every_s: float = 0.1):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        v = check()
+        if v:
+            return v
+        time.sleep(every_s)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class SlurmCluster:
+    def __init__(self, base: Path):
+        self.base = Path(base)
+        self.mysql_port, self.dbd_port, self.ctld_port = free_port(), free_port(), free_port()
+        self.node_ports = {n: free_port() for n in NODES}
+        self.pids: list[tuple[str, Path]] = []
+        self.env = {**os.environ, "SLURM_CONF": str(self.base / "etc" / "slurm.conf"), "TZ": "UTC"}
+        self.submitted: set[int] = set()
+
+    # --- set-up -------------------------------------------------------------------------------------------
+    def __enter__(self) -> "SlurmCluster":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        b = self.base
+        for d in ("etc", "state", "spool", "log", "dev", "run", "mysql"):
+            (b / d).mkdir(parents=True, exist_ok=True)
+        os.chmod(b, 0o755)
+        for user in USERS:
+            try:
+                pwd.getpwnam(user)
+            except KeyError:
+                subprocess.run(["useradd", "-M", "-s", "/usr/sbin/nologin", user], check=True)
+        for i in range(8):
+            dev = b / "dev" / f"nvidia{i}"
+            if not dev.exists():
+                subprocess.run(["mknod", str(dev), "c", "1", "3"], check=True)
+        self._munge()
+        self._mariadb()
+        self._write_conf()
+        self._daemon("slurmdbd", ["slurmdbd"], b / "run" / "slurmdbd.pid")
+        _wait(lambda: _port_open(self.dbd_port), "slurmdbd")
+        self.run(["sacctmgr", "-i", "add", "cluster", CLUSTER])
+        for user, account in USERS.items():
+            self.run(["sacctmgr", "-i", "add", "account", account, f"cluster={CLUSTER}"])
+            self.run(["sacctmgr", "-i", "add", "user", user, f"account={account}", f"cluster={CLUSTER}"])
+        self.run(["sacctmgr", "-i", "add", "user", "root", "account=proja", f"cluster={CLUSTER}"])
+        self._daemon("slurmctld", ["slurmctld"], b / "run" / "slurmctld.pid")
+        _wait(lambda: _port_open(self.ctld_port), "slurmctld")
+        for n in NODES:
+            self._daemon(f"slurmd {n}", ["slurmd", "-N", n], b / "run" / f"slurmd-{n}.pid")
+        _wait(lambda: all(s.startswith("idle") for s in self.node_states().values()) and len(self.node_states()) == 4,
+              "4 idle nodes", timeout_s=40, every_s=0.3)
+
+    def _munge(self) -> None:
+        # Slurm's client commands talk to munged at its default socket whatever AuthInfo says: run it there
+        d = Path("/run/munge")
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.chown(d, "munge", "munge")
+        os.chmod(d, 0o755)
+        self.munge_socket = d / "munge.socket.2"
+        if self.munge_socket.exists() and subprocess.run(["munge", "-n"], capture_output=True).returncode == 0:
+            return  # one is running already (another test's cluster): share it, leave it running
+        subprocess.run(["runuser", "-u", "munge", "--", "munged", "--force"],
+                       check=True, capture_output=True)
+        self.pids.append(("munged", d / "munged.pid"))
+        _wait(lambda: subprocess.run(["munge", "-n"], capture_output=True).returncode == 0, "munged")
+
+    def _mariadb(self) -> None:
+        data = self.base / "mysql"
+        shutil.chown(data, "mysql", "mysql")
+        run_dir = self.base / "run"
+        os.chmod(run_dir, 0o777)
+        subprocess.run(["mysql_install_db", "--user=mysql", f"--datadir={data}", "--skip-test-db",
+                        "--auth-root-authentication-method=normal"], check=True, capture_output=True)
+        self.mysql_socket = run_dir / "mysqld.sock"
+        log = open(self.base / "log" / "mariadb.log", "ab")
+        subprocess.Popen(["mariadbd", "--user=mysql", f"--datadir={data}", f"--socket={self.mysql_socket}",
+                          f"--port={self.mysql_port}", "--bind-address=127.0.0.1", f"--pid-file={run_dir / 'mysqld.pid'}",
+                          "--skip-name-resolve", "--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
+                          "--innodb-flush-log-at-trx-commit=0"], stdout=log, stderr=log)
+        self.pids.append(("mariadbd", run_dir / "mysqld.pid"))
+        _wait(lambda: (run_dir / "mysqld.pid").exists() and _port_open(self.mysql_port), "mariadbd")
+        self.sql(f"CREATE USER '{SLURMDBD_DB_USER}'@'127.0.0.1' IDENTIFIED BY '{SLURMDBD_DB_PASSWORD}';"
+                 f"CREATE USER '{SLURMDBD_DB_USER}'@'localhost' IDENTIFIED BY '{SLURMDBD_DB_PASSWORD}';"
+                 f"GRANT ALL ON slurm_acct_db.* TO '{SLURMDBD_DB_USER}'@'127.0.0.1';"
+                 f"GRANT ALL ON slurm_acct_db.* TO '{SLURMDBD_DB_USER}'@'localhost';"
+                 # what the warehouse reads with: SELECT only
+                 f"CREATE USER '{READ_ONLY_USER}'@'%' IDENTIFIED BY '{READ_ONLY_PASSWORD}';"
+                 f"GRANT SELECT ON slurm_acct_db.* TO '{READ_ONLY_USER}'@'%';")
+
+    def sql(self, statements: str) -> str:
+        """Run SQL as the database's root over its socket (tests: back-dating jobs, inspecting)."""
+        p = subprocess.run(["mariadb", f"--socket={self.mysql_socket}", "-uroot", "--batch", "--skip-column-names",
+                            "-e", statements], capture_output=True, text=True, timeout=60)
+        if p.returncode:
+            raise RuntimeError(f"mariadb: {p.stderr.strip()}")
+        return p.stdout
+
+    def _write_conf(self) -> None:
+        b = self.base
+        auth = "AuthType=auth/munge\n"
+        dbd = b / "etc" / "slurmdbd.conf"
+        dbd.write_text(
+            f"{auth}DbdHost=localhost\nDbdAddr=127.0.0.1\nDbdPort={self.dbd_port}\nSlurmUser=root\n"
+            f"PidFile={b / 'run' / 'slurmdbd.pid'}\nLogFile={b / 'log' / 'slurmdbd.log'}\n"
+            "StorageType=accounting_storage/mysql\nStorageHost=127.0.0.1\n"
+            f"StoragePort={self.mysql_port}\nStorageUser={SLURMDBD_DB_USER}\nStoragePass={SLURMDBD_DB_PASSWORD}\n"
+            "StorageLoc=slurm_acct_db\n")
+        os.chmod(dbd, 0o600)
+        models = sorted(set(NODES.values()))
+        lines = [
+            f"ClusterName={CLUSTER}", "SlurmctldHost=localhost(127.0.0.1)", f"SlurmctldPort={self.ctld_port}",
+            "SlurmUser=root", "SlurmdUser=root", auth.strip(), "CryptoType=crypto/munge",
+            f"StateSaveLocation={b / 'state'}", f"SlurmdSpoolDir={b / 'spool'}/%n",
+            f"SlurmctldPidFile={b / 'run' / 'slurmctld.pid'}", f"SlurmdPidFile={b / 'run'}/slurmd-%n.pid",
+            f"SlurmctldLogFile={b / 'log' / 'slurmctld.log'}", f"SlurmdLogFile={b / 'log'}/slurmd-%n.log",
+            "AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=localhost",
+            f"AccountingStoragePort={self.dbd_port}",
+            "AccountingStorageTRES=gres/gpu," + ",".join(f"gres/gpu:{m}" for m in models),
+            "AccountingStorageEnforce=associations", "JobAcctGatherType=jobacct_gather/none",
+            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core", "SchedulerParameters=sched_interval=1,bf_interval=1",
+            "MailProg=/bin/true", "SlurmdParameters=config_overrides", "GresTypes=gpu", "ReturnToService=2",
+            "MinJobAge=60", "KillWait=2", "InactiveLimit=0", "OverTimeLimit=0", "JobRequeue=1",
+            "SlurmctldTimeout=30", "SlurmdTimeout=60", "PriorityType=priority/basic",
+        ]
+        for n, model in NODES.items():
+            lines.append(f"NodeName={n} NodeHostname=localhost NodeAddr=127.0.0.1 Port={self.node_ports[n]} "
+                         f"CPUs=32 RealMemory=128000 Gres=gpu:{model}:8 State=UNKNOWN")
+        for model in models:
+            nodes = ",".join(n for n, m in NODES.items() if m == model)
+            lines.append(f"PartitionName={model} Nodes={nodes} Default={'YES' if model == models[0] else 'NO'} "
+                         "MaxTime=INFINITE State=UP")
+        (b / "etc" / "slurm.conf").write_text("\n".join(lines) + "\n")
+        (b / "etc" / "gres.conf").write_text("AutoDetect=off\n" + "".join(
+            f"NodeName={n} Name=gpu Type={m} File={b / 'dev'}/nvidia[0-7]\n" for n, m in NODES.items()))
+
+    def _daemon(self, name: str, argv: list[str], pid_file: Path) -> None:
+        p = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=60)
+        if p.returncode:
+            raise RuntimeError(f"{name} did not start: {p.stderr.strip()[-500:]}")
+        self.pids.append((name, pid_file))
+        _wait(pid_file.exists, f"{name} pid file")
+
+    # --- use ------------------------------------------------------------------------------------------------
+    def run(self, argv: list[str], check: bool = True, **kw) -> str:
+        p = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=120, **kw)
+        if check and p.returncode:
+            raise RuntimeError(f"{' '.join(argv)}: {p.stderr.strip() or p.stdout.strip()}")
+        return p.stdout
+
+    def node_states(self) -> dict[str, str]:
+        out = self.run(["sinfo", "-h", "-N", "-o", "%N %t"], check=False)
+        return dict(line.split() for line in out.splitlines() if line.strip())
+
+    def sbatch(self, *args: str, user: str = "alice") -> int:
+        out = self.run(["sbatch", "--parsable", f"--uid={user}", f"--gid={user}", "--chdir=/tmp",
+                        "--output=/dev/null", *args])
+        job = int(out.strip().split(";")[0])
+        self.submitted.add(job)
+        return job
+
+    def wait_jobs_done(self, timeout_s: float = 240) -> None:
+        """Until slurmctld has no job left and the accounting database has every job ended."""
+        left = lambda: self.run(["squeue", "-h", "-o", "%i %T %r"]).strip()  # noqa: E731
+        try:
+            _wait(lambda: not left(), "the queue to drain", timeout_s, 1)
+        except RuntimeError:
+            raise RuntimeError(f"jobs still queued after {timeout_s} s: {left()}") from None
+        # sacct -s selects jobs that were in a state at any time in the window: read the current states instead
+        def settled() -> bool:
+            out = self.run(["sacct", "-X", "-a", "-n", "-P", "--duplicates", "-S", "2020-01-01", "-E", "now",
+                            "-o", "JobIDRaw,JobID,State"])
+            rows = [line.split("|") for line in out.splitlines() if line.strip()]
+            seen = {int(r[0]) for r in rows} | {int(r[1].split("_")[0]) for r in rows if r[1].split("_")[0].isdigit()}
+            for job in self.submitted - seen:  # a job held and cancelled was never eligible: sacct -j finds it
+                rows += [line.split("|") for line in self.run(["sacct", "-X", "-n", "-P", "-j", str(job), "-o",
+                                                               "JobIDRaw,JobID,State"]).splitlines() if line.strip()]
+                seen |= {int(r[0]) for r in rows}
+            return self.submitted <= seen and not any(
+                r[2].split()[0] in ("RUNNING", "PENDING", "COMPLETING", "CONFIGURING") for r in rows)
+        try:
+            _wait(settled, "accounting to catch up", 60, 1)
+        except RuntimeError:
+            raise RuntimeError("accounting has not caught up after 60 s: submitted "
+                               f"{sorted(self.submitted)}; sacct says\n" + self.run(
+                                   ["sacct", "-X", "-a", "-n", "-P", "--duplicates", "-S", "2020-01-01", "-E",
+                                    "now", "-o", "JobIDRaw,JobID,State"])) from None
+
+    def stop(self) -> None:
+        for name, pid_file in reversed(self.pids):
+            try:
+                pid = int(pid_file.read_text().split()[0])
+                os.kill(pid, 15)
+            except (OSError, ValueError):
+                continue
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                try:
+                    os.kill(pid, 0)
+                except OSError:
+                    break
+                time.sleep(0.1)
+            else:
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+        self.pids.clear()

@@ -1,0 +1,128 @@
+"""Against a real Slurm 22.05 (slurmctld, four slurmd with fake H100/H200 GPUs, slurmdbd on MariaDB) started
+by the test (tests/slurm_harness.py) and the scripted workload of tests/slurm_workload.py: the warehouse
+facts must be what Slurm did, through `ops-report etl sacct` running sacct itself, through `sacct --json`,
+and for the capacity sources through `scontrol show node` / `scontrol show reservation`."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import polars as pl
+import pytest
+
+from tests import slurm_harness
+from tests.test_cli import ops
+
+pytestmark = pytest.mark.skipif(not slurm_harness.available(),
+                                reason="needs root and Debian's slurm-wlm slurmdbd munge mariadb-server "
+                                       "(scripts/test installs them)")
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    from tests.slurm_workload import run_workload
+
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    base = tmp_path_factory.mktemp("slurm")
+    # the daemons run as munge and mysql: their folder must be reachable by them (pytest's is root-only)
+    cluster_dir = Path(tempfile.mkdtemp(prefix="ops-slurm-"))
+    with slurm_harness.SlurmCluster(cluster_dir) as sc:
+        jobs = run_workload(sc)
+        today = datetime.now(timezone.utc).date()
+        files = {
+            "psv": base / "sacct.psv", "json": base / "sacct.json", "nodes": base / "nodes.txt",
+            "resv": base / "resv.txt",
+        }
+        window = ["-S", f"{today - timedelta(days=1)}T00:00:00", "-E", f"{today + timedelta(days=1)}T00:00:00"]
+        files["json"].write_text(sc.run(["sacct", "--json", "--allusers", "--duplicates", *window]))
+        files["nodes"].write_text(sc.run(["scontrol", "show", "node"]))
+        files["resv"].write_text(sc.run(["scontrol", "show", "reservation"]))
+        cfg = base / "ops.toml"
+        cfg.write_text(f'[sacct]\ncluster = "{slurm_harness.CLUSTER}"\n[projects]\nproja = "A"\nprojb = "B"\n')
+        env = {"SLURM_CONF": sc.env["SLURM_CONF"], "OPS_CONFIG": str(cfg)}
+        d0, d1 = (today - timedelta(days=1)).isoformat(), today.isoformat()
+        # the product runs sacct itself (the command is the site's; here the test cluster's)
+        out = ops("--warehouse", f"chdb://{base / 'wh_text'}", "etl", "sacct", "--from", d0, "--to", d1,
+                  env=env).stdout
+        assert "quarantined 0" in out, out
+        ops("--warehouse", f"chdb://{base / 'wh_json'}", "etl", "sacct", str(files["json"]), env=env)
+        ops("--warehouse", f"chdb://{base / 'wh_text'}", "etl", "capacity", "--inventory", str(files["nodes"]),
+            "--reservations", str(files["resv"]), "--cluster", slurm_harness.CLUSTER, env=env)
+        yield {"jobs": jobs, "base": base, "env": env, "files": files, "cluster": sc}
+    shutil.rmtree(cluster_dir, ignore_errors=True)
+
+
+def _runs(path) -> pl.DataFrame:
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import close_embedded, connect
+
+    wh = connect(Config(dsn=f"chdb://{path}"), migrate=False)
+    try:
+        return pl.from_arrow(wh.query_arrow(
+            "SELECT job_id, job_id_raw, user, account, partition, state, cancelled_by_uid, exit_code, exit_signal, "
+            "toUnixTimestamp(submit_ts) AS submit, toUnixTimestamp(start_ts) AS start, toUnixTimestamp(end_ts) AS end, "
+            "elapsed_s, nnodes, ncpus, gpus, gpu_type, nodes, reservation, never_ran, is_superseded "
+            "FROM fct_job_run ORDER BY job_id, submit"))
+    finally:
+        close_embedded()
+
+
+def test_the_workload_as_slurm_recorded_it(live):
+    r = {row["job_id"]: row for row in _runs(live["base"] / "wh_text").filter(pl.col("is_superseded") == 0).to_dicts()}
+    j = {k: str(v) for k, v in live["jobs"].items()}
+    assert r[j["timeout"]]["state"] == "TIMEOUT" and r[j["timeout"]]["elapsed_s"] >= 60
+    assert (r[j["fail_exit3"]]["state"], r[j["fail_exit3"]]["exit_code"]) == ("FAILED", 3)
+    assert (r[j["fail_signal"]]["state"], r[j["fail_signal"]]["exit_signal"]) == ("FAILED", 9)
+    assert (r[j["cancel_running"]]["state"], r[j["cancel_running"]]["cancelled_by_uid"]) == ("CANCELLED", 0)
+    assert r[j["cancel_running"]]["never_ran"] == 0
+    assert (r[j["multi"]]["nnodes"], r[j["multi"]]["gpus"], r[j["multi"]]["gpu_type"]) == (2, 8, "h200")
+    assert r[j["multi"]]["nodes"] == ["g3", "g4"]
+    assert (r[j["h200x8"]]["gpus"], r[j["h200x8"]]["user"], r[j["h200x8"]]["account"]) == (8, "bob", "projb")
+    assert r[j["resv"]]["reservation"] == "resA" and r[j["resv"]]["nodes"] == ["g2"]
+    assert {f"{j['array']}_{t}" for t in (1, 2, 3)} <= set(r)
+    # the requeued job: two runs, the first superseded (it held its GPUs, it is not a second job)
+    runs = _runs(live["base"] / "wh_text").filter(pl.col("job_id") == j["requeue"])
+    assert runs["is_superseded"].to_list() == [1, 0] and runs["gpus"].to_list() == [4, 4]
+    assert runs["state"].to_list() == ["REQUEUED", "COMPLETED"]
+
+
+def test_parsable2_and_json_paths_agree(live):
+    """The same jobs through `sacct --parsable2` (run by the product) and `sacct --json`. The 22.05 JSON
+    bugs (../shared/notes/real-components.md) are the only differences allowed: exit codes of failed jobs
+    reported as 0, the reservation name lost; and the JSON names the user who cancelled a job
+    (kill_request_user) where the text gives the uid ("CANCELLED by 0"): a name is not a uid on another
+    host, so that run's cancelled_by_uid stays unknown from JSON."""
+    text, js = _runs(live["base"] / "wh_text"), _runs(live["base"] / "wh_json")
+    # 11 submissions, the array's 3 tasks, the requeued job's 2 runs; the job held and cancelled while pending
+    # was never eligible, and sacct's -S/-E window selects by eligibility: it is in neither (only the
+    # accounting database has it)
+    assert text.height == js.height == 13
+    assert str(live["jobs"]["cancel_pending"]) not in set(text["job_id"])
+    known_bugs = ["exit_code", "exit_signal", "reservation", "cancelled_by_uid"]
+    differing = {c: (text[c].to_list(), js[c].to_list()) for c in text.columns
+                 if c not in known_bugs and text[c].to_list() != js[c].to_list()}
+    assert not differing, differing
+    diff = text.join(js, on=["job_id", "submit"], suffix="_json").filter(
+        (pl.col("exit_code") != pl.col("exit_code_json")) | (pl.col("exit_signal") != pl.col("exit_signal_json"))
+        | (pl.col("reservation") != pl.col("reservation_json"))
+        | (pl.col("cancelled_by_uid").fill_null(-1) != pl.col("cancelled_by_uid_json").fill_null(-1)))
+    j = live["jobs"]
+    assert set(diff["job_id"]) == {str(j["fail_exit3"]), str(j["fail_signal"]), str(j["resv"]),
+                                   str(j["cancel_running"])}
+
+
+def test_capacity_sources_from_the_live_cluster(live):
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import close_embedded, connect
+
+    wh = connect(Config(dsn=f"chdb://{live['base'] / 'wh_text'}"), migrate=False)
+    try:
+        inv = wh.query_rows("SELECT node, gpu_model, gpus, partition FROM node_inventory FINAL ORDER BY node")
+        resv = wh.query_rows("SELECT name, nodes, accounts FROM reservation FINAL")
+    finally:
+        close_embedded()
+    assert inv == [(n, m, 8, m) for n, m in slurm_harness.NODES.items()]
+    assert resv == [("resA", ["g2"], ["proja"])]
