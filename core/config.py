@@ -46,6 +46,8 @@ class Config:
     metric_catalog: dict = field(default_factory=dict)
     # reports: a GPU-hour whose mean GPU utilization is under this is idle (allocated-but-idle)
     idle_util_pct: float = 5.0
+    # slurmdbd database password ([slurmdbd] password; OPS_SLURMDBD_PASSWORD wins)
+    slurmdbd_password: str | None = None
     # key of the stable user pseudonyms of --anonymize-users (empty: a plain hash of the name)
     pseudonym_key: str = ""
     # cost model per GPU model: node_price, amortization_years, power_price_per_kwh, pue, peak_bf16_tflops,
@@ -106,6 +108,11 @@ def _apply_file(cfg: Config, p: Path) -> None:
         raise OpsError(f"{p}: telemetry.fine_ttl_days must be a positive number of days")
     cfg.telemetry_ttl_days = ttl
     cfg.metric_catalog = dict(tel.get("catalog", {}))
+    dbd = data.get("slurmdbd", {})
+    if "password" in dbd:
+        if p.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH):
+            raise OpsError(f"{p} holds the slurmdbd password but is readable by others: chmod 600 {p}")
+        cfg.slurmdbd_password = str(dbd["password"])
     rep = data.get("reports", {})
     cfg.idle_util_pct = float(rep.get("idle_util_pct", cfg.idle_util_pct))
     cfg.pseudonym_key = str(rep.get("pseudonym_key", cfg.pseudonym_key))

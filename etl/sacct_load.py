@@ -32,6 +32,8 @@ class LoadResult:
     jobs_loaded: int = 0  # job-run rows written (a pending array range gives one per task)
     steps_loaded: int = 0
     quarantined: int = 0
+    events_loaded: int = 0  # node events (slurmdbd source)
+    reservations_loaded: int = 0
     seconds: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
 

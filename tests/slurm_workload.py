@@ -37,8 +37,11 @@ def run_workload(sc: SlurmCluster) -> dict[str, int]:
     sc.run(["scancel", str(jobs["cancel_running"])])
     sc.run(["scancel", str(jobs["cancel_pending"])])
     sc.run(["scontrol", "requeue", str(jobs["requeue"])])
-    # a requeued job waits two minutes before it may start again: let it go now
-    time.sleep(0.5)
+    # a requeued job waits two minutes before it may start again: let it go as soon as its first run has
+    # left the node (started while the node still cleans up, the second run fails at once)
+    _wait(lambda: sc.run(["squeue", "-h", "-j", str(jobs["requeue"]), "-o", "%T"]).strip() == "PENDING",
+          "the requeued job to be pending", 60, 0.5)
+    time.sleep(3)
     sc.run(["scontrol", "update", f"JobId={jobs['requeue']}", "StartTime=now"], check=False)
     # an operator drains a node with a reason and resumes it
     sc.run(["scontrol", "update", "NodeName=g4", "State=DRAIN", "Reason=thermal: GPU over temp"])

@@ -1,0 +1,160 @@
+"""slurmdbd's MariaDB/MySQL database as a source: how large sites read years of accounting without making
+slurmdbd answer sacct calls.
+
+The engine reads the database itself (the `mysql()` table function) with a read-only user, and
+sql/load/slurmdbd_records.sql turns the job and step tables into the records sacct would print for the
+same jobs (decoding epoch times, TRES id lists, raw exit codes and state words with the SQL functions of
+migration 0008). From there the sacct path's normalization and staging take over, so both sources give the
+same warehouse facts. Node events (`<cluster>_event_table`) and reservations (`<cluster>_resv_table`) go to
+node_event and reservation.
+
+The password comes from ``OPS_SLURMDBD_PASSWORD`` or the config (``[slurmdbd] password``), never from the
+command line; it travels to the engine as a query parameter and appears in no log or error message.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from urllib.parse import unquote, urlsplit
+
+import polars as pl
+
+from ops_warehouse import OpsError
+from ops_warehouse.etl.hostlist import expand_one
+from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
+from ops_warehouse.etl.sacct_load import LoadResult, _log_run, _stage_and_load
+from ops_warehouse.etl.staging import load_frames, staging_dir
+
+_MYSQL = re.compile(r"\{\{mysql (\w+)\}\}")
+_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+@dataclass(frozen=True)
+class DbUrl:
+    host: str
+    port: int
+    database: str
+    user: str
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def __str__(self) -> str:  # what logs and the run log show: never a password
+        return f"mysql://{self.user}@{self.host}:{self.port}/{self.database}"
+
+
+def parse_db_url(url: str) -> DbUrl:
+    parts = urlsplit(url)
+    if parts.scheme not in ("mysql", "mariadb"):
+        raise OpsError(f"--db must be mysql://USER@HOST:PORT/DBNAME, not {parts.scheme or url!r}")
+    if parts.password is not None:
+        raise OpsError("--db must not hold a password (it would show in the process list): put it in "
+                       "OPS_SLURMDBD_PASSWORD or the config's [slurmdbd] password")
+    if not parts.username or not parts.hostname or not parts.path.strip("/"):
+        raise OpsError("--db must be mysql://USER@HOST:PORT/DBNAME (user, host and database name)")
+    return DbUrl(parts.hostname, parts.port or 3306, parts.path.strip("/"), unquote(parts.username))
+
+
+def db_password(cfg) -> str:
+    pw = os.environ.get("OPS_SLURMDBD_PASSWORD")
+    if pw is None:
+        pw = getattr(cfg, "slurmdbd_password", None)
+    if pw is None:
+        raise OpsError("no password for the slurmdbd database: set OPS_SLURMDBD_PASSWORD or [slurmdbd] password "
+                       "in the config (a file only you can read)")
+    return pw
+
+
+def _render(sql: str, cluster: str) -> tuple[str, dict]:
+    """{{mysql name}} -> the engine's mysql() table function, every argument a query parameter."""
+    params: dict[str, str] = {}
+
+    def one(m: re.Match) -> str:
+        name = m.group(1)
+        table = name if name in ("tres_table", "qos_table") else f"{cluster}_{name}"
+        params[f"t_{name}"] = table
+        return f"mysql({{db_address:String}}, {{db_name:String}}, {{t_{name}:String}}, {{db_user:String}}, " \
+               f"{{db_password:String}})"
+
+    return _MYSQL.sub(one, sql), params
+
+
+def _query(wh, db: DbUrl, password: str, cluster: str, relpath: str, params: dict) -> pl.DataFrame:
+    from ops_warehouse.migrations import split_statements, sql_text
+
+    (stmt,) = split_statements(sql_text(relpath))
+    sql, tables = _render(stmt, cluster)
+    try:
+        return pl.from_arrow(wh.query_arrow(sql, {
+            **params, **tables, "db_address": db.address, "db_name": db.database, "db_user": db.user,
+            "db_password": password, "cluster": cluster}))
+    except Exception as e:
+        msg = str(e).replace(password, "***") if password else str(e)
+        first = next((ln for ln in msg.splitlines() if "Exception" in ln or "Code:" in ln), msg.splitlines()[0])
+        raise OpsError(f"reading {db}: {first[:300]}") from None
+
+
+def read_records(wh, db: DbUrl, password: str, cluster: str, w0: datetime, w1: datetime,
+                 modified_since: int = 0) -> pl.DataFrame:
+    """The sacct-shaped records (text fields, line_no, raw) of the jobs and steps of [w0, w1)."""
+    if not _NAME.match(cluster):
+        raise OpsError(f"not a Slurm cluster name: {cluster!r}")
+    df = _query(wh, db, password, cluster, "load/slurmdbd_records.sql", {
+        "from_ts": w0, "to_ts": w1, "now_ts": datetime.now(timezone.utc), "modified_since": modified_since})
+    # sacct prints the group's name as this host resolves it (NSS); the database holds the gid
+    names = {}
+    for gid in df.get_column("gid").unique().to_list():
+        try:
+            names[gid] = grp.getgrgid(int(gid)).gr_name
+        except (ValueError, KeyError, OverflowError):
+            names[gid] = gid or ""
+    return df.with_columns(
+        group=pl.col("gid").replace_strict(names, default=pl.col("gid")),
+        line_no=pl.int_range(1, pl.len() + 1, dtype=pl.UInt64),
+        raw=pl.concat_str([pl.lit(f"{cluster}_job_table job_db_inx="), pl.col("db_inx").cast(pl.String),
+                           pl.lit(" "), pl.col("jobidraw")]),
+    ).drop("db_inx", "step_order")
+
+
+def load_slurmdbd(wh, url: str, w0: datetime, w1: datetime, *, cluster: str, password: str | None = None
+                  ) -> LoadResult:
+    """Jobs and steps, node events and reservations of ``cluster`` for [w0, w1) into the warehouse."""
+    import time
+
+    db = parse_db_url(url)
+    password = db_password(wh.cfg) if password is None else password
+    source = f"slurmdbd:{db}"
+    result = LoadResult(source=source)
+    started = time.time()
+    status, error = "ok", ""
+    stage = staging_dir(wh)
+    try:
+        records = read_records(wh, db, password, cluster, w0, w1)
+        runs, steps, q = normalize(records, tz="UTC", cluster=cluster, source=source)
+        result.records_read = records.height
+        result.jobs_loaded, result.steps_loaded, result.quarantined = runs.height, steps.height, q.height
+        for r in q.get_column("reason").to_list():
+            result.reasons[r] = result.reasons.get(r, 0) + 1
+        _stage_and_load(wh, stage, 0, runs, steps, q.cast(QUARANTINE_SCHEMA), source)
+        now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
+        events = _query(wh, db, password, cluster, "load/slurmdbd_events.sql", {"from_ts": w0, "to_ts": w1})
+        resv = _query(wh, db, password, cluster, "load/slurmdbd_reservations.sql", {"from_ts": w0, "to_ts": w1})
+        resv = resv.with_columns(nodes=pl.col("nodelist").map_elements(
+            lambda h: expand_one(h) if h else [], return_dtype=pl.List(pl.String))).drop("nodelist")
+        load_frames(wh, {"node_event": events.with_columns(now, source=pl.lit(source)),
+                         "reservation": resv.with_columns(now, source=pl.lit(source))})
+        result.events_loaded, result.reservations_loaded = events.height, resv.height
+    except OpsError as e:
+        status, error = "failed", str(e)
+        raise
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        result.seconds = time.time() - started
+        _log_run(wh, "slurmdbd", source, started, result, status, error)
+    return result
