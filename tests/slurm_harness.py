@@ -47,6 +47,14 @@ def _wait(check, what: str, timeout_s: float = 30, every_s: float = 0.1):
     raise RuntimeError(f"timed out waiting for {what}")
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
 def _port_open(port: int) -> bool:
     with socket.socket() as s:
         s.settimeout(0.2)
@@ -240,6 +248,35 @@ class SlurmCluster:
                                f"{sorted(self.submitted)}; sacct says\n" + self.run(
                                    ["sacct", "-X", "-a", "-n", "-P", "--duplicates", "-S", "2020-01-01", "-E",
                                     "now", "-o", "JobIDRaw,JobID,State"])) from None
+
+    def backdate(self, hour_start: int, lead_s: int = 60) -> int:
+        """Move every job, step, node event and reservation in the accounting database so that the cluster's
+        first event falls ``lead_s`` after ``hour_start`` (epoch seconds), and make slurmdbd roll up its
+        usage again (sreport reads the rollups). Returns the shift in seconds. This is how a test lines a
+        workload up with historical telemetry, or with a whole past hour for sreport."""
+        db = "slurm_acct_db"
+        t0 = int(self.sql(f"SELECT min(time_start) FROM {db}.{CLUSTER}_event_table").strip())
+        shift = t0 - (hour_start + lead_s)
+        stmts = []
+        for table, cols in (("job_table", ("time_submit", "time_eligible", "time_start", "time_end")),
+                            ("step_table", ("time_start", "time_end")), ("event_table", ("time_start", "time_end")),
+                            ("resv_table", ("time_start", "time_end"))):
+            stmts += [f"UPDATE {db}.{CLUSTER}_{table} SET {c} = {c} - {shift} WHERE {c} != 0;" for c in cols]
+        # forget what was rolled up: on start slurmdbd rolls up from the earliest record to the last whole hour
+        stmts.append(f"DELETE FROM {db}.{CLUSTER}_last_ran_table;")
+        self.sql("".join(stmts))
+        pid_file = self.base / "run" / "slurmdbd.pid"
+        pid = int(pid_file.read_text().split()[0])
+        os.kill(pid, 15)
+        _wait(lambda: not _alive(pid), "slurmdbd to stop", 20)
+        pid_file.unlink(missing_ok=True)
+        self._daemon("slurmdbd", ["slurmdbd"], pid_file)
+        _wait(lambda: _port_open(self.dbd_port), "slurmdbd")
+        # the first rolled-up hour starts at the cluster's first event, not at the top of the hour
+        _wait(lambda: self.sql(f"SELECT count(*) FROM {db}.{CLUSTER}_usage_hour_table WHERE time_start >= "
+                               f"{hour_start} AND time_start < {hour_start + 3600}").strip() not in ("", "0"),
+              "the usage rollup", 60, 0.5)
+        return shift
 
     def stop(self) -> None:
         for name, pid_file in reversed(self.pids):

@@ -63,7 +63,32 @@ def live(tmp_path_factory):
         ops("--warehouse", f"chdb://{base / 'wh_text'}", "etl", "capacity", "--inventory", str(files["nodes"]),
             "--reservations", str(files["resv"]), "--events", str(files["events"]), "--cluster",
             slurm_harness.CLUSTER, env=env)
-        yield {"jobs": jobs, "base": base, "env": env, "files": files, "cluster": sc}
+        # sreport reads slurmdbd's hourly rollups: move the workload into a whole past hour, roll up again,
+        # and load that hour from the database (and the inventory, in service since the cluster's registration)
+        day = today - timedelta(days=2)
+        hour = datetime(day.year, day.month, day.day, 10, tzinfo=timezone.utc)
+        sc.backdate(int(hour.timestamp()), lead_s=60)
+        reg = hour + timedelta(seconds=60)
+        files["inventory"] = base / "inventory.csv"
+        files["inventory"].write_text("node,gpu_model,gpus,partition,in_service_date\n" + "".join(
+            f"{n},{m},8,{m},{reg:%Y-%m-%dT%H:%M:%S}\n" for n, m in slurm_harness.NODES.items()))
+        span = [f"start={hour:%Y-%m-%dT%H:%M:%S}", f"end={hour + timedelta(hours=1):%Y-%m-%dT%H:%M:%S}"]
+        sreport = {
+            "utilization": sc.run(["sreport", "-P", "-n", "-t", "seconds", "--tres=gres/gpu", "cluster",
+                                   "utilization", *span]),
+            "sizes_s": sc.run(["sreport", "-P", "-n", "-t", "seconds", "--tres=gres/gpu", "job", "sizesbyaccount",
+                               *span, "grouping=1,2,5,9", "FlatView"]),
+            "sizes_n": sc.run(["sreport", "-P", "-n", "-t", "seconds", "--tres=gres/gpu", "job", "sizesbyaccount",
+                               *span, "grouping=1,2,5,9", "FlatView", "printjobcount"]),
+        }
+        back = f"chdb://{base / 'wh_back'}"
+        ops("--warehouse", back, "etl", "slurmdbd", "--from", f"{day}", "--to", f"{day}", "--db",
+            f"mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db",
+            "--cluster", slurm_harness.CLUSTER, env={**env, "OPS_SLURMDBD_PASSWORD": slurm_harness.READ_ONLY_PASSWORD})
+        ops("--warehouse", back, "etl", "capacity", "--inventory", str(files["inventory"]), "--cluster",
+            slurm_harness.CLUSTER, env=env)
+        yield {"jobs": jobs, "base": base, "env": env, "files": files, "cluster": sc, "hour": hour,
+               "sreport": sreport}
     shutil.rmtree(cluster_dir, ignore_errors=True)
 
 
@@ -182,3 +207,50 @@ def test_node_events_and_reservations_from_the_database_and_from_text_agree(live
     # drained for the workload's 3 s; Slurm records the event once the node is drained, not while it drains
     assert 0 < (events[0][2] - events[0][1]).total_seconds() <= 10
     assert got["wh_text"] == got["wh_dbd"]
+
+
+def test_against_sreport(live):
+    """Slurm's own numbers for the workload's hour: `sreport cluster utilization` and `sreport job
+    sizesbyaccount` (GPU TRES) against the utilization model and `ops-report summary`. Definitions line up as
+    docs/sources.md says: sreport's Down is our down + drained, its Idle our free + reserved-unused (it has
+    no separate reserved-idle time for a reservation without the MAINT flag), its job sizes are bins of the
+    job's CPU count, and it counts runs (a requeued job's first run too, runs of zero seconds not)."""
+    from ops_warehouse.config import Config
+    from ops_warehouse.marts import refresh_capacity, run_mart
+    from ops_warehouse.summary import summary
+    from ops_warehouse.warehouse import close_embedded, connect
+
+    h0 = live["hour"]
+    h1 = h0 + timedelta(hours=1)
+    cluster_, tres, alloc, down, pdown, idle, planned, reported = live["sreport"]["utilization"].split("|")
+    wh = connect(Config(dsn=f"chdb://{live['base'] / 'wh_back'}"))
+    try:
+        refresh_capacity(wh, slurm_harness.CLUSTER, h0, h1)
+        u = run_mart(wh, "utilization", cluster=slurm_harness.CLUSTER, window=(h0, h1)).filter(
+            pl.col("level") == "cluster").row(0, named=True)
+        by_acct = summary(wh, h0.date(), h0.date(), ["account", "job_size_bin"])
+        runs = pl.from_arrow(wh.query_arrow(
+            "SELECT account, ncpus, wall_s, gpus, end_ts FROM fct_job_run WHERE NOT never_ran AND gpus > 0"))
+    finally:
+        close_embedded()
+    assert int(reported) == round(u["capacity_gpu_h"] * 3600) == 32 * (3600 - 60)
+    assert int(alloc) == round(u["allocated_gpu_h"] * 3600) > 100
+    assert int(down) + int(pdown) == round((u["down_gpu_h"] + u["drained_gpu_h"]) * 3600) > 0
+    assert int(idle) + int(planned) == round((u["free_gpu_h"] + u["reserved_idle_gpu_h"]) * 3600)
+    # job sizes by account: GPU-seconds per CPU-count bin, and the runs sreport counts
+    bins = {"1": "1-1", "2": "2-4", "3 - 4": "2-4", "5 - 8": "5-8"}
+    mine: dict[tuple[str, str], float] = {}
+    for r in by_acct.iter_rows(named=True):
+        key = (r["account"], bins.get(r["job_size_bin"], ">= 9"))
+        mine[key] = mine.get(key, 0) + r["gpu_hours"] * 3600
+    counted = runs.filter(pl.col("wall_s") > 0).with_columns(
+        b=pl.when(pl.col("ncpus") == 1).then(pl.lit("1-1")).when(pl.col("ncpus") <= 4).then(pl.lit("2-4"))
+        .when(pl.col("ncpus") <= 8).then(pl.lit("5-8")).otherwise(pl.lit(">= 9")))
+    lines_s, lines_n = live["sreport"]["sizes_s"].splitlines(), live["sreport"]["sizes_n"].splitlines()
+    assert [x.split("|")[1] for x in lines_s] == [x.split("|")[1] for x in lines_n] == ["proja", "projb"]
+    for line_s, line_n in zip(lines_s, lines_n):
+        _, account, *secs, _share = line_s.split("|")
+        counts = line_n.split("|")[2:-1]
+        for b, sec, n in zip(["0-0", "1-1", "2-4", "5-8", ">= 9"], secs, counts):
+            assert int(sec) == round(mine.get((account, b), 0)), (account, b)
+            assert int(n) == counted.filter((pl.col("account") == account) & (pl.col("b") == b)).height, (account, b)
