@@ -224,11 +224,13 @@ def etl_metrics(
 
 @etl_app.command("slurmdbd")
 def etl_slurmdbd(
-    date_from: Annotated[str, typer.Option("--from", help="First day (YYYY-MM-DD, UTC)")],
-    date_to: Annotated[str, typer.Option("--to", help="Last day, inclusive")],
     db: Annotated[str, typer.Option(
         help="The slurmdbd database: mysql://USER@HOST:PORT/DBNAME (a read-only user; the password comes from "
              "OPS_SLURMDBD_PASSWORD or the config's slurmdbd.password, never from here)")],
+    date_from: Annotated[Optional[str], typer.Option(
+        "--from", help="First day (YYYY-MM-DD, UTC). Without --from/--to: incremental, every job changed since "
+                       "the last load (slurmdbd's mod_time, with a 10-minute overlap)")] = None,
+    date_to: Annotated[Optional[str], typer.Option("--to", help="Last day, inclusive")] = None,
     cluster: Annotated[Optional[str], typer.Option(
         help="Slurm cluster name: its tables are <cluster>_job_table etc. (default: config)")] = None,
 ):
@@ -237,11 +239,15 @@ def etl_slurmdbd(
 
     from ops_warehouse.etl.slurmdbd_source import load_slurmdbd
 
-    d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
-    if d1 < d0:
-        raise OpsError(f"--to {d1} is before --from {d0}")
-    w0 = datetime.combine(d0, datetime.min.time(), timezone.utc)
-    w1 = datetime.combine(d1, datetime.min.time(), timezone.utc) + timedelta(days=1)
+    if (date_from is None) != (date_to is None):
+        raise OpsError("give both --from and --to, or neither (an incremental load since the last one)")
+    w0 = w1 = None
+    if date_from:
+        d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
+        if d1 < d0:
+            raise OpsError(f"--to {d1} is before --from {d0}")
+        w0 = datetime.combine(d0, datetime.min.time(), timezone.utc)
+        w1 = datetime.combine(d1, datetime.min.time(), timezone.utc) + timedelta(days=1)
     wh = _wh()
     r = load_slurmdbd(wh, db, w0, w1, cluster=cluster or wh.cfg.default_cluster)
     print(f"{r.source}: read {r.records_read}, loaded {r.loaded} ({r.jobs_loaded} job runs, {r.steps_loaded} "

@@ -19,7 +19,7 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote, urlsplit
 
 import polars as pl
@@ -31,6 +31,9 @@ from ops_warehouse.etl.sacct_load import LoadResult, _log_run, _stage_and_load
 from ops_warehouse.etl.staging import load_frames, staging_dir
 
 _MYSQL = re.compile(r"\{\{mysql (\w+)\}\}")
+NOT_INCREMENTAL = 2**64 - 1  # modified_since that selects by the window alone
+# re-read this much before the last change seen: rows committed out of order by slurmdbd's agent land too
+OVERLAP_S = 600
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
@@ -101,7 +104,7 @@ def _query(wh, db: DbUrl, password: str, cluster: str, relpath: str, params: dic
 
 
 def read_records(wh, db: DbUrl, password: str, cluster: str, w0: datetime, w1: datetime,
-                 modified_since: int = 0) -> pl.DataFrame:
+                 modified_since: int = NOT_INCREMENTAL) -> pl.DataFrame:
     """The sacct-shaped records (text fields, line_no, raw) of the jobs and steps of [w0, w1)."""
     if not _NAME.match(cluster):
         raise OpsError(f"not a Slurm cluster name: {cluster!r}")
@@ -122,9 +125,16 @@ def read_records(wh, db: DbUrl, password: str, cluster: str, w0: datetime, w1: d
     ).drop("db_inx", "step_order")
 
 
-def load_slurmdbd(wh, url: str, w0: datetime, w1: datetime, *, cluster: str, password: str | None = None
-                  ) -> LoadResult:
-    """Jobs and steps, node events and reservations of ``cluster`` for [w0, w1) into the warehouse."""
+def watermark_key(db: DbUrl, cluster: str) -> str:
+    return f"slurmdbd:{db}:{cluster}"
+
+
+def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, cluster: str,
+                  password: str | None = None) -> LoadResult:
+    """Jobs and steps, node events and reservations of ``cluster`` for [w0, w1) into the warehouse; with
+    no window, incrementally: every job changed since the last load's newest change (less an overlap), and
+    the node events and reservations of the days since."""
+    from ops_warehouse.etl.prometheus_source import set_watermark, watermark
     import time
 
     db = parse_db_url(url)
@@ -134,8 +144,16 @@ def load_slurmdbd(wh, url: str, w0: datetime, w1: datetime, *, cluster: str, pas
     started = time.time()
     status, error = "ok", ""
     stage = staging_dir(wh)
+    since = NOT_INCREMENTAL
+    if w0 is None or w1 is None:
+        mark = watermark(wh, watermark_key(db, cluster))
+        since = 0 if mark is None else max(0, int(mark.timestamp()) - OVERLAP_S)
+        # an empty job window: only the changed rows are selected; events and reservations since the mark
+        w1 = datetime.now(timezone.utc)
+        w0 = datetime.fromtimestamp(since, timezone.utc) - timedelta(days=1) if mark else datetime(1970, 1, 2, tzinfo=timezone.utc)
     try:
-        records = read_records(wh, db, password, cluster, w0, w1)
+        records = read_records(wh, db, password, cluster, w0 if since == NOT_INCREMENTAL else w1,
+                               w1 if since == NOT_INCREMENTAL else w1, modified_since=since)
         runs, steps, q = normalize(records, tz="UTC", cluster=cluster, source=source)
         result.records_read = records.height
         result.jobs_loaded, result.steps_loaded, result.quarantined = runs.height, steps.height, q.height
@@ -150,6 +168,9 @@ def load_slurmdbd(wh, url: str, w0: datetime, w1: datetime, *, cluster: str, pas
         load_frames(wh, {"node_event": events.with_columns(now, source=pl.lit(source)),
                          "reservation": resv.with_columns(now, source=pl.lit(source))})
         result.events_loaded, result.reservations_loaded = events.height, resv.height
+        newest = _query(wh, db, password, cluster, "load/slurmdbd_mod_time.sql", {})
+        if newest.height and newest.item() is not None:
+            set_watermark(wh, watermark_key(db, cluster), newest.item())
     except OpsError as e:
         status, error = "failed", str(e)
         raise

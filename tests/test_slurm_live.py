@@ -254,3 +254,36 @@ def test_against_sreport(live):
         for b, sec, n in zip(["0-0", "1-1", "2-4", "5-8", ">= 9"], secs, counts):
             assert int(sec) == round(mine.get((account, b), 0)), (account, b)
             assert int(n) == counted.filter((pl.col("account") == account) & (pl.col("b") == b)).height, (account, b)
+
+
+def test_incremental_slurmdbd_loads(live):
+    """Without a window the load takes every job changed since the last load (slurmdbd's mod_time, less a
+    10-minute overlap). The jobs are made a day old, a first load takes them all, then one job changes
+    (renamed, as an admin's `scontrol update` would) and the next load reads that job alone."""
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import close_embedded, connect
+
+    sc = live["cluster"]
+    dsn = f"chdb://{live['base'] / 'wh_incr'}"
+    args = ["--warehouse", dsn, "etl", "slurmdbd", "--cluster", slurm_harness.CLUSTER, "--db",
+            f"mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db"]
+    env = {**live["env"], "OPS_SLURMDBD_PASSWORD": slurm_harness.READ_ONLY_PASSWORD}
+    # the jobs were last changed two days ago, the h200x8 job a day ago: the load's watermark is a day ago
+    sc.sql("UPDATE slurm_acct_db.lt1_job_table SET mod_time = UNIX_TIMESTAMP() - 2 * 86400; "
+           f"UPDATE slurm_acct_db.lt1_job_table SET mod_time = UNIX_TIMESTAMP() - 86400 "
+           f"WHERE id_job = {live['jobs']['h200x8']}")
+    first = ops(*args, env=env).stdout
+    assert "(14 job runs" in first, first  # every run, the held and cancelled one included
+    job = live["jobs"]["small"]
+    sc.sql(f"UPDATE slurm_acct_db.lt1_job_table SET job_name = 'renamed', mod_time = UNIX_TIMESTAMP() "
+           f"WHERE id_job = {job}")
+    second = ops(*args, env=env).stdout
+    # the renamed job, and the one changed at the watermark (inside the overlap); nothing older
+    assert "(2 job runs, 2 steps)" in second, second
+    wh = connect(Config(dsn=dsn), migrate=False)
+    try:
+        assert wh.query_rows("SELECT job_name, count() OVER () FROM slurm_job_run FINAL WHERE job_id = {j:String}",
+                             {"j": str(job)}) == [("renamed", 1)]
+        assert wh.query_rows("SELECT count() FROM slurm_job_run FINAL")[0][0] == 14
+    finally:
+        close_embedded()

@@ -3,7 +3,8 @@
 -- warehouse facts from either source. {{mysql NAME}} is the engine's mysql() table function on the slurmdbd
 -- database (etl/slurmdbd_source.py fills in address, user and password as query parameters).
 -- Selected: runs of {cluster} whose [submit, end] meets [from_ts, to_ts) (a running job's end is now), or
--- modified since {modified_since} (incremental loads; 0 for none).
+-- changed since {modified_since} (epoch seconds of slurmdbd's mod_time: incremental loads; the largest
+-- UInt64 for none).
 WITH
     (SELECT CAST((groupArray(toUInt64(id)), groupArray(if(name = '', type, concat(type, '/', name)))),
                  'Map(UInt64, String)') FROM {{mysql tres_table}}) AS tres_names,
