@@ -132,33 +132,29 @@ def apply_migrations(wh) -> list[str]:
     return applied
 
 
-def sync_projects(wh) -> None:
-    """Make account_project equal to the config's mapping (cheap when unchanged)."""
-    want = sorted(wh.cfg.projects.items())
-    have = sorted(tuple(r) for r in wh.query_rows("SELECT account, project FROM account_project FINAL"))
+def _sync_table(wh, table: str, columns: list[str], want: list[tuple]) -> None:
+    """Make a small config-fed table hold exactly ``want`` (cheap when it already does)."""
+    want = sorted(want)
+    have = sorted(tuple(r) for r in wh.query_rows(f"SELECT {', '.join(columns)} FROM {table} FINAL"))
     if want == have:
         return
     dep = _deployment(wh)
     oc = f"ON CLUSTER '{dep.cluster}'" if dep.mode == "cluster" else ""
-    wh.command(f"TRUNCATE TABLE account_project {oc}")
+    wh.command(f"TRUNCATE TABLE {table} {oc}")
     if want:
-        wh.client.insert(
-            "account_project", [[a, p] for a, p in want], column_names=["account", "project"]
-        )
+        wh.client.insert(table, [list(r) for r in want], column_names=columns)
+
+
+def sync_projects(wh) -> None:
+    """Make account_project equal to the config's mapping."""
+    _sync_table(wh, "account_project", ["account", "project"], list(wh.cfg.projects.items()))
 
 
 def sync_cost_model(wh) -> None:
-    """Make cost_model equal to the config's cost model (cheap when unchanged)."""
-    keys = ("node_price", "amortization_years", "power_price_per_kwh", "pue", "peak_bf16_tflops", "currency")
-    want = sorted((m, *[spec[k] for k in keys]) for m, spec in wh.cfg.cost_model.items())
-    have = sorted(tuple(r) for r in wh.query_rows(f"SELECT gpu_model, {', '.join(keys)} FROM cost_model FINAL"))
-    if want == have:
-        return
-    dep = _deployment(wh)
-    oc = f"ON CLUSTER '{dep.cluster}'" if dep.mode == "cluster" else ""
-    wh.command(f"TRUNCATE TABLE cost_model {oc}")
-    if want:
-        wh.client.insert("cost_model", [list(r) for r in want], column_names=["gpu_model", *keys])
+    """Make cost_model equal to the config's cost model."""
+    keys = ["node_price", "amortization_years", "power_price_per_kwh", "pue", "peak_bf16_tflops", "currency"]
+    _sync_table(wh, "cost_model", ["gpu_model", *keys],
+                [(m, *[spec[k] for k in keys]) for m, spec in wh.cfg.cost_model.items()])
 
 
 FINE_TELEMETRY_TABLES = ("gpu_sample", "node_sample")
