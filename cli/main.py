@@ -255,6 +255,32 @@ def etl_slurmdbd(
           "reservations")
 
 
+@etl_app.command("nightly")
+def etl_nightly(
+    date_from: Annotated[Optional[str], typer.Option(
+        "--from", help="Backfill from this day (YYYY-MM-DD, UTC) instead of each source's watermark")] = None,
+    date_to: Annotated[Optional[str], typer.Option("--to", help="Backfill to this day, inclusive")] = None,
+    dry_run: Annotated[bool, typer.Option(help="Show the sources and windows a run would load; load nothing")] = False,
+):
+    """For cron: every configured source since its watermark (docs/nightly.md); exit 0 only if all succeeded."""
+    from ops_warehouse.nightly import run_nightly
+
+    if (date_from is None) != (date_to is None):
+        raise OpsError("give both --from and --to, or neither (each source from its watermark)")
+    d0 = _date(date_from, "--from") if date_from else None
+    d1 = _date(date_to, "--to") if date_to else None
+    if d0 and d1 and d1 < d0:
+        raise OpsError(f"--to {d1} is before --from {d0}")
+    outcomes = run_nightly(_state["cfg"], date_from=d0, date_to=d1, dry_run=dry_run,
+                           log=lambda line: print(line, flush=True))
+    failed = [o for o in outcomes if o.status == "failed"]
+    for o in failed:
+        print(f"ops-report: nightly source failed: {o.source.kind} {o.source.cluster} {o.window}: {o.detail}",
+              file=sys.stderr)
+    if failed:
+        raise typer.Exit(1)
+
+
 @etl_app.command("capacity")
 def etl_capacity(
     inventory: Annotated[Optional[Path], typer.Option(
@@ -424,7 +450,9 @@ def clickhouse_errors():
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)
+        if isinstance(rc, int) and rc:
+            sys.exit(rc)
     except OpsError as e:
         print(f"ops-report: error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -48,6 +48,8 @@ class Config:
     idle_util_pct: float = 5.0
     # slurmdbd database password ([slurmdbd] password; OPS_SLURMDBD_PASSWORD wins)
     slurmdbd_password: str | None = None
+    # `ops-report etl nightly` sources ([[nightly.slurm]], [nightly.telemetry], [nightly.capacity])
+    nightly: dict = field(default_factory=dict)
     # key of the stable user pseudonyms of --anonymize-users (empty: a plain hash of the name)
     pseudonym_key: str = ""
     # cost model per GPU model: node_price, amortization_years, power_price_per_kwh, pue, peak_bf16_tflops,
@@ -108,6 +110,7 @@ def _apply_file(cfg: Config, p: Path) -> None:
         raise OpsError(f"{p}: telemetry.fine_ttl_days must be a positive number of days")
     cfg.telemetry_ttl_days = ttl
     cfg.metric_catalog = dict(tel.get("catalog", {}))
+    cfg.nightly = dict(data.get("nightly", {}))
     dbd = data.get("slurmdbd", {})
     if "password" in dbd:
         if p.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH):

@@ -287,3 +287,80 @@ def test_incremental_slurmdbd_loads(live):
         assert wh.query_rows("SELECT count() FROM slurm_job_run FINAL")[0][0] == 14
     finally:
         close_embedded()
+
+
+def test_nightly_with_the_slurmdbd_source(live, tmp_path):
+    """`ops-report etl nightly` with slurmdbd chosen for the cluster by config: a dry run loads nothing, a
+    run loads every source, a second run changes no table, a run while one holds the lock exits at once,
+    and a failing source is reported without stopping the others."""
+    import fcntl
+    import subprocess
+
+    from tests.test_cli import OPS
+
+    sc, files = live["cluster"], live["files"]
+    wh = tmp_path / "wh"
+    cfg = tmp_path / "ops.toml"
+    cfg.write_text(
+        f'[warehouse]\ndsn = "chdb://{wh}"\n'
+        f'[[nightly.slurm]]\ncluster = "{slurm_harness.CLUSTER}"\nsource = "slurmdbd"\n'
+        f'db = "mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db"\n'
+        f'[nightly.capacity]\ncluster = "{slurm_harness.CLUSTER}"\ninventory = "{files["nodes"]}"\n'
+        f'reservations = "{files["resv"]}"\n')
+    env = {**live["env"], "OPS_CONFIG": str(cfg), "OPS_SLURMDBD_PASSWORD": slurm_harness.READ_ONLY_PASSWORD,
+           "OPS_WAREHOUSE": ""}
+    dry = ops("etl", "nightly", "--dry-run", env=env).stdout
+    assert "slurmdbd lt1 changed since the last load (mod_time): dry-run" in dry and "capacity lt1" in dry
+    assert _count(wh, "slurm_job_run") == 0
+    first = ops("etl", "nightly", env=env).stdout
+    assert first.count(": ok ") == 2, first
+    sums = _checksums(wh)
+    assert sums["slurm_job_run"][0] == 14 and sums["node_inventory"][0] == 4
+    ops("etl", "nightly", env=env)
+    assert _checksums(wh) == sums
+    # a second run while one holds the lock: exits at once, says why, loads nothing
+    from ops_warehouse.config import load_config
+    from ops_warehouse.nightly import lock_path
+
+    lock = lock_path(load_config(cfg))
+    with open(lock, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        p = ops("etl", "nightly", env=env, check=False)
+    assert p.returncode != 0 and "another ops-report etl nightly is running" in p.stderr
+    # a source that fails (a telemetry folder that is not there): the others still load, exit 1, one line
+    cfg.write_text(cfg.read_text() + f'[nightly.telemetry]\nsource = "file"\npath = "{tmp_path / "nowhere"}"\n')
+    p = subprocess.run([*OPS, "etl", "nightly"], capture_output=True, text=True, env={**__import__("os").environ, **env},
+                       timeout=300)
+    assert p.returncode == 1 and p.stdout.count(": ok ") == 2
+    assert p.stderr.strip().splitlines() == [
+        next(line for line in p.stderr.splitlines() if "nightly source failed: telemetry-file " in line)]
+    assert slurm_harness.READ_ONLY_PASSWORD not in p.stdout + p.stderr
+
+
+def _count(path, table: str) -> int:
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import close_embedded, connect
+
+    wh = connect(Config(dsn=f"chdb://{path}"))
+    try:
+        return wh.query_rows(f"SELECT count() FROM {table} FINAL")[0][0]
+    finally:
+        close_embedded()
+
+
+def _checksums(path) -> dict:
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import close_embedded, connect
+
+    wh = connect(Config(dsn=f"chdb://{path}"), migrate=False)
+    out = {}
+    try:
+        for t in ("slurm_job_run", "slurm_job_step", "node_event", "reservation", "node_inventory"):
+            cols = [c for (c,) in wh.query_rows(
+                "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String} "
+                "AND name NOT IN ('loaded_at', 'source')", {"t": t})]
+            out[t] = tuple(wh.query_rows(f"SELECT count(), sum(cityHash64({', '.join(f'`{c}`' for c in cols)})) "
+                                         f"FROM {t} FINAL")[0])
+    finally:
+        close_embedded()
+    return out

@@ -1,0 +1,235 @@
+"""`ops-report etl nightly`: every configured source, each for the window since its watermark, for cron.
+
+Sources come from the config:
+
+    [[nightly.slurm]]            # one per Slurm cluster
+    cluster = "ai1"
+    source = "slurmdbd"          # or "sacct" (runs [sacct] command for the window)
+    db = "mysql://ops_ro@dbhost:3306/slurm_acct_db"   # slurmdbd only; password: OPS_SLURMDBD_PASSWORD
+
+    [nightly.telemetry]
+    source = "prometheus"        # or "file"
+    url = "http://vm:8428"       # prometheus
+    path = "/data/telemetry"     # file: <path>/<family>/<YYYY-MM-DD>.parquet
+    cluster = "ai1"
+
+    [nightly.capacity]           # files the site refreshes (scontrol / sacctmgr dumps, its inventory)
+    cluster = "ai1"
+    inventory = "/etc/ops/inventory.csv"
+    events = "/var/spool/ops/events.psv"
+    reservations = "/var/spool/ops/reservations.txt"
+
+Windows: sacct and file telemetry reload from two days before their watermark (late updates, and jobs still
+running are re-read until they end) to yesterday; slurmdbd loads incrementally by modification time; the
+Prometheus source from the day before its watermark. `--from/--to` backfills a window instead. One source
+failing does not stop the others; each is recorded in etl_run_log and the exit status says whether all
+succeeded. A lock file keeps two runs from overlapping.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+from ops_warehouse import OpsError
+
+OVERLAP_DAYS = 2
+
+
+@dataclass
+class Source:
+    kind: str  # sacct | slurmdbd | telemetry-file | telemetry-prometheus | capacity
+    cluster: str
+    params: dict = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"nightly:{self.kind}:{self.cluster}"
+
+
+@dataclass
+class Outcome:
+    source: Source
+    window: str
+    status: str = "ok"
+    detail: str = ""
+    seconds: float = 0.0
+
+
+def configured_sources(cfg) -> list[Source]:
+    n = getattr(cfg, "nightly", {}) or {}
+    out = []
+    for s in n.get("slurm", []):
+        kind = s.get("source", "sacct")
+        if kind not in ("sacct", "slurmdbd"):
+            raise OpsError(f"nightly.slurm source must be sacct or slurmdbd, not {kind!r}")
+        if kind == "slurmdbd" and not s.get("db"):
+            raise OpsError("nightly.slurm with source = slurmdbd needs db = \"mysql://USER@HOST:PORT/DBNAME\"")
+        out.append(Source(kind, s.get("cluster", cfg.default_cluster), dict(s)))
+    t = n.get("telemetry")
+    if t:
+        kind = t.get("source", "file")
+        if kind not in ("file", "prometheus", "victoriametrics"):
+            raise OpsError(f"nightly.telemetry source must be file, prometheus or victoriametrics, not {kind!r}")
+        out.append(Source("telemetry-file" if kind == "file" else "telemetry-prometheus",
+                          t.get("cluster", cfg.default_cluster), dict(t)))
+    c = n.get("capacity")
+    if c:
+        out.append(Source("capacity", c.get("cluster", cfg.default_cluster), dict(c)))
+    if not out:
+        raise OpsError("no nightly sources configured: add [[nightly.slurm]], [nightly.telemetry] or "
+                       "[nightly.capacity] to the config (docs/nightly.md)")
+    return out
+
+
+def lock_path(cfg) -> Path:
+    from ops_warehouse.warehouse import embedded_path
+
+    p = embedded_path(cfg.dsn)
+    if p is not None:
+        return p.parent / f".{p.name}.nightly.lock"
+    return Path(os.environ.get("XDG_RUNTIME_DIR") or Path.home() / ".cache") / "ops-warehouse-nightly.lock"
+
+
+class NightlyLock:
+    """An exclusive, non-blocking lock: a second run exits at once instead of waiting or overlapping."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.fd = None
+
+    def __enter__(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(self.fd, 64).decode(errors="replace").strip() or "?"
+            os.close(self.fd)
+            raise OpsError(f"another ops-report etl nightly is running (pid {holder}, lock {self.path}); "
+                           "this run did nothing") from None
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, str(os.getpid()).encode())
+        return self
+
+    def __exit__(self, *exc):
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def _day_window(wh, s: Source, date_from: date | None, date_to: date | None) -> tuple[date, date]:
+    from ops_warehouse.etl.prometheus_source import watermark
+
+    if date_from and date_to:
+        return date_from, date_to
+    yesterday = datetime.now(timezone.utc).date() - timedelta(days=1)
+    mark = watermark(wh, s.key)
+    start = (mark.date() - timedelta(days=OVERLAP_DAYS)) if mark else yesterday - timedelta(days=OVERLAP_DAYS)
+    return min(start, yesterday), yesterday
+
+
+def plan(wh, sources: list[Source], date_from: date | None, date_to: date | None) -> list[tuple[Source, str]]:
+    out = []
+    for s in sources:
+        if s.kind == "slurmdbd" and not (date_from and date_to):
+            out.append((s, "changed since the last load (mod_time)"))
+        elif s.kind == "capacity":
+            out.append((s, "whole files"))
+        else:
+            d0, d1 = _day_window(wh, s, date_from, date_to)
+            out.append((s, f"{d0}..{d1}"))
+    return out
+
+
+def _run_one(wh, s: Source, window: str, date_from: date | None, date_to: date | None) -> str:
+    from ops_warehouse.etl.prometheus_source import set_watermark
+
+    p = s.params
+    if s.kind == "capacity":
+        from ops_warehouse.etl.capacity_sources import load_capacity
+
+        c = load_capacity(wh, inventory=p.get("inventory"), events=p.get("events"),
+                          reservations=p.get("reservations"), cluster=s.cluster)
+        return ", ".join(f"{t} {n}" for t, n in c.items())
+    if s.kind == "slurmdbd":
+        from ops_warehouse.etl.slurmdbd_source import load_slurmdbd
+
+        w0 = w1 = None
+        if date_from and date_to:
+            w0 = datetime.combine(date_from, datetime.min.time(), timezone.utc)
+            w1 = datetime.combine(date_to, datetime.min.time(), timezone.utc) + timedelta(days=1)
+        r = load_slurmdbd(wh, p["db"], w0, w1, cluster=s.cluster)
+        return (f"read {r.records_read}, loaded {r.loaded} ({r.jobs_loaded} job runs, {r.steps_loaded} steps), "
+                f"quarantined {r.quarantined}, {r.events_loaded} node events, {r.reservations_loaded} reservations")
+    d0, d1 = (date.fromisoformat(x) for x in window.split(".."))
+    if s.kind == "sacct":
+        from ops_warehouse.etl.sacct_load import load_sacct
+        from ops_warehouse.etl.sacct_run import run_sacct
+
+        path = run_sacct(wh.cfg.sacct_command, d0, d1)
+        try:
+            r = load_sacct(wh, path, cluster=s.cluster, source=f"sacct {d0}..{d1}")
+        finally:
+            path.unlink(missing_ok=True)
+        detail = f"read {r.records_read}, loaded {r.loaded}, quarantined {r.quarantined}"
+    elif s.kind == "telemetry-file":
+        from ops_warehouse.etl.telemetry_load import load_parquet_dir
+
+        c = load_parquet_dir(wh, p["path"], d0, d1, cluster=s.cluster)
+        detail = f"{c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples"
+    else:
+        from ops_warehouse.etl.prometheus_source import load_prometheus
+
+        c = load_prometheus(wh, p["url"], d0, d1, step_s=int(p.get("step_s", 60)), cluster=s.cluster)
+        detail = f"{c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples"
+    set_watermark(wh, s.key, datetime.combine(d1 + timedelta(days=1), datetime.min.time(), timezone.utc))
+    return detail
+
+
+def run_nightly(cfg, *, date_from: date | None = None, date_to: date | None = None, dry_run: bool = False,
+                log=print) -> list[Outcome]:
+    """Run every configured source; returns one outcome per source (never raises for a failing source)."""
+    from ops_warehouse.etl.sacct_load import LoadResult, _log_run
+    from ops_warehouse.warehouse import connect
+
+    sources = configured_sources(cfg)
+    with NightlyLock(lock_path(cfg)):
+        wh = connect(cfg)
+        outcomes = []
+        for s, window in plan(wh, sources, date_from, date_to):
+            o = Outcome(s, window)
+            if dry_run:
+                o.status, o.detail = "dry-run", "would load"
+            else:
+                t0 = time.time()
+                log(f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%S} nightly {s.kind} {s.cluster} {window}: start")
+                try:
+                    o.detail = _run_one(wh, s, window, date_from, date_to)
+                except Exception as e:  # one source failing must not stop the others
+                    o.status = "failed"
+                    o.detail = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+                o.seconds = time.time() - t0
+                _log_run(wh, f"nightly:{s.kind}", f"{s.cluster} {window}", t0, LoadResult(source=s.key),
+                         o.status, "" if o.status == "ok" else o.detail)
+            log(f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%S} nightly {s.kind} {s.cluster} {window}: "
+                f"{o.status} {o.detail} ({o.seconds:.1f} s)")
+            outcomes.append(o)
+        if not dry_run:
+            _refresh(wh, outcomes, date_from, date_to)
+        return outcomes
+
+
+def _refresh(wh, outcomes: list[Outcome], date_from, date_to) -> None:
+    """Bring the hourly capacity grain up to date for the days the loads touched (the last 31 by default)."""
+    from ops_warehouse.marts import refresh_capacity
+
+    if not any(o.status == "ok" for o in outcomes):
+        return
+    end = (date_to or datetime.now(timezone.utc).date()) + timedelta(days=1)
+    start = date_from or end - timedelta(days=31)
+    refresh_capacity(wh, "", datetime.combine(start, datetime.min.time(), timezone.utc),
+                     datetime.combine(end, datetime.min.time(), timezone.utc))
