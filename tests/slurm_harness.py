@@ -231,9 +231,11 @@ class SlurmCluster:
             raise RuntimeError(f"jobs still queued after {timeout_s} s: {left()}") from None
         # sacct -s selects jobs that were in a state at any time in the window: read the current states instead
         def settled() -> bool:
-            out = self.run(["sacct", "-X", "-a", "-n", "-P", "--duplicates", "-S", "2020-01-01", "-E", "now",
+            # steps too (no -X): a step's end reaches the database after its job's, through the same agent
+            out = self.run(["sacct", "-a", "-n", "-P", "--duplicates", "-S", "2020-01-01", "-E", "now",
                             "-o", "JobIDRaw,JobID,State"])
             rows = [line.split("|") for line in out.splitlines() if line.strip()]
+            rows = [[r[0].split(".")[0], r[1].split(".")[0], r[2]] for r in rows]
             seen = {int(r[0]) for r in rows} | {int(r[1].split("_")[0]) for r in rows if r[1].split("_")[0].isdigit()}
             for job in self.submitted - seen:  # a job held and cancelled was never eligible: sacct -j finds it
                 rows += [line.split("|") for line in self.run(["sacct", "-X", "-n", "-P", "-j", str(job), "-o",
