@@ -218,3 +218,20 @@ def test_project_report_isolation_and_formats(scenario):
     assert "alice" not in text and pseudonym("alice") in text
     cl = monthly_report(scenario, cluster="t1")
     assert {p["project"] for p in cl["projects"]} == {"A", "B", "C"} and cl["users"] == []
+
+
+def test_project_text_is_a_parameter_never_sql(scenario):
+    """A project name that looks like SQL matches no project and changes no query: every mart takes it as a
+    query parameter, and the report refuses a project with no jobs."""
+    from ops_warehouse import OpsError
+
+    evil = "A' OR 1=1 --"
+    for name in ("job_sizes", "end_states", "users", "projects"):
+        df = mart(scenario, name, project=evil)
+        rows = df.filter(pl.col("project") == evil) if name == "projects" else df
+        assert rows.height == 0 or name == "projects", name
+    assert mart(scenario, "job_efficiency", project=evil).height == 0
+    with pytest.raises(OpsError, match="no jobs of project"):
+        monthly_report(scenario, project=evil, cluster="t1")
+    # and the real project is untouched by the attempt
+    assert mart(scenario, "job_sizes", project="A")["jobs"].sum() == 2  # J1, J3 (J0 started in September)
