@@ -250,6 +250,19 @@ class SlurmCluster:
                                f"{sorted(self.submitted)}; sacct says\n" + self.run(
                                    ["sacct", "-X", "-a", "-n", "-P", "--duplicates", "-S", "2020-01-01", "-E",
                                     "now", "-o", "JobIDRaw,JobID,State"])) from None
+        # a step's exit code can still change after its state is final (slurmstepd reports late): wait until
+        # two readings of every record, 2 s apart, are the same
+        def snapshot() -> str:
+            return self.run(["sacct", "-a", "-n", "-P", "--duplicates", "-S", "2020-01-01", "-E", "now", "-o",
+                             "JobIDRaw,State,ExitCode,Start,End,AllocTRES,NodeList"])
+
+        prev = snapshot()
+        for _ in range(30):
+            time.sleep(2)
+            cur = snapshot()
+            if cur == prev:
+                break
+            prev = cur
 
     def backdate(self, hour_start: int, lead_s: int = 60) -> int:
         """Move every job, step, node event and reservation in the accounting database so that the cluster's

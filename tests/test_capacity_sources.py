@@ -101,3 +101,17 @@ def test_inventory_errors_and_idempotent_reload(tmp_path, wh):
     for _ in range(2):
         assert load_capacity(wh, inventory=good, cluster="ai1") == {"node_inventory": 3}
     assert wh.query_rows("SELECT count(), sum(gpus) FROM node_inventory FINAL") == [(3, 16)]
+
+
+def test_slurm_decoding_functions(wh):
+    """The SQL functions that read slurmdbd's encodings, on values seen in a 22.05 database, against what
+    sacct printed for them (and sacct's rule that an exit code of 128+ loses 128: src/sacct/print.c)."""
+    got = wh.query_rows(
+        "SELECT slurm_exit_text(toUInt32(36608)), slurm_exit_text(toUInt32(15)), slurm_exit_text(toUInt32(768)), "
+        "slurm_exit_text(toUInt32(9)), slurm_state_text(1024, 4294967294), slurm_state_text(4, 0), "
+        "slurm_state_text(6, 4294967294), slurm_mem_text(toUInt64(128000)), slurm_mem_text(toUInt64(250000)), "
+        "slurm_tres_text('1=1,3=18446744073709551614,4=1,5=1,1001=8,1003=8', "
+        "map(1, 'cpu', 3, 'energy', 4, 'node', 5, 'billing', 1001, 'gres/gpu', 1003, 'gres/gpu:h200')), "
+        "slurm_time_text(0), slurm_time_text(1796008043), slurm_step_text(-5)")[0]
+    assert got == ("15:0", "0:15", "3:0", "0:9", "REQUEUED", "CANCELLED by 0", "TIMEOUT", "125G", "250000M",
+                   "billing=1,cpu=1,gres/gpu:h200=8,gres/gpu=8,node=1", "Unknown", "2026-11-30T03:07:23", "batch")

@@ -6,10 +6,13 @@
 CREATE FUNCTION IF NOT EXISTS slurm_time_text {{on_cluster}} AS (epoch) ->
     if(epoch = 0, 'Unknown', formatDateTime(toDateTime(epoch, 'UTC'), '%Y-%m-%dT%H:%i:%S'));
 
--- A raw wait status -> "exit:signal" (a job killed by a signal has no exit code of its own).
+-- A raw wait status -> "exit:signal" (a job killed by a signal has no exit code of its own). As sacct
+-- does, an exit code of 128 or more (a shell reporting a child killed by signal N as 128+N) loses 128:
+-- a batch script whose shell exited 143 prints as 15:0.
 CREATE FUNCTION IF NOT EXISTS slurm_exit_text {{on_cluster}} AS (status) ->
     if(bitAnd(status, 127) != 0, concat('0:', toString(bitAnd(status, 127))),
-       concat(toString(bitShiftRight(status, 8)), ':0'));
+       concat(toString(if(bitAnd(bitShiftRight(status, 8), 255) >= 128, bitAnd(bitShiftRight(status, 8), 255) - 128,
+                          bitAnd(bitShiftRight(status, 8), 255))), ':0'));
 
 -- The state word: the base state in the low byte, JOB_REQUEUE (0x400) marks a run that was requeued;
 -- a cancelled job names the uid that cancelled it (kill_requid; 4294967294/5 = not recorded).
