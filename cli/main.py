@@ -162,7 +162,8 @@ def etl_metrics(
 
     if source in ("prometheus", "victoriametrics") and url and not (date_from and date_to):
         # nightly: from the source's watermark (re-reading its last day, for late samples) to yesterday
-        from ops_warehouse.etl.prometheus_source import PromClient, watermark
+        from ops_warehouse.etl.prometheus_source import PromClient
+        from ops_warehouse.etl.watermarks import watermark
 
         wm = watermark(_wh(), f"prometheus:{PromClient(url).url}")
         yesterday = datetime.now(timezone.utc).date() - timedelta(days=1)

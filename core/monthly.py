@@ -54,21 +54,24 @@ def resolve_cluster(wh, cluster: str | None) -> str:
     raise OpsError(f"the warehouse holds several clusters ({', '.join(have)}): choose one with --slurm-cluster")
 
 
-def last_complete_month(wh, cluster: str) -> tuple[date, bool]:
-    """The last month whose end the loaded history reaches and that has jobs; when no month is complete yet,
-    the month of the latest record (returned with complete=False)."""
+def history_span(wh, cluster: str) -> tuple[datetime, datetime]:
+    """(latest time the loaded job history describes, earliest start or submit) of a cluster, UTC."""
     latest, first = wh.query_rows(
         "SELECT max(greatest(as_of_ts, coalesce(end_ts, as_of_ts))), min(coalesce(start_ts, submit_ts)) "
         "FROM slurm_job_run WHERE cluster = {c:String}", {"c": cluster})[0]
     if latest is None or latest.year < 2000:
         raise OpsError(f"no job history for cluster {cluster!r}")
+    return latest.replace(tzinfo=timezone.utc), first.replace(tzinfo=timezone.utc)
+
+
+def last_complete_month(latest: datetime, first: datetime) -> date:
+    """The last month whose end the loaded history reaches and that has jobs; when no month is complete yet,
+    the month of the latest record."""
     m = date(latest.year, latest.month, 1)
-    if latest.replace(tzinfo=timezone.utc) >= month_window(m)[1]:
-        return m, True
     prev = (m - timedelta(days=1)).replace(day=1)
-    if first.replace(tzinfo=timezone.utc) < month_window(prev)[1]:
-        return prev, True
-    return m, False
+    if latest < month_window(m)[1] and first < month_window(prev)[1]:
+        return prev
+    return m
 
 
 def pseudonym(user: str, key: str = "") -> str:
@@ -86,11 +89,9 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
     """The report of ``month`` (default: the last complete month with data) for ``project`` or, with
     ``project=None``, the whole cluster."""
     cluster = resolve_cluster(wh, cluster)
-    if month is None:
-        month, _ = last_complete_month(wh, cluster)
-    latest = wh.query_rows("SELECT max(greatest(as_of_ts, coalesce(end_ts, as_of_ts))) FROM slurm_job_run "
-                           "WHERE cluster = {c:String}", {"c": cluster})[0][0]
-    complete = latest is not None and latest.replace(tzinfo=timezone.utc) >= month_window(month)[1]
+    latest, first = history_span(wh, cluster)
+    month = month or last_complete_month(latest, first)
+    complete = latest >= month_window(month)[1]
     if project is not None:
         known = [r[0] for r in wh.query_rows("SELECT DISTINCT project FROM fct_job_run WHERE cluster = {c:String}",
                                              {"c": cluster})]
@@ -109,25 +110,31 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
         step(name)
         return run_mart(wh, name, cluster=cluster, window=window, project=proj)
 
+    def previous(name: str, key: str | None = None) -> pl.DataFrame:
+        """The mart for the month before; empty (with the column filtered on below) when it has no jobs."""
+        if has_prev:
+            return mart(name, pw)
+        return pl.DataFrame(schema={key: pl.String}) if key else pl.DataFrame()
+
     # a month before the loaded history has capacity but no jobs: no comparison rather than a fall to zero
     has_prev = wh.query_rows("SELECT count() > 0 FROM slurm_job_run WHERE cluster = {c:String} AND "
                              "coalesce(start_ts, submit_ts) < {t1:DateTime('UTC')} AND "
                              "coalesce(end_ts, as_of_ts) >= {t0:DateTime('UTC')}",
                              {"c": cluster, "t0": pw[0], "t1": pw[1]})[0][0]
     util = mart("utilization")
-    util_prev = mart("utilization", pw) if has_prev else pl.DataFrame()
+    util_prev = previous("utilization")
     cost = mart("cost")
-    cost_prev = mart("cost", pw) if has_prev else pl.DataFrame()
+    cost_prev = previous("cost")
     sizes = mart("job_sizes")
     runtimes = mart("run_times")
     states = mart("end_states")
     failures = mart("failures_by_size")
-    failures_prev = mart("failures_by_size", pw) if has_prev else pl.DataFrame()
+    failures_prev = previous("failures_by_size")
     eff = mart("efficiency_summary")
-    eff_prev = mart("efficiency_summary", pw) if has_prev else pl.DataFrame({"project_key": []}, schema={"project_key": pl.String})
+    eff_prev = previous("efficiency_summary", "project_key")
     jobs = mart("job_efficiency")
     projects = mart("projects")
-    projects_prev = mart("projects", pw) if has_prev else pl.DataFrame({"project": []}, schema={"project": pl.String})
+    projects_prev = previous("projects", "project")
     daily = mart("utilization_daily")
     heat = mart("gpu_heatmap")
     xids = mart("xid_events")

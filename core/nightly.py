@@ -19,9 +19,8 @@ Sources come from the config:
     events = "/var/spool/ops/events.psv"
     reservations = "/var/spool/ops/reservations.txt"
 
-Windows: sacct and file telemetry reload from two days before their watermark (late updates, and jobs still
-running are re-read until they end) to yesterday; slurmdbd loads incrementally by modification time; the
-Prometheus source from the day before its watermark. `--from/--to` backfills a window instead. One source
+Windows: sacct and telemetry reload from two days before their watermark (late updates, and jobs still
+running are re-read until they end) to yesterday; slurmdbd loads incrementally by modification time. `--from/--to` backfills a window instead. One source
 failing does not stop the others; each is recorded in etl_run_log and the exit status says whether all
 succeeded. A lock file keeps two runs from overlapping.
 """
@@ -122,7 +121,7 @@ class NightlyLock:
 
 
 def _day_window(wh, s: Source, date_from: date | None, date_to: date | None) -> tuple[date, date]:
-    from ops_warehouse.etl.prometheus_source import watermark
+    from ops_warehouse.etl.watermarks import watermark
 
     if date_from and date_to:
         return date_from, date_to
@@ -146,7 +145,7 @@ def plan(wh, sources: list[Source], date_from: date | None, date_to: date | None
 
 
 def _run_one(wh, s: Source, window: str, date_from: date | None, date_to: date | None) -> str:
-    from ops_warehouse.etl.prometheus_source import set_watermark
+    from ops_warehouse.etl.watermarks import set_watermark
 
     p = s.params
     if s.kind == "capacity":

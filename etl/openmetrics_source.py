@@ -14,7 +14,7 @@ import polars as pl
 
 from ops_warehouse import OpsError
 from ops_warehouse.etl.metric_catalog import catalog
-from ops_warehouse.etl.telemetry_insert import insert_window, stage_frames
+from ops_warehouse.etl.telemetry_insert import insert_frames
 
 LABELS = ("Hostname", "instance", "gpu", "UUID", "modelName", "device", "port", "fs")
 _SAMPLE = r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+(\S+))?\s*$"
@@ -81,16 +81,9 @@ def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at
 def load_samples(wh, samples: pl.DataFrame, cat, cluster: str, source: str, window: tuple[datetime, datetime]
                  ) -> dict:
     """A long sample frame (read_samples' shape) into the warehouse for the window; rollups refreshed."""
-    import shutil
-
-    from ops_warehouse.etl.staging import refresh_hourly, staging_dir
+    from ops_warehouse.etl.staging import refresh_hourly
 
     g, n, scal = families(samples, cat)
-    stage = staging_dir(wh)
-    try:
-        files = stage_frames(stage, {"gpu": [g], "node": [n, *scal]})
-        counts = insert_window(wh, files, cat, cluster, source, window)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+    counts = insert_frames(wh, {"gpu": [g], "node": [n, *scal]}, cat, cluster, source, window)
     refresh_hourly(wh, *window)
     return counts

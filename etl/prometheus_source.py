@@ -23,7 +23,8 @@ import polars as pl
 
 from ops_warehouse import OpsError
 from ops_warehouse.etl.metric_catalog import Metric, catalog
-from ops_warehouse.etl.telemetry_insert import insert_window, stage_frames
+from ops_warehouse.etl.telemetry_insert import insert_frames
+from ops_warehouse.etl.watermarks import set_watermark
 
 BATCH_NODES = 32
 
@@ -93,24 +94,9 @@ def _frame(results: list[dict], name: str) -> pl.DataFrame:
     )
 
 
-def watermark(wh, source: str) -> datetime | None:
-    """Where the last successful load of ``source`` got to (end of its last whole day)."""
-    r = wh.query_rows("SELECT max(watermark_ts) FROM etl_watermark FINAL WHERE source = {s:String}", {"s": source})
-    v = r[0][0] if r else None
-    return None if v is None or v.year < 2000 else v.replace(tzinfo=timezone.utc)
-
-
-def set_watermark(wh, source: str, ts: datetime) -> None:
-    wh.command("INSERT INTO etl_watermark (source, watermark_ts, updated_at) SELECT {s:String}, "
-               "greatest({t:DateTime('UTC')}, (SELECT max(watermark_ts) FROM etl_watermark FINAL WHERE source = {s:String})), "
-               "now64(3)", {"s": source, "t": ts})
-
-
 def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int = 60, cluster: str | None = None,
                     progress=None, client: PromClient | None = None) -> dict:
-    import shutil
-
-    from ops_warehouse.etl.staging import refresh_hourly, staging_dir
+    from ops_warehouse.etl.staging import refresh_hourly
 
     client = client or PromClient(url)
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
@@ -156,12 +142,8 @@ def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int
                     extra = [c for c in ("modelName", "UUID") if c in p.columns and c in w.columns]
                     w = w.join(p.drop(extra), on=on, how="full", coalesce=True)
             wide[fam] = w
-        stage = staging_dir(wh)
-        try:
-            files = stage_frames(stage, {"gpu": [wide.get("gpu")], "node": [wide.get("nic"), *families["node"]]})
-            c = insert_window(wh, files, cat, cluster, f"prometheus:{client.url}", window, step_s=step_s)
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+        c = insert_frames(wh, {"gpu": [wide.get("gpu")], "node": [wide.get("nic"), *families["node"]]}, cat,
+                          cluster, f"prometheus:{client.url}", window, step_s=step_s)
         refresh_hourly(wh, *window)
         set_watermark(wh, f"prometheus:{client.url}", window[1])
         for key, n in c.items():

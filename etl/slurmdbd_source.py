@@ -17,7 +17,6 @@ from __future__ import annotations
 import grp
 import os
 import re
-import shutil
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote, urlsplit
@@ -28,7 +27,7 @@ from ops_warehouse import OpsError
 from ops_warehouse.etl.hostlist import expand_one
 from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
 from ops_warehouse.etl.sacct_load import LoadResult, _log_run, _stage_and_load
-from ops_warehouse.etl.staging import load_frames, staging_dir
+from ops_warehouse.etl.staging import load_frames, staged
 
 _MYSQL = re.compile(r"\{\{mysql (\w+)\}\}")
 NOT_INCREMENTAL = 2**64 - 1  # modified_since that selects by the window alone
@@ -134,7 +133,7 @@ def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, clu
     """Jobs and steps, node events and reservations of ``cluster`` for [w0, w1) into the warehouse; with
     no window, incrementally: every job changed since the last load's newest change (less an overlap), and
     the node events and reservations of the days since."""
-    from ops_warehouse.etl.prometheus_source import set_watermark, watermark
+    from ops_warehouse.etl.watermarks import set_watermark, watermark
     import time
 
     db = parse_db_url(url)
@@ -143,23 +142,25 @@ def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, clu
     result = LoadResult(source=source)
     started = time.time()
     status, error = "ok", ""
-    stage = staging_dir(wh)
     since = NOT_INCREMENTAL
+    job_window = (w0, w1)
     if w0 is None or w1 is None:
         mark = watermark(wh, watermark_key(db, cluster))
         since = 0 if mark is None else max(0, int(mark.timestamp()) - OVERLAP_S)
-        # an empty job window: only the changed rows are selected; events and reservations since the mark
         w1 = datetime.now(timezone.utc)
+        # an empty job window: the changed rows are selected (and the jobs still pending or running); node
+        # events and reservations of the days since the mark
+        job_window = (w1, w1)
         w0 = datetime.fromtimestamp(since, timezone.utc) - timedelta(days=1) if mark else datetime(1970, 1, 2, tzinfo=timezone.utc)
     try:
-        records = read_records(wh, db, password, cluster, w0 if since == NOT_INCREMENTAL else w1,
-                               w1 if since == NOT_INCREMENTAL else w1, modified_since=since)
+        records = read_records(wh, db, password, cluster, *job_window, modified_since=since)
         runs, steps, q = normalize(records, tz="UTC", cluster=cluster, source=source)
         result.records_read = records.height
         result.jobs_loaded, result.steps_loaded, result.quarantined = runs.height, steps.height, q.height
         for r in q.get_column("reason").to_list():
             result.reasons[r] = result.reasons.get(r, 0) + 1
-        _stage_and_load(wh, stage, 0, runs, steps, q.cast(QUARANTINE_SCHEMA), source)
+        with staged(wh) as stage:
+            _stage_and_load(wh, stage, 0, runs, steps, q.cast(QUARANTINE_SCHEMA), source)
         now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
         events = _query(wh, db, password, cluster, "load/slurmdbd_events.sql", {"from_ts": w0, "to_ts": w1})
         resv = _query(wh, db, password, cluster, "load/slurmdbd_reservations.sql", {"from_ts": w0, "to_ts": w1})
@@ -175,7 +176,6 @@ def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, clu
         status, error = "failed", str(e)
         raise
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
         result.seconds = time.time() - started
         _log_run(wh, "slurmdbd", source, started, result, status, error)
     return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
@@ -28,13 +29,20 @@ def stage_and_load(wh, stage: Path, tag: str, frames: dict[str, pl.DataFrame]) -
         p.unlink()
 
 
-def load_frames(wh, frames: dict[str, pl.DataFrame]) -> None:
-    """stage_and_load in a staging folder of its own, removed afterwards."""
+@contextmanager
+def staged(wh):
+    """A staging folder of its own for the block, removed afterwards whatever happens."""
     stage = staging_dir(wh)
     try:
-        stage_and_load(wh, stage, "0", frames)
+        yield stage
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def load_frames(wh, frames: dict[str, pl.DataFrame]) -> None:
+    """stage_and_load in a staging folder of its own, removed afterwards."""
+    with staged(wh) as stage:
+        stage_and_load(wh, stage, "0", frames)
 
 
 def refresh_hourly(wh, w0, w1) -> None:

@@ -125,9 +125,11 @@ def _gpu_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) ->
     if "gpu" not in cols:
         raise OpsError("GPU telemetry without a `gpu` label: cannot tell the GPUs of a node apart")
     values = {c: _value(cols, cat, c) for c in GPU_COLUMNS}
+    def label(name: str) -> str:
+        return f"ifNull(toString({_q(name)}), '')" if name in cols else "''"
+
     base = (f"SELECT {_node_expr(cols)} AS node, toUInt16(gpu) AS gpu, toDateTime(timestamp, 'UTC') AS ts, "
-            f"{'ifNull(toString(modelName), {})'.format(_lit('')) if 'modelName' in cols else _lit('')} AS model_name, "
-            f"{'ifNull(toString(UUID), {})'.format(_lit('')) if 'UUID' in cols else _lit('')} AS uuid, "
+            f"{label('modelName')} AS model_name, {label('UUID')} AS uuid, "
             + ", ".join(f"{v} AS {c}" for c, v in values.items()) + f" FROM {rel}")
     if not seed:
         return base
@@ -180,7 +182,7 @@ def infer_step_s(paths: list[Path]) -> int:
 def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str, source: str,
                   window: tuple[datetime, datetime], step_s: int | None = None) -> dict:
     """Insert the window's rows of every table the files feed; returns the row counts inserted."""
-    from ops_warehouse.migrations import sql_text
+    from ops_warehouse.migrations import split_statements, sql_text
 
     check_catalog(cat)
     rel = _Relations(wh)
@@ -206,9 +208,8 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                            "AND ts < {to_ts:DateTime('UTC')} AND node != ''")
             step = step_s or infer_step_s(main)
             for table in tables:
-                sql = sql_text(f"load/{table}.sql")
-                sql = "\n".join(ln for ln in sql.splitlines() if not ln.lstrip().startswith("--"))
-                wh.client.command(sql.replace("{{input}}", relation).strip().rstrip(";"),
+                (sql,) = split_statements(sql_text(f"load/{table}.sql"))
+                wh.client.command(sql.replace("{{input}}", relation).rstrip(";"),
                                   parameters={**params, "step_s": step}, settings={"optimize_on_insert": 0})
             if kind == "gpu":
                 counts["gpu_rows"] += _count(wh, f"SELECT count() {window_rows}", params)
@@ -224,6 +225,15 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
 
 def _count(wh, sql: str, params: dict) -> int:
     return int(wh.query_rows(sql, params)[0][0])
+
+
+def insert_frames(wh, frames: dict[str, list[pl.DataFrame | None]], cat: dict[str, Metric], cluster: str,
+                  source: str, window: tuple[datetime, datetime], step_s: int | None = None) -> dict:
+    """A source's frames (``{"gpu": [...], "node": [...]}``) staged as exporter files and inserted."""
+    from ops_warehouse.etl.staging import staged
+
+    with staged(wh) as stage:
+        return insert_window(wh, stage_frames(stage, frames), cat, cluster, source, window, step_s=step_s)
 
 
 def stage_frames(stage: Path, frames: dict[str, list[pl.DataFrame]]) -> ExporterFiles:

@@ -10,7 +10,6 @@ rollups of the whole load once.
 
 from __future__ import annotations
 
-import shutil
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -46,7 +45,7 @@ def _as_parquet(p: Path, stage: Path) -> Path:
 def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cluster: str | None = None,
                      progress=None) -> dict:
     """Load the exporter day files of whole days ``date_from`` .. ``date_to``."""
-    from ops_warehouse.etl.staging import refresh_hourly, staging_dir
+    from ops_warehouse.etl.staging import refresh_hourly, staged
 
     root = Path(root)
     if (root / "telemetry").is_dir():
@@ -59,8 +58,7 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
     source = f"file:{root}"
     counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0, "days": 0}
     days = (date_to - date_from).days + 1
-    stage = staging_dir(wh)
-    try:
+    with staged(wh) as stage:
         for k in range(days):
             d = date_from + timedelta(days=k)
             w0 = datetime.combine(d, datetime.min.time(), timezone.utc)
@@ -82,6 +80,4 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
                 progress(k + 1, days)
         w0 = datetime.combine(date_from, datetime.min.time(), timezone.utc)
         refresh_hourly(wh, w0, w0 + timedelta(days=days))
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
     return counts

@@ -87,7 +87,7 @@ def test_reload_is_idempotent_and_survives_a_restart(prom, cfg, tmp_path):
     t.join()
     assert w.query_rows("SELECT count(), sum(cityHash64(*)) FROM gpu_sample FINAL") == once
     # the source's watermark: the end of the last whole day loaded
-    from ops_warehouse.etl.prometheus_source import watermark
+    from ops_warehouse.etl.watermarks import watermark
 
     assert watermark(w, f"prometheus:{p.url}") == datetime(2026, 10, 2, tzinfo=timezone.utc)
     close_embedded()
