@@ -37,6 +37,11 @@ def _main(
 ):
     cfg = load_config(config)
     if warehouse:
+        from urllib.parse import urlsplit
+
+        if urlsplit(warehouse).password and any(warehouse in a for a in sys.argv[1:]):
+            raise OpsError("--warehouse must not hold a password (the process list shows it to every user): put "
+                           "it in OPS_WAREHOUSE_PASSWORD or the config's [warehouse] password (a chmod 600 file)")
         cfg.dsn = warehouse
     _state["cfg"] = cfg
 
@@ -116,7 +121,7 @@ def etl_sacct(
 
         d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
         out = run_sacct(cfg.sacct_command, d0, d1)
-        inputs = [(out, f"sacct {d0}..{d1}", True)]
+        inputs = [(out, f"sacct {d0}..{d1}", True)]  # the label; rows name the source sacct:<cluster>
         timezone = "UTC"
     if not inputs:
         raise OpsError("nothing to load: give sacct output files, or --from and --to to run sacct")
@@ -124,7 +129,8 @@ def etl_sacct(
         try:
             with file_progress(f"loading {source or path}") as progress:
                 r = load_sacct(wh, path, fmt=fmt, delimiter=delimiter, fields=field_list, tz=timezone,
-                               cluster=cluster, source=source, progress=progress)
+                               cluster=cluster, source=f"sacct:{cluster or cfg.default_cluster}" if source else None,
+                               label=source, progress=progress)
         finally:
             if temporary:
                 path.unlink(missing_ok=True)
@@ -220,7 +226,7 @@ def etl_metrics(
     else:
         raise OpsError("--source must be file, prometheus, victoriametrics or vm-export")
     print(f"{what}: {c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples, "
-          f"{c['xid_events']} Xid events")
+          f"{c['xid_events']} Xid events, quarantined {c.get('quarantined', 0)}")
 
 
 @etl_app.command("slurmdbd")

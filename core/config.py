@@ -11,6 +11,7 @@ import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ops_warehouse import OpsError
 
@@ -46,10 +47,16 @@ class Config:
     metric_catalog: dict = field(default_factory=dict)
     # reports: a GPU-hour whose mean GPU utilization is under this is idle (allocated-but-idle)
     idle_util_pct: float = 5.0
+    # ClickHouse server password ([warehouse] password; OPS_WAREHOUSE_PASSWORD wins)
+    warehouse_password: str | None = None
     # slurmdbd database password ([slurmdbd] password; OPS_SLURMDBD_PASSWORD wins)
     slurmdbd_password: str | None = None
     # `ops-report etl nightly` sources ([[nightly.slurm]], [nightly.telemetry], [nightly.capacity])
     nightly: dict = field(default_factory=dict)
+    # how patiently `ops-report etl nightly` retries a network source ([nightly] retries, backoff_s): up to
+    # `retries` more tries after waits of backoff_s, twice that, four times that... (10+20+40+80 s by default)
+    nightly_retries: int = 4
+    nightly_backoff_s: float = 10.0
     # key of the stable user pseudonyms of --anonymize-users (empty: a plain hash of the name)
     pseudonym_key: str = ""
     # cost model per GPU model: node_price, amortization_years, power_price_per_kwh, pue, peak_bf16_tflops,
@@ -81,6 +88,12 @@ def load_config(path: str | Path | None = None) -> Config:
     return cfg
 
 
+def _private(p: Path, what: str) -> None:
+    """Secrets only in a file no one else can read (as ssh does for its keys)."""
+    if p.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH):
+        raise OpsError(f"{p} holds {what} but is readable by others: chmod 600 {p}")
+
+
 def _apply_file(cfg: Config, p: Path) -> None:
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -88,10 +101,12 @@ def _apply_file(cfg: Config, p: Path) -> None:
         raise OpsError(f"cannot read config {p}: {e}") from None
     wh = data.get("warehouse", {})
     if "dsn" in wh:
-        # A DSN with a password is a secret: refuse a file others can read.
-        if "@" in wh["dsn"] and p.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH):
-            raise OpsError(f"{p} holds a warehouse password but is readable by others: chmod 600 {p}")
-        cfg.dsn = wh["dsn"]
+        cfg.dsn = str(wh["dsn"])
+    # A password (in the DSN or on its own) is a secret: refuse a file others can read.
+    if "password" in wh or urlsplit(cfg.dsn).password:
+        _private(p, "a warehouse password")
+        if "password" in wh:
+            cfg.warehouse_password = str(wh["password"])
     cfg.deployment = wh.get("deployment", cfg.deployment)
     cfg.cluster_name = wh.get("cluster_name", cfg.cluster_name)
     if cfg.deployment not in ("single", "cluster"):
@@ -111,14 +126,26 @@ def _apply_file(cfg: Config, p: Path) -> None:
     cfg.telemetry_ttl_days = ttl
     cfg.metric_catalog = dict(tel.get("catalog", {}))
     cfg.nightly = dict(data.get("nightly", {}))
+    retries = cfg.nightly.get("retries", cfg.nightly_retries)
+    if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 20:
+        raise OpsError(f"{p}: nightly.retries must be a whole number of retries (0-20)")
+    backoff = cfg.nightly.get("backoff_s", cfg.nightly_backoff_s)
+    if not isinstance(backoff, (int, float)) or isinstance(backoff, bool) or backoff < 0:
+        raise OpsError(f"{p}: nightly.backoff_s must be a number of seconds (0 or more)")
+    cfg.nightly_retries, cfg.nightly_backoff_s = retries, float(backoff)
+    nt = cfg.nightly.get("telemetry")
+    timeout = nt.get("timeout_s", 60) if isinstance(nt, dict) else 60
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        raise OpsError(f"{p}: nightly.telemetry.timeout_s must be a positive number of seconds")
     dbd = data.get("slurmdbd", {})
     if "password" in dbd:
-        if p.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH):
-            raise OpsError(f"{p} holds the slurmdbd password but is readable by others: chmod 600 {p}")
+        _private(p, "the slurmdbd password")
         cfg.slurmdbd_password = str(dbd["password"])
     rep = data.get("reports", {})
     cfg.idle_util_pct = float(rep.get("idle_util_pct", cfg.idle_util_pct))
-    cfg.pseudonym_key = str(rep.get("pseudonym_key", cfg.pseudonym_key))
+    if "pseudonym_key" in rep:  # whoever has the key can tell which pseudonym is which user
+        _private(p, "the pseudonym key")
+        cfg.pseudonym_key = str(rep["pseudonym_key"])
     if not 0 <= cfg.idle_util_pct <= 100:
         raise OpsError(f"{p}: reports.idle_util_pct must be a percentage (0-100)")
     if "cost" in data:

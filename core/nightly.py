@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -144,7 +146,34 @@ def plan(wh, sources: list[Source], date_from: date | None, date_to: date | None
     return out
 
 
-def _run_one(wh, s: Source, window: str, date_from: date | None, date_to: date | None) -> str:
+@contextmanager
+def _progress(s: Source, window: str, unit: str, log):
+    """A bar on a terminal (days, or bytes of sacct output); under cron a log line at most every 10 s."""
+    if sys.stderr.isatty():
+        from ops_warehouse.progress import count_progress, file_progress
+
+        with (file_progress if unit == "bytes" else count_progress)(f"{s.kind} {s.cluster} {window}") as cb:
+            yield cb
+        return
+    last = [time.time()]
+
+    def cb(done: int, total: int) -> None:
+        if time.time() - last[0] >= 10 and done < total:
+            last[0] = time.time()
+            log(f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%S} nightly {s.kind} {s.cluster} {window}: "
+                f"{done}/{total} {unit}")
+
+    yield cb
+
+
+def _retry(cfg, s: Source):
+    """How a network source retries: [nightly] retries, backoff_s (etl/retry.py); each retry a line on stderr."""
+    from ops_warehouse.etl.retry import Retry
+
+    return Retry(cfg.nightly_retries, cfg.nightly_backoff_s, f"{s.kind} {s.cluster}")
+
+
+def _run_one(wh, s: Source, window: str, date_from: date | None, date_to: date | None, log=print) -> str:
     from ops_warehouse.etl.watermarks import set_watermark
 
     p = s.params
@@ -161,7 +190,7 @@ def _run_one(wh, s: Source, window: str, date_from: date | None, date_to: date |
         if date_from and date_to:
             w0 = datetime.combine(date_from, datetime.min.time(), timezone.utc)
             w1 = datetime.combine(date_to, datetime.min.time(), timezone.utc) + timedelta(days=1)
-        r = load_slurmdbd(wh, p["db"], w0, w1, cluster=s.cluster)
+        r = load_slurmdbd(wh, p["db"], w0, w1, cluster=s.cluster, retry=_retry(wh.cfg, s))
         return (f"read {r.records_read}, loaded {r.loaded} ({r.jobs_loaded} job runs, {r.steps_loaded} steps), "
                 f"quarantined {r.quarantined}, {r.events_loaded} node events, {r.reservations_loaded} reservations")
     d0, d1 = (date.fromisoformat(x) for x in window.split(".."))
@@ -169,24 +198,42 @@ def _run_one(wh, s: Source, window: str, date_from: date | None, date_to: date |
         from ops_warehouse.etl.sacct_load import load_sacct
         from ops_warehouse.etl.sacct_run import run_sacct
 
-        path = run_sacct(wh.cfg.sacct_command, d0, d1)
+        path = run_sacct(wh.cfg.sacct_command, d0, d1, retry=_retry(wh.cfg, s))
         try:
-            r = load_sacct(wh, path, cluster=s.cluster, source=f"sacct {d0}..{d1}")
+            with _progress(s, window, "bytes", log) as progress:
+                r = load_sacct(wh, path, cluster=s.cluster, source=f"sacct:{s.cluster}", label=f"sacct {d0}..{d1}",
+                               progress=progress)
         finally:
             path.unlink(missing_ok=True)
         detail = f"read {r.records_read}, loaded {r.loaded}, quarantined {r.quarantined}"
     elif s.kind == "telemetry-file":
         from ops_warehouse.etl.telemetry_load import load_parquet_dir
 
-        c = load_parquet_dir(wh, p["path"], d0, d1, cluster=s.cluster)
+        with _progress(s, window, "days", log) as progress:
+            c = load_parquet_dir(wh, p["path"], d0, d1, cluster=s.cluster, progress=progress)
         detail = f"{c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples"
     else:
-        from ops_warehouse.etl.prometheus_source import load_prometheus
+        from ops_warehouse.etl.prometheus_source import PromClient, load_prometheus
 
-        c = load_prometheus(wh, p["url"], d0, d1, step_s=int(p.get("step_s", 60)), cluster=s.cluster)
+        with _progress(s, window, "days", log) as progress:
+            c = load_prometheus(wh, p["url"], d0, d1, step_s=int(p.get("step_s", 60)), cluster=s.cluster,
+                                progress=progress, client=PromClient(p["url"], timeout_s=float(p.get("timeout_s", 60)),
+                                                                     retry=_retry(wh.cfg, s)))
         detail = f"{c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples"
     set_watermark(wh, s.key, datetime.combine(d1 + timedelta(days=1), datetime.min.time(), timezone.utc))
     return detail
+
+
+@contextmanager
+def _spinner(s: Source, window: str):
+    """On a terminal, which source is loading (sources without a count of their own: slurmdbd, capacity)."""
+    if not sys.stderr.isatty() or s.kind not in ("slurmdbd", "capacity"):
+        yield
+        return
+    from ops_warehouse.progress import step_progress
+
+    with step_progress(f"{s.kind} {s.cluster} {window}"):
+        yield
 
 
 def run_nightly(cfg, *, date_from: date | None = None, date_to: date | None = None, dry_run: bool = False,
@@ -207,7 +254,8 @@ def run_nightly(cfg, *, date_from: date | None = None, date_to: date | None = No
                 t0 = time.time()
                 log(f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%S} nightly {s.kind} {s.cluster} {window}: start")
                 try:
-                    o.detail = _run_one(wh, s, window, date_from, date_to)
+                    with _spinner(s, window):
+                        o.detail = _run_one(wh, s, window, date_from, date_to, log)
                 except Exception as e:  # one source failing must not stop the others
                     o.status = "failed"
                     o.detail = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__

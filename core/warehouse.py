@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -15,6 +16,10 @@ import clickhouse_connect
 
 from ops_warehouse import OpsError
 from ops_warehouse.config import Config
+
+# clickhouse-connect logs its errors as well as raising them; the raised error is reported (one line, no
+# secrets), so its log records would only repeat it on stderr through logging's last-resort handler.
+logging.getLogger("clickhouse_connect").addHandler(logging.NullHandler())
 
 # chDB runs one embedded engine per process, on one directory at a time: keep that client, and close it
 # before opening another directory.
@@ -138,8 +143,9 @@ def connect(cfg: Config, dsn: str | None = None, migrate: bool = True) -> Wareho
     elif dsn.startswith(("http://", "https://", "clickhouse://", "clickhouses://")):
         parts = urlsplit(dsn)
         kwargs = {}
-        if not parts.password and os.environ.get("OPS_WAREHOUSE_PASSWORD"):
-            kwargs["password"] = os.environ["OPS_WAREHOUSE_PASSWORD"]
+        password = os.environ.get("OPS_WAREHOUSE_PASSWORD") or cfg.warehouse_password
+        if not parts.password and password:
+            kwargs["password"] = password
         try:
             client = clickhouse_connect.get_client(dsn=dsn, **kwargs)
         except Exception as e:

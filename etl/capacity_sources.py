@@ -25,6 +25,37 @@ from ops_warehouse.etl.hostlist import expand_one as expand_hostlist
 
 TS = pl.Datetime("us", "UTC")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_U16, _U32 = 2**16 - 1, 2**32 - 1
+
+
+def _read_text(path: Path) -> str:
+    """The file as text; bytes that are not UTF-8 are the one-line error naming the line (they were replaced
+    by U+FFFD and loaded as part of a node name; tests/test_fuzz_capacity.py)."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise OpsError(f"{path}: line {line} is not UTF-8 text") from None
+
+
+def _nodes(expr: str, where: str) -> list[str]:
+    """A hostlist, or the one-line error naming the record (a bad one raised ValueError past the loader;
+    found by tests/test_fuzz_capacity.py)."""
+    try:
+        return list(expand_hostlist(expr))
+    except ValueError:
+        raise OpsError(f"{where}: cannot read node list {expr[:200]!r}") from None
+
+
+def _count(value: str, what: str, top: int) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if not 0 <= n <= top:
+        raise OpsError(f"{what} {value[:100]!r} is not a count")
+    return n
 
 
 def _blocks(text: str) -> list[dict[str, str]]:
@@ -32,7 +63,7 @@ def _blocks(text: str) -> list[dict[str, str]]:
     in the Reason field, which scontrol prints last on its line)."""
     out = []
     for block in re.split(r"\n\s*\n", text.strip()):
-        if not block.strip():
+        if "=" not in block:  # "No reservations in the system"
             continue
         rec: dict[str, str] = {}
         for line in block.splitlines():
@@ -52,9 +83,12 @@ def _ts(value: str | None, what: str) -> datetime | None:
         return None
     try:
         d = datetime.fromisoformat(value)
-    except ValueError:
+        d = d.replace(tzinfo=timezone.utc) if d.tzinfo is None else d.astimezone(timezone.utc)
+    except (ValueError, OverflowError):
         raise OpsError(f"{what}: cannot read time {value!r}") from None
-    return d.replace(tzinfo=timezone.utc) if d.tzinfo is None else d.astimezone(timezone.utc)
+    if not 1970 <= d.year <= 2105:  # the warehouse's DateTime (to 2106) would wrap it silently
+        raise OpsError(f"{what}: time {value!r} is out of range")
+    return d
 
 
 def read_inventory(path: str | Path, cluster: str) -> pl.DataFrame:
@@ -62,10 +96,14 @@ def read_inventory(path: str | Path, cluster: str) -> pl.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise OpsError(f"cannot read {path}: no such file")
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = _read_text(path)
     if text.lstrip().startswith("NodeName="):
         return _scontrol_nodes(text, cluster, f"scontrol:{path.name}")
-    df = pl.read_csv(path, infer_schema_length=0)
+    try:
+        df = pl.read_csv(text.encode(), infer_schema_length=0)
+    except (pl.exceptions.PolarsError, UnicodeDecodeError) as e:  # empty, ragged: raised past the loader before
+        raise OpsError(f"{path}: not an inventory CSV ({(str(e).splitlines() or [type(e).__name__])[0][:200]})") \
+            from None
     need = {"node", "gpu_model", "gpus", "partition"}
     if need - set(df.columns):
         raise OpsError(f"{path}: inventory needs columns {', '.join(sorted(need))}; "
@@ -73,15 +111,32 @@ def read_inventory(path: str | Path, cluster: str) -> pl.DataFrame:
     bad = df.filter(pl.col("gpus").cast(pl.Int64, strict=False).is_null())
     if bad.height:
         raise OpsError(f"{path}: node {bad['node'][0]}: gpus {bad['gpus'][0]!r} is not a number")
+    # numbers and days a column cannot hold (strict casts raised past the loader; tests/test_fuzz_capacity.py)
+    for col, top in (("gpus", _U16), ("cpus", _U32)):
+        if col in df.columns:
+            bad = df.filter(pl.col(col).is_not_null()
+                            & ~pl.col(col).cast(pl.Int64, strict=False).is_between(0, top).fill_null(False))
+            if bad.height:
+                raise OpsError(f"{path}: node {bad['node'][0]}: {col} {bad[col][0]!r} is not a count")
+    for col in ("in_service_date", "retired_date"):
+        if col in df.columns:
+            day_ = pl.col(col).str.to_datetime(time_zone="UTC", time_unit="us", strict=False)
+            bad = df.filter(pl.col(col).is_not_null() & (pl.col(col) != "")
+                            & ~day_.dt.year().is_between(1970, 2105).fill_null(False))
+            if bad.height:
+                raise OpsError(f"{path}: node {bad['node'][0]}: {col} {bad[col][0]!r} is not a date")
+    for col in ("node", "partition"):
+        if df.get_column(col).is_null().any():
+            raise OpsError(f"{path}: row {df.get_column(col).is_null().arg_true()[0] + 2}: no {col}")
 
     def day(col: str) -> pl.Expr:
         if col not in df.columns:
             return pl.lit(None, dtype=TS)
-        return pl.col(col).str.to_datetime(time_zone="UTC", time_unit="us", strict=True)
+        return pl.col(col).str.to_datetime(time_zone="UTC", time_unit="us", strict=False)
 
     return df.select(
-        pl.lit(cluster).alias("cluster"), "node", "gpu_model", pl.col("gpus").cast(pl.UInt16),
-        (pl.col("cpus").cast(pl.UInt32) if "cpus" in df.columns else pl.lit(0, dtype=pl.UInt32)).alias("cpus"),
+        pl.lit(cluster).alias("cluster"), "node", pl.col("gpu_model").fill_null(""), pl.col("gpus").cast(pl.UInt16),
+        (pl.col("cpus").cast(pl.UInt32).fill_null(0) if "cpus" in df.columns else pl.lit(0, dtype=pl.UInt32)).alias("cpus"),
         "partition", (pl.col("rack") if "rack" in df.columns else pl.lit("")).fill_null("").alias("rack"),
         day("in_service_date").fill_null(pl.lit(_EPOCH, dtype=TS)).alias("in_service_ts"),
         day("retired_date").alias("retired_ts"),
@@ -93,18 +148,23 @@ def _scontrol_nodes(text: str, cluster: str, source: str) -> pl.DataFrame:
     rows = []
     for rec in _blocks(text):
         node = rec.get("NodeName")
-        if not node:
-            continue
+        if not node:  # skipped before: a node record cut or garbled above its NodeName
+            raise OpsError(f"{source}: a record without NodeName= ({' '.join(list(rec)[:3])} ...)")
         gpus, model = 0, ""
         for g in rec.get("Gres", "").split(","):
             m = re.match(r"gpu(?::([^:(]+))?:(\d+)", g)
+            if re.match(r"gpu(:|$)", g) and not m:  # read as no GPUs before (gpu:h100:eight)
+                raise OpsError(f"{source}: node {node}: cannot read Gres {g[:100]!r}")
             if m:
-                gpus += int(m.group(2))
+                gpus += _count(m.group(2), f"{source}: node {node}: Gres gpu count", _U16)
                 model = m.group(1) or model
+        if gpus > _U16:
+            raise OpsError(f"{source}: node {node}: {gpus} GPUs is not a count")
         feats = rec.get("AvailableFeatures", "").split(",")
         rack = next((f for f in feats if f.lower().startswith("rack")), "")
+        cpus = _count(rec.get("CPUTot", "0") or "0", f"{source}: node {node}: CPUTot", _U32)
         rows.append({"cluster": cluster, "node": node, "gpu_model": model, "gpus": gpus,
-                     "cpus": int(rec.get("CPUTot", "0") or 0), "partition": rec.get("Partitions", "").split(",")[0],
+                     "cpus": cpus, "partition": rec.get("Partitions", "").split(",")[0],
                      "rack": rack, "in_service_ts": _EPOCH, "retired_ts": None, "source": source})
     if not rows:
         raise OpsError(f"{source}: no NodeName= records")
@@ -131,14 +191,22 @@ def read_events(path: str | Path, default_cluster: str) -> pl.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise OpsError(f"cannot read {path}: no such file")
-    lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
-    if not lines or "NodeName" not in lines[0] or "TimeStart" not in lines[0]:
+    lines = [(n, ln) for n, ln in enumerate(_read_text(path).splitlines(), start=1) if ln.strip()]
+    if not lines or "NodeName" not in lines[0][1] or "TimeStart" not in lines[0][1]:
         raise OpsError(f"{path}: not `sacctmgr list event --parsable2` output (its header names NodeName and "
                        "TimeStart)")
-    head = lines[0].rstrip("|").split("|")
+    head = lines[0][1].rstrip("|").split("|")
     rows = []
-    for n, line in enumerate(lines[1:], start=2):
-        rec = dict(zip(head, line.rstrip("|").split("|")))
+    for n, line in lines[1:]:
+        parts = line.split("|")
+        if len(parts) == len(head) + 1 and parts[-1] == "":  # --parsable: a delimiter after the last field
+            parts = parts[:-1]
+        if len(parts) > len(head) and "Reason" in head:  # a reason holding the delimiter, as sacctmgr prints it
+            r, extra = head.index("Reason"), len(parts) - len(head)
+            parts = parts[:r] + ["|".join(parts[r:r + extra + 1])] + parts[r + extra + 1:]
+        if len(parts) != len(head):  # a cut line read its missing TimeEnd as "still open" before
+            raise OpsError(f"{path.name} line {n}: {len(parts)} fields, expected {len(head)}")
+        rec = dict(zip(head, parts))
         node = rec.get("NodeName", "")
         if not node:  # a cluster-level event (TRES change, controller restart): not about a node
             continue
@@ -146,7 +214,7 @@ def read_events(path: str | Path, default_cluster: str) -> pl.DataFrame:
         start = _ts(rec.get("TimeStart"), where)
         if start is None:
             raise OpsError(f"{where}: event without a start time")
-        for one in expand_hostlist(node):
+        for one in _nodes(node, where):
             rows.append({"cluster": rec.get("Cluster") or default_cluster, "node": one, "start_ts": start,
                          "end_ts": _ts(rec.get("TimeEnd"), where), "state": _event_state(rec.get("State", "")),
                          "reason": rec.get("Reason", ""), "user": rec.get("User", ""),
@@ -162,10 +230,10 @@ def read_reservations(path: str | Path, cluster: str) -> pl.DataFrame:
     if not path.is_file():
         raise OpsError(f"cannot read {path}: no such file")
     rows = []
-    for rec in _blocks(path.read_text(encoding="utf-8", errors="replace")):
+    for rec in _blocks(_read_text(path)):
         name = rec.get("ReservationName")
-        if not name:
-            continue
+        if not name:  # skipped before, as a record cut above its name would have been
+            raise OpsError(f"{path.name}: a record without ReservationName= ({' '.join(list(rec)[:3])} ...)")
         where = f"{path.name} reservation {name}"
         start, end = _ts(rec.get("StartTime"), where), _ts(rec.get("EndTime"), where)
         if start is None or end is None:
@@ -177,7 +245,7 @@ def read_reservations(path: str | Path, cluster: str) -> pl.DataFrame:
 
         nodes = rec.get("Nodes", "")
         rows.append({"cluster": cluster, "name": name, "start_ts": start, "end_ts": end,
-                     "nodes": [] if nodes in ("", "(null)") else list(expand_hostlist(nodes)),
+                     "nodes": [] if nodes in ("", "(null)") else _nodes(nodes, where),
                      "partition": "" if rec.get("PartitionName") in (None, "(null)") else rec["PartitionName"],
                      "accounts": names("Accounts"), "users": names("Users"),
                      "flags": rec.get("Flags", ""), "source": f"scontrol:{path.name}"})

@@ -11,8 +11,13 @@ import polars as pl
 
 # Largest single range we expand; anything bigger is not a real node list.
 MAX_RANGE = 100_000
+# Most names one expression may stand for: brackets multiply (``a[0-999]b[0-999]c[0-999]`` is 10^9 names from
+# 25 bytes, which exhausted memory before this bound; found by tests/test_fuzz_sacct.py). The largest
+# machines have under 200k nodes.
+MAX_NODES = 1_000_000
 
-_ITEM = r"[^,\[]*\[[^\]]*\][^,\[]*(?:\[[^\]]*\][^,\[]*)*|[^,\[]+"
+# no bracket outside a range: ``n[1-2]]`` expanded to n1], n2] (tests/test_fuzz_sacct.py)
+_ITEM = r"[^,\[\]]*\[[^\]]*\][^,\[\]]*(?:\[[^\]]*\][^,\[\]]*)*|[^,\[\]]+"
 _RANGE = r"^(\d+)(?:-(\d+))?$"
 
 
@@ -60,6 +65,13 @@ def expand(df: pl.DataFrame, column: str, index: str) -> pl.DataFrame:
             pl.col("_lo").is_null() | pl.col("_hi").is_null() | (pl.col("_hi") < pl.col("_lo"))
             | ((pl.col("_hi") - pl.col("_lo")) > MAX_RANGE)
         ).get_column(index)
+        # names each expression would stand for after this pass (items already done, plus the new ones)
+        n_new = parts.filter(~pl.col(index).is_in(broken.implode())).group_by(index).agg(
+            _n=(pl.col("_hi") - pl.col("_lo") + 1).sum())
+        n_done = pl.concat(done).group_by(index).agg(_d=pl.len()) if done else None
+        if n_done is not None:
+            n_new = n_new.join(n_done, on=index, how="left").with_columns(_n=pl.col("_n") + pl.col("_d").fill_null(0))
+        broken = pl.concat([broken, n_new.filter(pl.col("_n") > MAX_NODES).get_column(index)])
         bad_idx = pl.concat([bad_idx, broken])
         parts = parts.filter(~pl.col(index).is_in(broken.implode()))
         expanded = (

@@ -3,38 +3,133 @@ backfills from. Parsed with polars (no loop per sample) into the exporter-shaped
 
 Timestamps: OpenMetrics (a file ending ``# EOF``) gives seconds, the Prometheus text format milliseconds;
 samples without one (a single scrape) take ``at``. Metrics the catalog does not know are skipped.
+
+Bad input lines (not a sample, invalid UTF-8, a value or timestamp that is not a number, a GPU metric whose
+``gpu`` label is not a GPU index, a value its integer column cannot hold) go to ``etl_quarantine`` with the
+file's path, the line number and a reason; the rest of the file loads. (Before, a huge timestamp failed the
+whole load, and a bad gpu label loaded as GPU 0; found by tests/test_fuzz_telemetry.py.)
 """
 
 from __future__ import annotations
 
+import hashlib
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
 
 from ops_warehouse import OpsError
+from ops_warehouse.etl.frames import fmt, on_rows
 from ops_warehouse.etl.metric_catalog import catalog
 from ops_warehouse.etl.telemetry_insert import insert_frames
 
 LABELS = ("Hostname", "instance", "gpu", "UUID", "modelName", "device", "port", "fs")
-_SAMPLE = r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(?:\s+(\S+))?\s*$"
+# label values are quoted and may hold any character, '}' and escaped quotes included
+_VALUE = r'"(?:[^"\\]+|\\.)*"'
+_SAMPLE = rf"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{{(?:[^}}\"]+|{_VALUE})*\}})?\s+(\S+)(?:\s+(\S+))?\s*$"
+QUARANTINE_SCHEMA = {"line_no": pl.UInt64, "reason": pl.String, "raw": pl.String}
+# sample times a warehouse row can hold (DateTime: 1970 to February 2106), in ms: to the end of 2105
+_TS_MS_MAX = 4_291_747_199_999
+
+
+def clip_raw(text: str, limit: int = 4000) -> str:
+    """A bad line as kept in the quarantine: cut to ``limit`` characters, with its length and a digest so two
+    long lines that start alike stay two records (the quarantine keeps one row per source, text, reason)."""
+    if len(text) <= limit:
+        return text
+    digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{text[:limit]}… [{len(text)} characters, sha1 {digest}]"
 
 
 def read_samples(path: Path, at: datetime | None = None) -> pl.DataFrame:
-    """Long frame: metric, label columns, timestamp (UTC), value."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    openmetrics = text.rstrip().endswith("# EOF")
-    lines = pl.DataFrame({"l": text.splitlines()}).filter(~pl.col("l").str.starts_with("#") & (pl.col("l") != ""))
-    g = lines.select(pl.col("l").str.extract_groups(_SAMPLE).alias("g")).unnest("g")
-    g = g.rename({"1": "metric", "2": "labels", "3": "value", "4": "ts"}).filter(pl.col("metric").is_not_null())
+    """Long frame: metric, label columns, timestamp (UTC), value (bad lines left out: see parse_text)."""
+    return parse_text(path, at)[0].drop("line_no")
+
+
+def _labels(g: pl.DataFrame) -> pl.DataFrame:
+    """The LABELS columns from the label blocks; escaped characters (``\"``, ``\\``, ``\n``) on the rows that
+    have any (a value cut at an escaped quote before)."""
+    g = g.with_columns(pl.col("labels").str.extract(rf'[{{,]{name}="([^"]*)"', 1).alias(name) for name in LABELS)
+
+    def unescape(s: pl.DataFrame) -> pl.DataFrame:
+        return s.with_columns(
+            pl.col("labels").str.extract(rf'[{{,]{name}="((?:[^"\\]|\\.)*)"', 1)
+            .str.replace_all(r"\\n", "\n").str.replace_all(r'\\(["\\])', "$1").alias(name) for name in LABELS)
+
+    return on_rows(g, pl.col("labels").str.contains("\\", literal=True), unescape)
+
+
+def parse_text(path: Path, at: datetime | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(samples: metric, label columns, timestamp (UTC), value, line_no; quarantine: line_no, reason, raw)."""
+    from ops_warehouse.etl.sacct_text import _decode
+
+    data = path.read_bytes()
+    good, bad_utf8 = _decode(data, 1)  # lines of invalid UTF-8 are quarantined, as in sacct text
+    openmetrics = next((ln.strip() for ln in reversed(good) if ln.strip()), "") == "# EOF"
+    lines = pl.DataFrame({"l": good}, schema={"l": pl.String}).with_row_index("line_no", offset=1)
+    if b"\r" in data:
+        lines = lines.with_columns(pl.col("l").str.strip_suffix("\r"))
+    lines = lines.with_columns(pl.col("line_no").cast(pl.UInt64)).filter(
+        ~pl.col("l").str.starts_with("#") & (pl.col("l").str.strip_chars() != ""))
+    g = lines.with_columns(pl.col("l").str.extract_groups(_SAMPLE).alias("g")).unnest("g")
+    g = g.rename({"1": "metric", "2": "labels", "3": "value", "4": "ts"})
     fallback = int((at or datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)).timestamp() * 1000)
     ts_ms = pl.col("ts").cast(pl.Float64, strict=False) * (1000 if openmetrics else 1)
-    return g.select(
-        "metric",
-        *[pl.col("labels").str.extract(rf'[{{,]{name}="([^"]*)"', 1).alias(name) for name in LABELS],
-        pl.from_epoch(ts_ms.fill_null(fallback).cast(pl.Int64), "ms").dt.replace_time_zone("UTC").alias("timestamp"),
-        pl.col("value").cast(pl.Float64, strict=False).alias("value"),
+    g = g.with_columns(_ts_ms=ts_ms, _value=pl.col("value").cast(pl.Float64, strict=False))
+    reason = (
+        pl.when(pl.col("metric").is_null()).then(pl.lit("not a sample line"))
+        .when(pl.col("_value").is_null()).then(pl.lit("bad value"))
+        .when(pl.col("ts").is_not_null() & ~pl.col("_ts_ms").is_between(0, _TS_MS_MAX).fill_null(False))
+        .then(pl.lit("bad timestamp"))
     )
+    g = g.with_columns(_reason=reason)
+    bad = g.filter(pl.col("_reason").is_not_null())
+    quarantine = pl.DataFrame(
+        [(n, r, clip_raw(raw)) for n, r, raw in bad.select("line_no", "_reason", "l").iter_rows()] +
+        [(n, r, clip_raw(raw)) for n, r, raw in bad_utf8], schema=QUARANTINE_SCHEMA, orient="row")
+    samples = _labels(g.filter(pl.col("_reason").is_null())).select(
+        "metric",
+        *LABELS,
+        pl.from_epoch(pl.col("_ts_ms").fill_null(fallback).cast(pl.Int64), "ms").dt.replace_time_zone("UTC")
+        .alias("timestamp"),
+        pl.col("_value").alias("value"),
+        "line_no",
+    )
+    return samples, quarantine
+
+
+# warehouse columns of integer type (sql/migrations/0002): a value they cannot hold was stored wrapped
+_UINT32_COLUMNS = ("throttle_reasons", "xid_last")
+
+
+def split_bad_samples(samples: pl.DataFrame, cat) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(good samples, line numbers of bad ones with a reason): a GPU metric whose ``gpu`` label is not a GPU
+    index (the engine read it as GPU 0, mixing it into another GPU's series), or a value its integer column
+    cannot hold (2^32 was stored as 0). Found by tests/test_fuzz_telemetry.py."""
+    gpu_names = [n for n, m in cat.items() if m.grain == "gpu"]
+    int_names = [n for n, m in cat.items() if m.column in _UINT32_COLUMNS]
+    index_ok = pl.col("gpu").str.contains(r"^\d{1,5}$") & (pl.col("gpu").cast(pl.Int64, strict=False) <= 65535)
+    bad_gpu = (pl.col("metric").is_in(gpu_names) & pl.col("gpu").is_not_null() & ~index_ok).fill_null(False)
+    v = pl.col("value")
+    bad_value = (pl.col("metric").is_in(int_names)
+                 & ~(v.is_finite() & (v == v.floor()) & v.is_between(0, 2**32 - 1))).fill_null(False)
+    q = samples.filter(bad_gpu | bad_value).select(
+        "line_no",
+        pl.when(bad_gpu).then(fmt("bad gpu label '{}' of {}", pl.col("gpu").str.slice(0, 100), pl.col("metric")))
+        .otherwise(fmt("value {} of {} is not a count", v, pl.col("metric"))).alias("reason"))
+    return samples.filter(~(bad_gpu | bad_value)), q
+
+
+def quarantine(wh, source: str, q: pl.DataFrame) -> None:
+    """Bad input records of a telemetry file into etl_quarantine (source = the file)."""
+    from ops_warehouse.etl.staging import load_frames
+
+    if not q.height:
+        return
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    load_frames(wh, {"etl_quarantine": q.select(
+        pl.lit(source).alias("source"), "line_no", "reason", "raw",
+        pl.lit(now).cast(pl.Datetime("ms", "UTC")).alias("loaded_at"))})
 
 
 def families(samples: pl.DataFrame, cat) -> tuple[pl.DataFrame | None, pl.DataFrame | None, list[pl.DataFrame]]:
@@ -71,11 +166,29 @@ def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at
     missing = [p for p in paths if not Path(p).is_file()]
     if missing:
         raise OpsError(f"cannot read {missing[0]}: no such file")
-    samples = pl.concat([read_samples(Path(p), at) for p in paths], how="vertical_relaxed")
+    parts, n_bad = [], 0
+    for p in paths:
+        samples, q = parse_text(Path(p), at)
+        samples, q_gpu = split_bad_samples(samples, cat)
+        if q_gpu.height:
+            lines = pl.DataFrame({"raw": Path(p).read_bytes().decode("utf-8", "replace").split("\n")})
+            q_gpu = q_gpu.unique("line_no", keep="first").join(
+                lines.with_row_index("line_no", offset=1).with_columns(pl.col("line_no").cast(pl.UInt64)),
+                on="line_no", how="left")
+            q_gpu = q_gpu.with_columns(raw=pl.Series([clip_raw(r or "") for r in q_gpu.get_column("raw")],
+                                                     dtype=pl.String))
+        else:
+            q_gpu = q_gpu.with_columns(raw=pl.lit(None, dtype=pl.String))
+        q = pl.concat([q.cast(QUARANTINE_SCHEMA), q_gpu.select("line_no", "reason", "raw").cast(QUARANTINE_SCHEMA)])
+        quarantine(wh, str(Path(p).resolve()), q)
+        n_bad += q.height
+        parts.append(samples.drop("line_no"))
+    samples = pl.concat(parts, how="vertical_relaxed")
     w0 = datetime.combine(date_from, datetime.min.time(), timezone.utc)
     window = (w0, datetime.combine(date_to, datetime.min.time(), timezone.utc) + timedelta(days=1))
     source = "text:" + ",".join(Path(p).name for p in paths[:3]) + ("…" if len(paths) > 3 else "")
-    return load_samples(wh, samples, cat, cluster, source, window)
+    counts = load_samples(wh, samples, cat, cluster, source, window)
+    return {**counts, "quarantined": n_bad}
 
 
 def load_samples(wh, samples: pl.DataFrame, cat, cluster: str, source: str, window: tuple[datetime, datetime]

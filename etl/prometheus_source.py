@@ -6,14 +6,18 @@ in batches of nodes: gauges as ``avg_over_time(m[step])``; counters as ``last_ov
 counter at the end of each step; the loader turns it into per-step amounts with its own reset handling:
 ``increase()`` extrapolates to the window edges and is not exact over one-sample windows); the Xid gauge
 as ``max_over_time``. Queries are evaluated 1 ms after each step boundary so a window ``(t-step, t]``
-holds the samples of one step and not the one at its left edge. Timeouts and 5xx answers are retried with
-backoff; a server that stays away fails the load with one line.
+holds the samples of one step and not the one at its left edge. Timeouts, refused, reset or cut-off
+connections and 5xx answers are retried with backoff (etl/retry.py), 4xx answers not; a server that stays
+away fails the load with one line. A day is written only once all its queries answered: a load that fails
+leaves the days before it loaded and the rest for the next run.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
-import time
+import re
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -23,41 +27,67 @@ import polars as pl
 
 from ops_warehouse import OpsError
 from ops_warehouse.etl.metric_catalog import Metric, catalog
+from ops_warehouse.etl.retry import Retry, Transient, first_line
 from ops_warehouse.etl.telemetry_insert import insert_frames
 from ops_warehouse.etl.watermarks import set_watermark
+from ops_warehouse.warehouse import redact
 
 BATCH_NODES = 32
+# the server's own query timeout: 503 from the evaluation, but 422 ("expanding series: context deadline
+# exceeded") when it strikes while the series are being selected (Prometheus 2.x): a timeout either way
+_TIMED_OUT = re.compile(r"context deadline exceeded|query timed out")
 
 
 class PromClient:
-    def __init__(self, url: str, timeout_s: float = 60, retries: int = 4, backoff_s: float = 1.0):
+    """GET/POST against the HTTP API. Retried with backoff (etl/retry.py): 5xx answers (and 408/429, which say
+    "try later", and the 422 of a server-side query timeout), timeouts, connections refused, reset or cut off
+    mid-answer. Not retried: other 4xx answers (our query is wrong, or we may not ask), an answer that is not
+    the API's JSON, a URL that cannot work."""
+
+    def __init__(self, url: str, timeout_s: float = 60, retries: int = 4, backoff_s: float = 1.0,
+                 retry: Retry | None = None):
         self.url = url.rstrip("/")
-        self.timeout_s, self.retries, self.backoff_s = timeout_s, retries, backoff_s
+        self.timeout_s = timeout_s
+        self.retry = retry or Retry(retries, backoff_s, f"prometheus {redact(self.url)}")
 
     def get(self, path: str, params: dict, post: bool = False) -> dict:
         q = urllib.parse.urlencode(params, doseq=True)
-        last = None
-        for attempt in range(self.retries + 1):
+        return self.retry.call(lambda: self._once(path, q, post), f"prometheus at {redact(self.url)} unreachable")
+
+    def _once(self, path: str, q: str, post: bool) -> dict:
+        # query_range goes as POST (long selectors); label values are GET-only in Prometheus 2.x
+        req = (urllib.request.Request(f"{self.url}{path}", data=q.encode(), method="POST",
+                                      headers={"Content-Type": "application/x-www-form-urlencoded"})
+               if post else urllib.request.Request(f"{self.url}{path}?{q}"))
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
+                raw = r.read()
+        except urllib.error.HTTPError as e:
+            why = ""
             try:
-                # query_range goes as POST (long selectors); label values are GET-only in Prometheus 2.x
-                req = (urllib.request.Request(f"{self.url}{path}", data=q.encode(), method="POST",
-                                              headers={"Content-Type": "application/x-www-form-urlencoded"})
-                       if post else urllib.request.Request(f"{self.url}{path}?{q}"))
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
-                    body = json.loads(r.read())
-                if body.get("status") != "success":
-                    raise OpsError(f"prometheus {path}: {body.get('error', body)}")
-                return body["data"]
-            except urllib.error.HTTPError as e:
-                if e.code < 500:
-                    raise OpsError(f"prometheus {path} refused the query (HTTP {e.code}): "
-                                   f"{e.read()[:300].decode('utf-8', 'replace')}") from None
-                last = f"HTTP {e.code}"
-            except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as e:
-                last = str(getattr(e, "reason", e))
-            if attempt < self.retries:
-                time.sleep(self.backoff_s * 2 ** attempt)
-        raise OpsError(f"prometheus at {self.url} unreachable after {self.retries + 1} tries: {last}")
+                why = e.read()[:300].decode("utf-8", "replace")
+                why = json.loads(why).get("error", why)
+            except (OSError, ValueError, http.client.HTTPException, AttributeError):
+                pass
+            why = " ".join(str(why or e.reason).split())
+            if e.code >= 500 or e.code in (408, 429) or _TIMED_OUT.search(why):
+                raise Transient(f"HTTP {e.code}: {why}") from None
+            raise OpsError(f"prometheus {path} refused the query (HTTP {e.code}): {why}") from None
+        except urllib.error.URLError as e:
+            if isinstance(e.reason, OSError) and not isinstance(e.reason, ssl.SSLCertVerificationError):
+                raise Transient(_why(e.reason, self.timeout_s)) from None
+            raise OpsError(f"prometheus at {redact(self.url)}: {e.reason}") from None
+        except (http.client.InvalidURL, ValueError) as e:
+            raise OpsError(f"prometheus at {redact(self.url)}: {e}") from None
+        except (OSError, http.client.HTTPException) as e:  # timed out, reset or cut off while reading the answer
+            raise Transient(_why(e, self.timeout_s)) from None
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            raise OpsError(f"prometheus {path}: the answer is not the API's JSON: {raw[:100]!r}") from None
+        if body.get("status") != "success":
+            raise OpsError(f"prometheus {path}: {body.get('error', body)}")
+        return body["data"]
 
     def label_values(self, label: str, match: str, start: float, end: float) -> list[str]:
         return self.get(f"/api/v1/label/{label}/values", {"match[]": match, "start": start, "end": end})
@@ -65,6 +95,14 @@ class PromClient:
     def query_range(self, expr: str, start: float, end: float, step_s: int) -> list[dict]:
         return self.get("/api/v1/query_range", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}",
                                                  "step": step_s}, post=True)["result"]
+
+
+def _why(e: BaseException, timeout_s: float) -> str:
+    if isinstance(e, TimeoutError):
+        return f"no answer within {timeout_s:g} s"
+    if isinstance(e, http.client.IncompleteRead):
+        return f"answer cut off after {len(e.partial)} bytes"
+    return first_line(e)
 
 
 def _expr(name: str, m: Metric, step_s: int, node_label: str, nodes: list[str]) -> str:

@@ -44,7 +44,8 @@ class LoadResult:
 
 def detect_format(path: Path) -> str:
     with open(path, "rb") as f:
-        head = f.read(4096).lstrip()
+        head = f.read(4096)
+    head = head.removeprefix(b"\xef\xbb\xbf").lstrip()  # a UTF-8 byte order mark, as Windows tools write
     return "json" if head.startswith(b"{") else "text"
 
 
@@ -53,7 +54,7 @@ def _chunks(path: Path, fmt: str, delimiter: str, fields: list[str] | None
     """(records, quarantine, raw-line expression, tz override or '') per chunk."""
     if fmt == "json":
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")  # -sig: skips a byte order mark
             records, bad = sacct_json.read_json(text)
         except (UnicodeDecodeError, ValueError) as e:
             bad = pl.DataFrame(
@@ -71,8 +72,13 @@ def _chunks(path: Path, fmt: str, delimiter: str, fields: list[str] | None
 
 def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
                fields: list[str] | None = None, tz: str | None = None, cluster: str | None = None,
-               source: str | None = None, progress: Callable[[int, int], None] | None = None) -> LoadResult:
-    """Load one sacct output file (text with or without header, or --json). Returns what happened."""
+               source: str | None = None, label: str | None = None, progress: Callable[[int, int], None] | None = None) -> LoadResult:
+    """Load one sacct output file (text with or without header, or --json). Returns what happened.
+
+    ``source`` names where the records come from (stored with every row; default the file's path): a
+    source that re-reads overlapping windows (running sacct nightly) keeps one name, so a bad line read
+    again is the same quarantined record. ``label`` is what the run log calls this load (default
+    ``source``), e.g. with the window."""
     path = Path(path)
     if not path.is_file():
         raise OpsError(f"cannot read {path}: no such file")
@@ -120,7 +126,7 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
         pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(stage, ignore_errors=True)
         result.seconds = time.time() - started
-        _log_run(wh, "sacct", source, started, result, status, error)
+        _log_run(wh, "sacct", label or source, started, result, status, error)
     return result
 
 

@@ -26,6 +26,7 @@ import polars as pl
 from ops_warehouse import OpsError
 from ops_warehouse.etl.hostlist import expand_one
 from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
+from ops_warehouse.etl.retry import Retry, Transient
 from ops_warehouse.etl.sacct_load import LoadResult, _log_run, _stage_and_load
 from ops_warehouse.etl.staging import load_frames, staged
 
@@ -87,28 +88,44 @@ def _render(sql: str, cluster: str) -> tuple[str, dict]:
     return _MYSQL.sub(one, sql), params
 
 
-def _query(wh, db: DbUrl, password: str, cluster: str, relpath: str, params: dict) -> pl.DataFrame:
+# failures of the connection to the database, which heal (MariaDB restarting, the network back): retried;
+# anything else (an SQL error in our query, a wrong password or database name) is raised at once
+_TRANSIENT = re.compile(r"\b(ALL_CONNECTION_TRIES_FAILED|SOCKET_TIMEOUT|NETWORK_ERROR)\b|ERROR 20(02|03|06|13|55)\b|"
+                        r"Can't connect|Lost connection|gone away|Connection refused|Connection reset|"
+                        r"Too many connections|[Tt]imeout|timed out")
+_PERMANENT = re.compile(r"ERROR 10(44|45|49)\b|Access denied|Unknown database")
+
+
+def _query(wh, db: DbUrl, password: str, cluster: str, relpath: str, params: dict,
+           retry: Retry | None = None) -> pl.DataFrame:
     from ops_warehouse.migrations import split_statements, sql_text
 
     (stmt,) = split_statements(sql_text(relpath))
     sql, tables = _render(stmt, cluster)
-    try:
-        return pl.from_arrow(wh.query_arrow(sql, {
-            **params, **tables, "db_address": db.address, "db_name": db.database, "db_user": db.user,
-            "db_password": password, "cluster": cluster}))
-    except Exception as e:
-        msg = str(e).replace(password, "***") if password else str(e)
-        first = next((ln for ln in msg.splitlines() if "Exception" in ln or "Code:" in ln), msg.splitlines()[0])
-        raise OpsError(f"reading {db}: {first[:300]}") from None
+
+    def once() -> pl.DataFrame:
+        try:
+            return pl.from_arrow(wh.query_arrow(sql, {
+                **params, **tables, "db_address": db.address, "db_name": db.database, "db_user": db.user,
+                "db_password": password, "cluster": cluster}))
+        except Exception as e:
+            msg = str(e).replace(password, "***") if password else str(e)
+            first = next((ln for ln in msg.splitlines() if "Exception" in ln or "Code:" in ln),
+                         msg.splitlines()[0] if msg.strip() else type(e).__name__)
+            if _TRANSIENT.search(msg) and not _PERMANENT.search(msg):
+                raise Transient(first[:300]) from None
+            raise OpsError(f"reading {db}: {first[:300]}") from None
+
+    return (retry or Retry()).call(once, f"reading {db}")
 
 
 def read_records(wh, db: DbUrl, password: str, cluster: str, w0: datetime, w1: datetime,
-                 modified_since: int = NOT_INCREMENTAL) -> pl.DataFrame:
+                 modified_since: int = NOT_INCREMENTAL, retry: Retry | None = None) -> pl.DataFrame:
     """The sacct-shaped records (text fields, line_no, raw) of the jobs and steps of [w0, w1)."""
     if not _NAME.match(cluster):
         raise OpsError(f"not a Slurm cluster name: {cluster!r}")
     df = _query(wh, db, password, cluster, "load/slurmdbd_records.sql", {
-        "from_ts": w0, "to_ts": w1, "now_ts": datetime.now(timezone.utc), "modified_since": modified_since})
+        "from_ts": w0, "to_ts": w1, "now_ts": datetime.now(timezone.utc), "modified_since": modified_since}, retry)
     # sacct prints the group's name as this host resolves it (NSS); the database holds the gid
     names = {}
     for gid in df.get_column("gid").unique().to_list():
@@ -129,10 +146,11 @@ def watermark_key(db: DbUrl, cluster: str) -> str:
 
 
 def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, cluster: str,
-                  password: str | None = None) -> LoadResult:
+                  password: str | None = None, retry: Retry | None = None) -> LoadResult:
     """Jobs and steps, node events and reservations of ``cluster`` for [w0, w1) into the warehouse; with
     no window, incrementally: every job changed since the last load's newest change (less an overlap), and
-    the node events and reservations of the days since."""
+    the node events and reservations of the days since. Each query to the database is tried again as
+    ``retry`` says when the connection fails (default: not); the watermark moves only once all answered."""
     from ops_warehouse.etl.watermarks import set_watermark, watermark
     import time
 
@@ -153,7 +171,10 @@ def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, clu
         job_window = (w1, w1)
         w0 = datetime.fromtimestamp(since, timezone.utc) - timedelta(days=1) if mark else datetime(1970, 1, 2, tzinfo=timezone.utc)
     try:
-        records = read_records(wh, db, password, cluster, *job_window, modified_since=since)
+        # the newest change before reading: whatever changes while the load reads (or waits to retry) is newer
+        # and read again next time, however long the retries take (the 10-minute overlap is not what covers it)
+        newest = _query(wh, db, password, cluster, "load/slurmdbd_mod_time.sql", {}, retry)
+        records = read_records(wh, db, password, cluster, *job_window, modified_since=since, retry=retry)
         runs, steps, q = normalize(records, tz="UTC", cluster=cluster, source=source)
         result.records_read = records.height
         result.jobs_loaded, result.steps_loaded, result.quarantined = runs.height, steps.height, q.height
@@ -162,14 +183,13 @@ def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, clu
         with staged(wh) as stage:
             _stage_and_load(wh, stage, 0, runs, steps, q.cast(QUARANTINE_SCHEMA), source)
         now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
-        events = _query(wh, db, password, cluster, "load/slurmdbd_events.sql", {"from_ts": w0, "to_ts": w1})
-        resv = _query(wh, db, password, cluster, "load/slurmdbd_reservations.sql", {"from_ts": w0, "to_ts": w1})
+        events = _query(wh, db, password, cluster, "load/slurmdbd_events.sql", {"from_ts": w0, "to_ts": w1}, retry)
+        resv = _query(wh, db, password, cluster, "load/slurmdbd_reservations.sql", {"from_ts": w0, "to_ts": w1}, retry)
         resv = resv.with_columns(nodes=pl.col("nodelist").map_elements(
             lambda h: expand_one(h) if h else [], return_dtype=pl.List(pl.String))).drop("nodelist")
         load_frames(wh, {"node_event": events.with_columns(now, source=pl.lit(source)),
                          "reservation": resv.with_columns(now, source=pl.lit(source))})
         result.events_loaded, result.reservations_loaded = events.height, resv.height
-        newest = _query(wh, db, password, cluster, "load/slurmdbd_mod_time.sql", {})
         if newest.height and newest.item() is not None:
             set_watermark(wh, watermark_key(db, cluster), newest.item())
     except OpsError as e:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import uuid
@@ -12,10 +13,27 @@ import polars as pl
 
 
 def staging_dir(wh) -> Path:
+    """A new folder for one load's staged files, named <pid>-<random>. Folders of processes that no longer
+    exist (a load killed with SIGKILL, which runs no cleanup) are removed here, those of live ones kept."""
     base = (wh.embedded_path / "staging") if wh.embedded else Path(tempfile.gettempdir()) / "ops-warehouse-staging"
-    d = base / uuid.uuid4().hex
+    if base.is_dir():
+        for old in base.iterdir():
+            pid = old.name.split("-", 1)[0]
+            if not (pid.isdigit() and _alive(int(pid))):
+                shutil.rmtree(old, ignore_errors=True)
+    d = base / f"{os.getpid()}-{uuid.uuid4().hex}"
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
 
 
 def stage_and_load(wh, stage: Path, tag: str, frames: dict[str, pl.DataFrame]) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
+_U32 = 2**32 - 1
 _MEM_FACTOR_MIB = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
 
 
@@ -16,20 +17,29 @@ def _key(tres: pl.Expr, key: str) -> pl.Expr:
 
 
 def gpus(tres: pl.Expr) -> pl.Expr:
-    total = _key(tres, "gres/gpu")
-    typed = (
-        tres.str.extract_all(r"(?:^|,)gres/gpu:[^=,]+=\d+")
-        .list.eval(pl.element().str.extract(r"=(\d+)$", 1).cast(pl.Int64))
-        .list.sum()
+    """GPUs of a TRES string; null when a GPU count is beyond any GPU count (does not fit UInt32): such a
+    record is quarantined by normalize. (Strict casts here raised on such input; a lenient cast alone would
+    have read 0 GPUs. Found by tests/test_fuzz_sacct.py.)"""
+    total_txt = tres.str.extract(r"(?:^|,)gres/gpu=(\d+)(?:,|$)", 1)
+    typed = tres.str.extract_all(r"(?:^|,)gres/gpu:[^=,]+=\d+").list.eval(
+        pl.element().str.extract(r"=(\d+)$", 1).cast(pl.UInt32, strict=False).cast(pl.Int64))
+    typed_sum = typed.list.sum()
+    typed_bad = typed.list.eval(pl.element().is_null()).list.any() | (typed_sum > _U32)
+    return (
+        pl.when(total_txt.is_not_null()).then(total_txt.cast(pl.UInt32, strict=False).cast(pl.Int64))
+        .when(typed_bad).then(None)
+        .when(typed_sum > 0).then(typed_sum)
+        .otherwise(0)
+        .cast(pl.UInt32)
     )
-    return pl.coalesce(total, pl.when(typed > 0).then(typed), pl.lit(0)).cast(pl.UInt32)
 
 
 def gpus_simple(tres: pl.Expr) -> pl.Expr:
-    """The ``gres/gpu=N`` total; 0 without any gres/gpu; null when only typed entries exist (see gpus)."""
-    total = _key(tres, "gres/gpu")
-    return pl.when(total.is_not_null()).then(total).when(~tres.str.contains("gres/gpu:", literal=True)).then(0) \
-        .cast(pl.UInt32)
+    """The ``gres/gpu=N`` total; 0 without any gres/gpu; null when only typed entries exist, or the total is
+    beyond a GPU count (see gpus)."""
+    total = tres.str.extract(r"(?:^|,)gres/gpu=(\d+)(?:,|$)", 1)
+    return pl.when(total.is_not_null()).then(total.cast(pl.UInt32, strict=False)) \
+        .when(~tres.str.contains("gres/gpu:", literal=True)).then(0).cast(pl.UInt32)
 
 
 def gpu_type_simple(tres: pl.Expr) -> pl.Expr:
@@ -57,5 +67,10 @@ def mem_mib(tres: pl.Expr) -> pl.Expr:
 
 
 def count(tres: pl.Expr, key: str) -> pl.Expr:
-    """An integer TRES such as cpu, node or billing (null when absent)."""
+    """An integer TRES such as cpu, node or billing (null when absent, or beyond Int64)."""
     return _key(tres, key)
+
+
+def count_unreadable(tres: pl.Expr, key: str) -> pl.Expr:
+    """True where the TRES holds ``key=N`` but N is beyond Int64 (count() reads null there, as if absent)."""
+    return tres.str.extract(rf"(?:^|,){key}=(\d+)(?:,|$)", 1).is_not_null() & count(tres, key).is_null()

@@ -48,13 +48,36 @@ def rows(wh, sql: str, **params):
     return wh.query_rows(sql, params)
 
 
+# Columns that say when a row was (re)written or where in the last read it was seen, not what it says:
+# they differ between two loads of the same facts by design. etl_run_log is a log, one row per run.
+VOLATILE_COLUMNS = ("loaded_at", "refreshed_at", "synced_at", "updated_at", "applied_at", "source_line", "line_no")
+LOG_TABLES = ("etl_run_log",)
+
+
 def table_checksums(wh) -> dict[str, tuple]:
-    """Order-independent content checksums of the loaded tables (deduplicated view, as queries see it)."""
+    """Order-independent content checksums (row count, sum of row hashes) of every warehouse table, as
+    queries see it (FINAL: after ReplacingMergeTree's deduplication), without VOLATILE_COLUMNS."""
     out = {}
-    for t in ("slurm_job_run", "slurm_job_step", "etl_quarantine"):
+    tables = [t for (t,) in wh.query_rows(
+        "SELECT name FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree' "
+        "ORDER BY name")]
+    for t in tables:
+        if t in LOG_TABLES:
+            continue
         cols = [c for (c,) in wh.query_rows(
             "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String} "
-            "AND name != 'loaded_at'", {"t": t})]
+            "ORDER BY position", {"t": t}) if c not in VOLATILE_COLUMNS]
         expr = "cityHash64(" + ", ".join(f"`{c}`" for c in cols) + ")"
         out[t] = tuple(wh.query_rows(f"SELECT count(), sum({expr}) FROM {t} FINAL")[0])
     return out
+
+
+def warehouse_checksums(path) -> dict[str, tuple]:
+    """table_checksums of the embedded warehouse at ``path`` (opened and closed again, so that an
+    ops-report subprocess can use it next)."""
+    wh = connect(Config(dsn=f"chdb://{path}"), migrate=False)
+    try:
+        return table_checksums(wh)
+    finally:
+        close_embedded()
+

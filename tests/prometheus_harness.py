@@ -4,7 +4,9 @@ retention, one promtool run per 2-hour file)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -60,8 +62,23 @@ class _Server:
                 time.sleep(0.2)
         raise RuntimeError(f"{argv[0]} did not become ready")
 
+    def kill(self) -> None:
+        """SIGKILL: the server disappears at once, mid-answer (restart with start())."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(20)
+        self.proc = None
+
+    def pause(self) -> None:
+        """SIGSTOP: the port stays open and the kernel still accepts connections, nothing answers."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.proc.pid, signal.SIGCONT)
+
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)  # a paused one would not see SIGTERM
             self.proc.terminate()
             try:
                 self.proc.wait(20)
@@ -76,10 +93,11 @@ class Prometheus(_Server):
         self.config = data_dir.parent / "prometheus.yml"
         self.config.write_text("global:\n  scrape_interval: 1h\nscrape_configs: []\n")
 
-    def start(self, timeout_s: float = 60) -> "Prometheus":
+    def start(self, timeout_s: float = 60, extra_args: tuple[str, ...] = ()) -> "Prometheus":
+        """``extra_args``: more flags, e.g. ``("--query.timeout=1ms",)`` (every range query answers 503)."""
         return self._run(["prometheus", f"--config.file={self.config}", f"--storage.tsdb.path={self.data_dir}",
-                          "--storage.tsdb.retention.time=3650d", f"--web.listen-address=127.0.0.1:{self.port}"],
-                         "prometheus.log", "/-/ready", timeout_s)
+                          "--storage.tsdb.retention.time=3650d", f"--web.listen-address=127.0.0.1:{self.port}",
+                          *extra_args], "prometheus.log", "/-/ready", timeout_s)
 
 
 def vm_available() -> bool:

@@ -48,10 +48,14 @@ def _wait(check, what: str, timeout_s: float = 30, every_s: float = 0.1):
 
 
 def _alive(pid: int) -> bool:
+    """Running (a zombie, exited but not yet reaped by its parent, is not)."""
     try:
         os.kill(pid, 0)
-        return True
     except OSError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
         return False
 
 
@@ -69,6 +73,7 @@ class SlurmCluster:
         self.pids: list[tuple[str, Path]] = []
         self.env = {**os.environ, "SLURM_CONF": str(self.base / "etc" / "slurm.conf"), "TZ": "UTC"}
         self.submitted: set[int] = set()
+        self.mariadb_proc: subprocess.Popen | None = None
 
     # --- set-up -------------------------------------------------------------------------------------------
     def __enter__(self) -> "SlurmCluster":
@@ -135,13 +140,8 @@ class SlurmCluster:
         subprocess.run(["mysql_install_db", "--user=mysql", f"--datadir={data}", "--skip-test-db",
                         "--auth-root-authentication-method=normal"], check=True, capture_output=True)
         self.mysql_socket = run_dir / "mysqld.sock"
-        log = open(self.base / "log" / "mariadb.log", "ab")
-        subprocess.Popen(["mariadbd", "--user=mysql", f"--datadir={data}", f"--socket={self.mysql_socket}",
-                          f"--port={self.mysql_port}", "--bind-address=127.0.0.1", f"--pid-file={run_dir / 'mysqld.pid'}",
-                          "--skip-name-resolve", "--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
-                          "--innodb-flush-log-at-trx-commit=0"], stdout=log, stderr=log)
+        self.start_mariadb()
         self.pids.append(("mariadbd", run_dir / "mysqld.pid"))
-        _wait(lambda: (run_dir / "mysqld.pid").exists() and _port_open(self.mysql_port), "mariadbd")
         self.sql(f"CREATE USER '{SLURMDBD_DB_USER}'@'127.0.0.1' IDENTIFIED BY '{SLURMDBD_DB_PASSWORD}';"
                  f"CREATE USER '{SLURMDBD_DB_USER}'@'localhost' IDENTIFIED BY '{SLURMDBD_DB_PASSWORD}';"
                  f"GRANT ALL ON slurm_acct_db.* TO '{SLURMDBD_DB_USER}'@'127.0.0.1';"
@@ -149,6 +149,50 @@ class SlurmCluster:
                  # what the warehouse reads with: SELECT only
                  f"CREATE USER '{READ_ONLY_USER}'@'%' IDENTIFIED BY '{READ_ONLY_PASSWORD}';"
                  f"GRANT SELECT ON slurm_acct_db.* TO '{READ_ONLY_USER}'@'%';")
+
+    def start_mariadb(self) -> None:
+        """Start the database server (again, after stop_mariadb: same data, port and socket)."""
+        data, run_dir = self.base / "mysql", self.base / "run"
+        log = open(self.base / "log" / "mariadb.log", "ab")
+        self.mariadb_proc = subprocess.Popen(
+            ["mariadbd", "--user=mysql", f"--datadir={data}", f"--socket={self.mysql_socket}",
+             f"--port={self.mysql_port}", "--bind-address=127.0.0.1", f"--pid-file={run_dir / 'mysqld.pid'}",
+             "--skip-name-resolve", "--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M",
+             "--innodb-flush-log-at-trx-commit=0"], stdout=log, stderr=log)
+        log.close()
+        _wait(lambda: (run_dir / "mysqld.pid").exists() and _port_open(self.mysql_port), "mariadbd")
+
+    def stop_mariadb(self) -> None:
+        """Stop the database server (SIGTERM, a clean shutdown) and wait until its port is closed: a fault
+        for the slurmdbd source, and for slurmdbd itself."""
+        p = self.mariadb_proc
+        if p is None or p.poll() is not None:
+            return
+        p.terminate()
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(10)
+        _wait(lambda: not _port_open(self.mysql_port), "mariadbd's port to close", 10)
+
+    def stop_slurmdbd(self) -> None:
+        """Stop slurmdbd (sacct then fails: "Problem talking to the database"); slurmctld keeps its records
+        for it until it is back."""
+        pid_file = self.base / "run" / "slurmdbd.pid"
+        pid = int(pid_file.read_text().split()[0])
+        os.kill(pid, 15)
+        _wait(lambda: not _alive(pid), "slurmdbd to stop", 20)
+        pid_file.unlink(missing_ok=True)
+        _wait(lambda: not _port_open(self.dbd_port), "slurmdbd's port to close", 10)
+
+    def start_slurmdbd(self) -> None:
+        pid_file = self.base / "run" / "slurmdbd.pid"
+        p = subprocess.run(["slurmdbd"], env=self.env, capture_output=True, text=True, timeout=60)
+        if p.returncode:
+            raise RuntimeError(f"slurmdbd did not start: {p.stderr.strip()[-500:]}")
+        _wait(pid_file.exists, "slurmdbd pid file")
+        _wait(lambda: _port_open(self.dbd_port), "slurmdbd")
 
     def sql(self, statements: str) -> str:
         """Run SQL as the database's root over its socket (tests: back-dating jobs, inspecting)."""
@@ -302,9 +346,7 @@ class SlurmCluster:
                 continue
             deadline = time.time() + 10
             while time.time() < deadline:
-                try:
-                    os.kill(pid, 0)
-                except OSError:
+                if not _alive(pid):  # gone, or a zombie its parent (init, for the daemons) has not reaped yet
                     break
                 time.sleep(0.1)
             else:
@@ -313,3 +355,8 @@ class SlurmCluster:
                 except OSError:
                     pass
         self.pids.clear()
+        if self.mariadb_proc is not None:  # our child: reap it
+            try:
+                self.mariadb_proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass

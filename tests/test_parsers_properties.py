@@ -96,3 +96,51 @@ def test_duration_specials():
     got = pl.DataFrame({"x": ["UNLIMITED", "Partition_Limit", "", None, "INVALID", "12:xx"]}).select(
         durations.duration_s(pl.col("x"), 60)).to_series().to_list()
     assert got == [None] * 6
+
+
+# --- hostile input (issue 7: tests/test_fuzz_*.py fuzz the loaders; these fuzz the pieces) -------------------
+@given(st.text(alphabet="ab[]-,0123456789%", max_size=30))
+@settings(max_examples=300, deadline=None, derandomize=True)
+def test_hostlist_junk_gives_names_without_brackets_or_a_refusal(text):
+    out = hostlist.expand(pl.DataFrame({"i": [0], "h": [text]}), "h", "i").row(0, named=True)
+    if out["hostlist_ok"]:
+        assert len(out["nodes"]) <= hostlist.MAX_NODES
+        assert not any(c in n for n in out["nodes"] for c in "[],")
+
+
+@given(st.lists(st.one_of(st.integers(0, 300), st.integers(10**5, 10**7)), min_size=2, max_size=4))
+@settings(max_examples=60, deadline=None, derandomize=True)
+def test_hostlist_bracket_products_are_bounded(highs):
+    """``a[0-999]b[0-999]c[0-999]`` is 10^9 names from 25 bytes: refused, not expanded into memory."""
+    expr = "".join(f"p{k}[0-{h}]" for k, h in enumerate(highs))
+    total = 1
+    for h in highs:
+        total *= h + 1
+    out = hostlist.expand(pl.DataFrame({"i": [0], "h": [expr]}), "h", "i").row(0, named=True)
+    fits = total <= hostlist.MAX_NODES and max(highs) <= hostlist.MAX_RANGE
+    assert out["hostlist_ok"] == fits
+    assert len(out["nodes"]) == (total if fits else 0)
+
+
+@given(counts=st.lists(st.integers(0, 10**25), min_size=1, max_size=3), total=st.none() | st.integers(0, 10**25))
+@settings(max_examples=300, deadline=None, derandomize=True)
+def test_tres_gpu_counts_beyond_any_gpu_count_read_null_never_raise(counts, total):
+    parts = ["cpu=4"] + [f"gres/gpu:t{k}={n}" for k, n in enumerate(counts)]
+    if total is not None:
+        parts.append(f"gres/gpu={total}")
+    s = ",".join(parts)
+    got = pl.DataFrame({"t": [s]}).select(g=tres.gpus(pl.col("t")), s=tres.gpus_simple(pl.col("t"))).row(0)
+    want = total if total is not None else sum(counts)
+    want = want if want <= 2**32 - 1 and (total is not None or max(counts) <= 2**32 - 1) else None
+    assert got[0] == want
+    if total is not None:
+        assert got[1] == want
+
+
+@given(st.text(max_size=40))
+@settings(max_examples=300, deadline=None, derandomize=True)
+def test_duration_and_time_parsers_never_raise_on_junk(text):
+    df = pl.DataFrame({"x": [text]}).select(
+        d=durations.duration_s(pl.col("x"), 60), t=durations.parse_time(pl.col("x"), "Europe/Amsterdam"),
+        m=durations.time_missing(pl.col("x")))
+    assert df.height == 1

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 
 from tests import slurm_harness
+from tests.conftest import warehouse_checksums
 from tests.test_cli import ops
 
 # skipped only off CI (a developer without root); under CI a missing Slurm is a failure, not a skip
@@ -317,10 +318,10 @@ def test_nightly_with_the_slurmdbd_source(live, tmp_path):
     assert _count(wh, "slurm_job_run") == 0
     first = ops("etl", "nightly", env=env).stdout
     assert first.count(": ok ") == 2, first
-    sums = _checksums(wh)
+    sums = warehouse_checksums(wh)
     assert sums["slurm_job_run"][0] == 14 and sums["node_inventory"][0] == 4
     ops("etl", "nightly", env=env)
-    assert _checksums(wh) == sums
+    assert warehouse_checksums(wh) == sums
     # a second run while one holds the lock: exits at once, says why, loads nothing
     from ops_warehouse.config import load_config
     from ops_warehouse.nightly import lock_path
@@ -351,19 +352,128 @@ def _count(path, table: str) -> int:
         close_embedded()
 
 
-def _checksums(path) -> dict:
+@pytest.mark.parametrize("kind", ["sacct", "slurmdbd"])
+def test_nightly_slurm_source_survives_reruns_backfills_and_kills(live, tmp_path, kind):
+    """Issue 7's data-safety checks on the real Slurm, per source: nightly run three times and a backfill of
+    the window already loaded leave every table identical; SIGKILL at random points of a run (each on a
+    fresh warehouse), then a rerun, gives exactly the clean run's tables."""
+    import random
+    import time
+
+    from tests.test_cli import OPS
+    from tests.test_nightly_safety import _kill_during
+
+    sc = live["cluster"]
+    db = f'db = "mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db"\n'
+
+    def config(name: str) -> tuple[dict, object]:
+        wh, cfg = tmp_path / name, tmp_path / f"{name}.toml"
+        cfg.write_text(f'[warehouse]\ndsn = "chdb://{wh}"\n[sacct]\ncluster = "{slurm_harness.CLUSTER}"\n'
+                       f'[[nightly.slurm]]\ncluster = "{slurm_harness.CLUSTER}"\nsource = "{kind}"\n'
+                       + (db if kind == "slurmdbd" else ""))
+        return {**live["env"], "OPS_CONFIG": str(cfg), "OPS_WAREHOUSE": "",
+                "OPS_SLURMDBD_PASSWORD": slurm_harness.READ_ONLY_PASSWORD}, wh
+
+    env, clean = config("clean")
+    ops("init", env=env)
+    t0 = time.monotonic()
+    ops("init", env=env)
+    startup_s = time.monotonic() - t0
+    t0 = time.monotonic()
+    out = ops("etl", "nightly", env=env).stdout
+    whole_s = time.monotonic() - t0
+    want = warehouse_checksums(clean)
+    # the fixture moved the workload two days back: the first window (three days to yesterday) has what sacct
+    # lists for it; slurmdbd's first incremental run has every job the database holds
+    today = datetime.now(timezone.utc).date()
+    listed = sc.run(["sacct", "-X", "-n", "-P", "--allusers", "--duplicates", "--format=JobID",
+                     "-S", f"{today - timedelta(days=3)}T00:00:00", "-E", f"{today}T00:00:00"]).split()
+    assert want["slurm_job_run"][0] == (14 if kind == "slurmdbd" else len(listed)) > 10, out
+    assert want["slurm_job_step"][0] > 0
+    for args in [(), (), ("--from", f"{today - timedelta(days=3)}", "--to", f"{today - timedelta(days=1)}")]:
+        ops("etl", "nightly", *args, env=env)
+        assert warehouse_checksums(clean) == want, args
+
+    rng = random.Random(f"{kind}-3")
+    landed = 0
+    for k in range(3):
+        env_k, crashed = config(f"crashed{k}")
+        ops("init", env=env_k)
+        landed += _kill_during([*OPS, "etl", "nightly"], env_k, rng.uniform(0.8 * startup_s, whole_s))
+        ops("etl", "nightly", env=env_k)
+        assert warehouse_checksums(crashed) == want, f"kill {k}"
+    print(f"nightly {kind}: start-up {startup_s:.1f} s, run {whole_s:.1f} s, {landed} of 3 kills landed")
+    assert landed >= 2
+
+
+def test_the_slurmdbd_password_is_never_written_anywhere(live, tmp_path):
+    """Issue 7, secrets: with the password only in the environment, run nightly (ok; MariaDB's port wrong;
+    a database that does not exist; a wrong password) and the monthly report, then look for the password
+    in: every process's argv while it runs (ops-report and what it starts), stdout and stderr, etl_run_log
+    and every other table of the warehouse, every byte of the warehouse's files, the report files."""
+    import subprocess
+    import time
+
+    from tests.test_cli import OPS
+
+    sc, files = live["cluster"], live["files"]
+    secret = slurm_harness.READ_ONLY_PASSWORD
+    wh, cfg, out = tmp_path / "wh", tmp_path / "ops.toml", tmp_path / "out"
+    env = {**os.environ, **live["env"], "OPS_CONFIG": str(cfg), "OPS_WAREHOUSE": "",
+           "OPS_SLURMDBD_PASSWORD": secret}
+
+    def config(port: int, dbname: str = "slurm_acct_db") -> None:
+        cfg.write_text(f'[warehouse]\ndsn = "chdb://{wh}"\n[nightly]\nretries = 1\nbackoff_s = 0.1\n'
+                       f'[[nightly.slurm]]\ncluster = "{slurm_harness.CLUSTER}"\nsource = "slurmdbd"\n'
+                       f'db = "mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{port}/{dbname}"\n'
+                       f'[nightly.capacity]\ncluster = "{slurm_harness.CLUSTER}"\ninventory = "{files["nodes"]}"\n')
+
+    seen_argv, outputs = [], []
+
+    def run(*args: str, expect: int, **extra_env) -> None:
+        p = subprocess.Popen([*OPS, *args], env={**env, **extra_env}, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        while p.poll() is None:  # the argv of it and its children, as `ps` shows them to every user
+            for proc in Path("/proc").iterdir():
+                try:
+                    seen_argv.append((proc / "cmdline").read_bytes())
+                except OSError:
+                    pass
+            time.sleep(0.2)
+        o, e = p.communicate()
+        outputs.append(o + e)
+        assert p.returncode == expect, (args, o, e)
+
+    from pathlib import Path
+
+    config(sc.mysql_port)
+    run("etl", "nightly", expect=0)
+    config(free := slurm_harness.free_port())
+    run("etl", "nightly", expect=1)
+    config(sc.mysql_port, "no_such_db")
+    run("etl", "nightly", expect=1)
+    config(sc.mysql_port)
+    run("etl", "nightly", expect=1, OPS_SLURMDBD_PASSWORD=secret + "-wrong")
+    month = live["hour"].strftime("%Y-%m")
+    run("--warehouse", f"chdb://{wh}", "monthly", "--cluster", "--month", month,
+        "--format", "all", "--out", str(out), expect=0)
+    assert free and len(outputs) == 5 and any("no_such_db" in o for o in outputs)
+
+    leaks = [f"argv {a[:80]!r}" for a in seen_argv if secret.encode() in a]
+    leaks += [f"output {i}" for i, o in enumerate(outputs) if secret in o]
+    leaks += [f"file {f}" for f in [*wh.rglob("*"), *out.rglob("*")] if f.is_file() and secret.encode() in f.read_bytes()]
     from ops_warehouse.config import Config
     from ops_warehouse.warehouse import close_embedded, connect
 
-    wh = connect(Config(dsn=f"chdb://{path}"), migrate=False)
-    out = {}
+    w = connect(Config(dsn=f"chdb://{wh}"), migrate=False)
     try:
-        for t in ("slurm_job_run", "slurm_job_step", "node_event", "reservation", "node_inventory"):
-            cols = [c for (c,) in wh.query_rows(
-                "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String} "
-                "AND name NOT IN ('loaded_at', 'source')", {"t": t})]
-            out[t] = tuple(wh.query_rows(f"SELECT count(), sum(cityHash64({', '.join(f'`{c}`' for c in cols)})) "
-                                         f"FROM {t} FINAL")[0])
+        failed = w.query_rows("SELECT count() FROM etl_run_log WHERE status = 'failed'")[0][0]
+        for (t,) in w.query_rows("SELECT name FROM system.tables WHERE database = currentDatabase() "
+                                 "AND engine LIKE '%MergeTree'"):
+            n = w.query_rows(f"SELECT count() FROM {t} WHERE position(formatRow('TSV', *), {{s:String}}) > 0",
+                             {"s": secret})[0][0]
+            leaks += [f"table {t}: {n} rows"] if n else []
     finally:
         close_embedded()
-    return out
+    assert failed >= 3 and len(seen_argv) > 50 and list(out.glob("monthly-*.html"))
+    assert not leaks

@@ -22,7 +22,7 @@ def test_real_dcgm_exporter_scrape(wh):
     assert s.group_by("Hostname").len().sort("Hostname", nulls_last=True).rows() == [
         ("424773df46e0", 16), ("551bdf382151", 7), ("ip-11111", 1), (None, 14)]
     c = load_text_files(wh, [SCRAPE], date(2026, 10, 1), date(2026, 10, 1), at=AT, cluster="dd")
-    assert c == {"gpu_rows": 3, "node_rows": 0, "xid_events": 0}
+    assert c == {"gpu_rows": 3, "node_rows": 0, "xid_events": 0, "quarantined": 0}
     got = rows(wh, "SELECT node, gpu, ts, model_name, uuid, sm_clock_mhz, temp_c, power_w, gpu_util_pct, "
                    "fb_free_mib, fb_used_mib, energy_j, xid_last, throttle_reasons, dram_active "
                    "FROM gpu_sample FINAL ORDER BY node")

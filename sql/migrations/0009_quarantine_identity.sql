@@ -1,0 +1,27 @@
+-- A quarantined record is identified by where it came from and its own text, not by its line number:
+-- the nightly sacct source reads overlapping windows (and backfills re-read whole months), so the same bad
+-- line arrives again at another line number. Keyed by (source, raw, reason) it is stored once however
+-- often it is read; line_no keeps where it was last seen. The table is rebuilt with the new key and the
+-- rows already quarantined are kept. The first DROP makes a rerun after an interrupted migration start
+-- over (at any point the original table, or the rebuilt one after the exchange, holds every row). On a
+-- cluster only the local rows of the node running the migration are copied: quarantine rows are
+-- diagnostics, and etl_run_log keeps every load's counts.
+
+DROP TABLE IF EXISTS etl_quarantine_v2{{local}} {{on_cluster}};
+
+CREATE TABLE IF NOT EXISTS etl_quarantine_v2{{local}} {{on_cluster}}
+(
+    source String,
+    line_no UInt64,
+    reason String,
+    raw String,
+    loaded_at DateTime('UTC')
+)
+ENGINE = {{mergetree ReplacingMergeTree(loaded_at)}}
+ORDER BY (source, cityHash64(raw), reason);
+
+INSERT INTO etl_quarantine_v2{{local}} SELECT source, line_no, reason, raw, loaded_at FROM etl_quarantine{{local}};
+
+EXCHANGE TABLES etl_quarantine{{local}} AND etl_quarantine_v2{{local}} {{on_cluster}};
+
+DROP TABLE etl_quarantine_v2{{local}} {{on_cluster}};
