@@ -348,6 +348,35 @@ def monthly(
         print(p)
 
 
+@app.command()
+def export(
+    month: Annotated[Optional[str], typer.Option(
+        help="YYYY-MM (UTC). Default: the last complete month with data")] = None,
+    project: Annotated[Optional[str], typer.Option(
+        help="Export one project's view (its jobs and users, and the cluster-level aggregates); default: the "
+             "whole cluster")] = None,
+    out: Annotated[Path, typer.Option(help="Folder to write into (a subfolder per export)")] = Path("exports"),
+    anonymize_users: Annotated[bool, typer.Option(
+        help="Replace user names with stable pseudonyms (config reports.pseudonym_key keys them)")] = False,
+    slurm_cluster: Annotated[Optional[str], typer.Option(
+        help="Slurm cluster (default: the only one loaded, else config)")] = None,
+):
+    """Write a month's marts as Parquet (one file per mart, the monthly report's numbers, and manifest.json)
+    for DuckDB, polars or pandas elsewhere, e.g.
+    duckdb -c "SELECT * FROM 'exports/ai1-A-2026-10/job_sizes.parquet'"."""
+    from ops_warehouse.api import Connection
+    from ops_warehouse.export import export_month
+    from ops_warehouse.monthly import parse_month
+    from ops_warehouse.progress import count_progress
+
+    m = parse_month(month) if month else None
+    with count_progress("export marts") as progress:
+        manifest = export_month(Connection(_wh()), out, m, project=project, cluster=slurm_cluster,
+                                anonymize_users=anonymize_users, progress=progress)
+    rows = sum(f["rows"] for f in manifest["files"].values())
+    print(f"{manifest['folder']}: {len(manifest['files'])} marts, {rows} rows, manifest.json")
+
+
 def _steps(label: str):
     from ops_warehouse.progress import step_progress
 

@@ -40,8 +40,11 @@ class Config:
     timezone: str = "UTC"
     default_cluster: str = "cluster"
     sacct_command: list[str] = field(default_factory=lambda: ["sacct"])
-    # Slurm account -> reporting project. Accounts not listed are their own project.
+    # Slurm account -> reporting project. Accounts not listed are their own project. The warehouse keeps the
+    # mapping it was last given (account_project): only a config with a [projects] table replaces it, so a
+    # notebook or a command run without the site's config does not erase it.
     projects: dict[str, str] = field(default_factory=dict)
+    projects_configured: bool = False
     # telemetry: days the fine (per-step) rows are kept (None: forever); catalog overrides
     telemetry_ttl_days: int | None = None
     metric_catalog: dict = field(default_factory=dict)
@@ -118,7 +121,9 @@ def _apply_file(cfg: Config, p: Path) -> None:
     cmd = sacct.get("command")
     if cmd is not None:
         cfg.sacct_command = [cmd] if isinstance(cmd, str) else list(cmd)
-    cfg.projects = {str(k).lower(): str(v) for k, v in data.get("projects", {}).items()}
+    if "projects" in data:
+        cfg.projects = {str(k).lower(): str(v) for k, v in data["projects"].items()}
+        cfg.projects_configured = True
     tel = data.get("telemetry", {})
     ttl = tel.get("fine_ttl_days")
     if ttl is not None and (not isinstance(ttl, int) or ttl < 1):

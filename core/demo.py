@@ -99,6 +99,14 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
         reports.append(r)
         write(r, out, ["md", "html", "json"])
     done(f" -> {out}")
+    done = _stage("Parquet exports for analysts (ops-report export --month, --project A)")
+    from ops_warehouse.api import Connection
+    from ops_warehouse.export import export_month
+
+    exports = directory / "exports"  # apart from out/: Parquet float bytes may differ in the last bit
+    for project in (None, "A"):
+        export_month(Connection(wh), exports, month, project=project, cluster=h.spec.name)
+    done(f" -> {exports}")
     print(f"\nTelemetry {DEMO_START} .. {last}, by GPU model (ops-report telemetry --by gpu_model):\n")
     print(render(telemetry(wh, DEMO_START, last, "gpu_model").select(
         "gpu_model", "gpu_util_mean", "tensor_active_mean", "power_w_mean", "energy_kwh", "throttled_hours",
@@ -115,5 +123,7 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
           f"idle; cost {cost['total_cost']:,.0f} {cost['currency']} ({cost['cost_per_allocated_gpu_h']:.2f} per "
           f"allocated GPU-hour). Project A: {sum(p['allocated_gpu_h'] for p in a):,.0f} GPU-hours, "
           f"{sum(p['cost'] for p in a):,.0f} {cost['currency']}.")
-    print(f"Reports: {out} (open monthly-*.html in a browser)\nGenerated site files (sacct, node events, reservations, inventory, telemetry): {data}")
+    print(f"Reports: {out} (open monthly-*.html in a browser); Parquet marts for DuckDB/polars: {exports}\n"
+          f"Notebooks: OPS_WAREHOUSE=chdb://{(directory / 'warehouse').resolve()} jupyter lab notebooks/ "
+          f"(notebooks/README.md)\nGenerated site files (sacct, node events, reservations, inventory, telemetry): {data}")
     return out

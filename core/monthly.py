@@ -18,7 +18,6 @@ from datetime import date, datetime, timedelta, timezone
 import polars as pl
 
 from ops_warehouse import OpsError
-from ops_warehouse.marts import refresh_capacity, run_mart
 
 SCHEMA_VERSION = "1.0"
 SIZE_CLASSES = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
@@ -100,20 +99,25 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
                            "(accounts map to projects in the config's [projects])")
     w = month_window(month)
     prev_month = (month - timedelta(days=1)).replace(day=1)
-    pw = month_window(prev_month)
+    # the analysts' API (ops_warehouse.api): the report runs the very functions a notebook calls
+    from ops_warehouse.api import Connection, Period
+
     step = progress or (lambda label: None)
-    step("capacity grain")
-    refresh_capacity(wh, cluster, pw[0], w[1])
+    api = Connection(wh)
+    per = Period(cluster, w[0], w[1], f"{month:%Y-%m}")
+    prev = per.previous()
+    pw = (prev.start, prev.end)
     p = project or ""
+    proj = project  # the job, user and efficiency marts take the project as a query parameter
 
-    def mart(name: str, window=w, proj: str = p) -> pl.DataFrame:
-        step(name)
-        return run_mart(wh, name, cluster=cluster, window=window, project=proj)
+    def run(label: str, fn, *args, **kw) -> pl.DataFrame:
+        step(label)
+        return fn(*args, **kw)
 
-    def previous(name: str, key: str | None = None) -> pl.DataFrame:
+    def previous(label: str, fn, key: str | None = None, **kw) -> pl.DataFrame:
         """The mart for the month before; empty (with the column filtered on below) when it has no jobs."""
         if has_prev:
-            return mart(name, pw)
+            return run(label, fn, prev, **kw)
         return pl.DataFrame(schema={key: pl.String}) if key else pl.DataFrame()
 
     # a month before the loaded history has capacity but no jobs: no comparison rather than a fall to zero
@@ -121,33 +125,33 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
                              "coalesce(start_ts, submit_ts) < {t1:DateTime('UTC')} AND "
                              "coalesce(end_ts, as_of_ts) >= {t0:DateTime('UTC')}",
                              {"c": cluster, "t0": pw[0], "t1": pw[1]})[0][0]
-    util = mart("utilization")
-    util_prev = previous("utilization")
-    cost = mart("cost")
-    cost_prev = previous("cost")
-    sizes = mart("job_sizes")
-    runtimes = mart("run_times")
-    states = mart("end_states")
-    failures = mart("failures_by_size")
-    failures_prev = previous("failures_by_size")
-    eff = mart("efficiency_summary")
-    eff_prev = previous("efficiency_summary", "project_key")
-    jobs = mart("job_efficiency")
-    projects = mart("projects")
-    projects_prev = previous("projects", "project")
-    daily = mart("utilization_daily")
-    heat = mart("gpu_heatmap")
-    xids = mart("xid_events")
-    nodes = mart("node_failures")
-    throttle = mart("throttling")
-    resv = mart("reservations")
-    stragglers = mart("stragglers").filter(pl.col("runs_behind") > 0)
+    util = run("utilization", api.utilization, per)
+    util_prev = previous("utilization", api.utilization)
+    cost = run("cost", api.cost, per)
+    cost_prev = previous("cost", api.cost)
+    sizes = run("job_sizes", api.job_sizes, per, project=proj)
+    runtimes = run("run_times", api.run_times, per, project=proj)
+    states = run("end_states", api.end_states, per, project=proj)
+    failures = run("failures_by_size", api.reliability, per, project=proj)
+    failures_prev = previous("failures_by_size", api.reliability, project=proj)
+    eff = run("efficiency_summary", api.efficiency, per, project=proj)
+    eff_prev = previous("efficiency_summary", api.efficiency, "project_key", project=proj)
+    jobs = run("job_efficiency", api.efficiency, per, project=proj, per_job=True)
+    projects = run("projects", api.chargeback, per)
+    projects_prev = previous("projects", api.chargeback, "project")
+    daily = run("utilization_daily", api.utilization_daily, per, project=proj)
+    heat = run("gpu_heatmap", api.mart, "gpu_heatmap", per)
+    xids = run("xid_events", api.xid_events, per)
+    nodes = run("node_failures", api.node_failures, per)
+    throttle = run("throttling", api.throttling, per)
+    resv = run("reservations", api.reservations, per)
+    stragglers = run("stragglers", api.stragglers, per, project=proj).filter(pl.col("runs_behind") > 0)
 
     if project is not None:
         projects = projects.filter(pl.col("project") == project)
         projects_prev = projects_prev.filter(pl.col("project") == project)
         resv = resv.filter(pl.col("accounts").list.eval(pl.element().is_in(_accounts_of(wh, project))).list.any())
-        users = mart("users")
+        users = run("users", api.users, per, project=proj)
     else:
         users = pl.DataFrame()
     key = getattr(wh.cfg, "pseudonym_key", "") or ""

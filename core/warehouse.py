@@ -157,7 +157,8 @@ def connect(cfg: Config, dsn: str | None = None, migrate: bool = True) -> Wareho
         from ops_warehouse.migrations import apply_migrations, apply_ttl, sync_cost_model, sync_projects
 
         apply_migrations(wh)
-        sync_projects(wh)
+        if cfg.projects or cfg.projects_configured:
+            sync_projects(wh)
         sync_cost_model(wh)
         apply_ttl(wh)
     return wh

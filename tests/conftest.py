@@ -81,3 +81,22 @@ def warehouse_checksums(path) -> dict[str, tuple]:
     finally:
         close_embedded()
 
+
+DEMO_DAYS = 3
+
+
+@pytest.fixture(scope="session")
+def demo_runs(tmp_path_factory):
+    """`ops-report demo` run twice (3 days, 300 jobs a day) in folders a and b, as the README runs it: the
+    folder and the outputs of each (tests/test_demo.py); the notebooks run on a's warehouse."""
+    from tests.test_cli import ops
+
+    base = tmp_path_factory.mktemp("demo")
+    outs = []
+    for run in ("a", "b"):
+        p = ops("demo", "--dir", str(base / run), "--days", str(DEMO_DAYS), "--jobs-per-day", "300", cwd=base,
+                env={"OPS_WAREHOUSE": "", "OPS_CONFIG": ""})
+        assert "quarantined 0" in p.stdout and "| A " in p.stdout
+        out = base / run / "out"
+        outs.append({str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()})
+    return base, outs

@@ -10,22 +10,7 @@ from datetime import datetime, timezone
 import polars as pl
 import pytest
 
-from tests.test_cli import ops
-
-DAYS = 3
-
-
-@pytest.fixture(scope="module")
-def demo_runs(tmp_path_factory):
-    base = tmp_path_factory.mktemp("demo")
-    outs = []
-    for run in ("a", "b"):
-        p = ops("demo", "--dir", str(base / run), "--days", str(DAYS), "--jobs-per-day", "300", cwd=base,
-                env={"OPS_WAREHOUSE": "", "OPS_CONFIG": ""})
-        assert "quarantined 0" in p.stdout and "| A " in p.stdout
-        out = base / run / "out"
-        outs.append({str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()})
-    return base, outs
+from tests.conftest import DEMO_DAYS as DAYS
 
 
 def _same(a, b, path=""):

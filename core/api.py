@@ -1,0 +1,298 @@
+"""The Python API for analysts: one connection, SQL in and polars out, and the marts of the monthly report
+as functions taking a period, a project and filters. The report calls these very functions
+(ops_warehouse.monthly), so a notebook and `ops-report monthly` cannot disagree.
+
+    >>> import ops_warehouse as ow
+    >>> wh = ow.connect(DSN)                       # same DSN rules as the CLI: None -> OPS_WAREHOUSE / config
+    >>> wh.sql("SELECT count() AS runs FROM slurm_job_run WHERE cluster = {c:String}", c="ai1").item() > 0
+    True
+    >>> u = wh.utilization("2026-10")              # the whole cluster, by GPU model and partition
+    >>> float(u.filter(level="cluster")["utilization"].item()) <= 1
+    True
+    >>> sizes = wh.job_sizes("2026-10", project="A")
+    >>> sizes.columns[:4]
+    ['size_class', 'min_gpus', 'jobs', 'gpu_hours']
+
+A period is a month (``"2026-10"``, a ``date``, or None for the last complete month with jobs) or any
+window ``start=..., end=...`` (``[start, end)``, UTC). Every function returns a polars DataFrame
+(``.to_pandas()`` when wanted); times are UTC datetimes, durations are named ``*_s`` or ``*_h``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import polars as pl
+
+from ops_warehouse import OpsError
+
+
+@dataclass(frozen=True)
+class Period:
+    """One cluster over ``[start, end)``, UTC; ``month`` names it when it is a calendar month."""
+
+    cluster: str
+    start: datetime
+    end: datetime
+    month: str | None = None
+
+    def previous(self) -> "Period":
+        """The period of the same length just before (the month before, for a month)."""
+        if self.month:
+            from ops_warehouse.monthly import month_window
+
+            m = (self.start.date() - timedelta(days=1)).replace(day=1)
+            w = month_window(m)
+            return Period(self.cluster, w[0], w[1], f"{m:%Y-%m}")
+        return Period(self.cluster, self.start - (self.end - self.start), self.start)
+
+
+def _reads_capacity_grain(name: str) -> bool:
+    """Whether a mart reads capacity_node_hour, which must then be refreshed for its period first."""
+    from ops_warehouse.marts import mart_sql
+
+    return "capacity_node_hour" in mart_sql(name)
+
+
+class Connection:
+    """A warehouse for analysis. Make one with :func:`connect`."""
+
+    def __init__(self, wh):
+        self._wh = wh
+        self._fresh: set[tuple[str, datetime, datetime]] = set()
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def warehouse(self):
+        """The low-level warehouse (ops_warehouse.warehouse.Warehouse) the CLI uses."""
+        return self._wh
+
+    def sql(self, query: str, **params) -> pl.DataFrame:
+        """Run a query; ``{name:Type}`` placeholders take ``params`` (never format values into the text).
+
+        >>> wh.sql("SELECT {x:UInt8} + 1 AS y", x=41)["y"].item()
+        42
+        """
+        return pl.from_arrow(self._wh.query_arrow(query, params))
+
+    def clusters(self) -> list[str]:
+        """The Slurm clusters with jobs in the warehouse.
+
+        >>> wh.clusters()
+        ['ai1']
+        """
+        return [r[0] for r in self._wh.query_rows("SELECT DISTINCT cluster FROM slurm_job_run ORDER BY cluster")]
+
+    def projects(self, cluster: str | None = None) -> list[str]:
+        """The reporting projects with jobs on a cluster (accounts map to projects in the config).
+
+        >>> wh.projects()[:3]
+        ['A', 'B', 'C']
+        """
+        from ops_warehouse.monthly import resolve_cluster
+
+        c = resolve_cluster(self._wh, cluster)
+        return [r[0] for r in self._wh.query_rows(
+            "SELECT DISTINCT project FROM fct_job_run WHERE cluster = {c:String} ORDER BY project", {"c": c})]
+
+    def period(self, month: str | date | Period | None = None, *, start: datetime | str | None = None,
+               end: datetime | str | None = None, cluster: str | None = None) -> Period:
+        """Resolve a period: a month (default: the last complete month with jobs), or ``start``/``end``.
+
+        >>> p = wh.period("2026-10")
+        >>> (p.cluster, p.start.isoformat(), p.end.isoformat())
+        ('ai1', '2026-10-01T00:00:00+00:00', '2026-11-01T00:00:00+00:00')
+        """
+        from ops_warehouse.monthly import (history_span, last_complete_month, month_window, parse_month,
+                                           resolve_cluster)
+
+        if isinstance(month, Period):
+            return month
+        c = resolve_cluster(self._wh, cluster)
+        if start is not None or end is not None:
+            if month is not None or start is None or end is None:
+                raise OpsError("give a month, or both start and end")
+            s, e = _utc(start, "start"), _utc(end, "end")
+            if e <= s:
+                raise OpsError(f"end {e:%Y-%m-%d %H:%M} is not after start {s:%Y-%m-%d %H:%M}")
+            return Period(c, s, e)
+        if month is None:
+            m = last_complete_month(*history_span(self._wh, c))
+        elif isinstance(month, date):
+            m = month.replace(day=1)
+        else:
+            m = parse_month(str(month))
+        w = month_window(m)
+        return Period(c, w[0], w[1], f"{m:%Y-%m}")
+
+    def mart(self, name: str, month=None, *, project: str | None = None, cluster: str | None = None,
+             start=None, end=None, **filters) -> pl.DataFrame:
+        """Any mart of sql/marts/ by name, for a period and optionally a project; ``filters`` keep the rows
+        whose column equals the value (or is in a list of values), e.g. ``gpu_model="h100"``.
+
+        >>> wh.mart("end_states", "2026-10", state="COMPLETED")["state"].to_list()
+        ['COMPLETED']
+        """
+        from ops_warehouse.marts import refresh_capacity, run_mart
+
+        p = self.period(month, start=start, end=end, cluster=cluster)
+        if (p.cluster, p.start, p.end) not in self._fresh and _reads_capacity_grain(name):
+            refresh_capacity(self._wh, p.cluster, p.start, p.end)
+            self._fresh.add((p.cluster, p.start, p.end))
+        df = run_mart(self._wh, name, cluster=p.cluster, window=(p.start, p.end), project=project or "")
+        for col, want in filters.items():
+            if want is None:
+                continue
+            if col not in df.columns:
+                raise OpsError(f"mart {name} has no column {col!r} to filter on; it has: {', '.join(df.columns)}")
+            values = list(want) if isinstance(want, (list, tuple, set)) else [want]
+            df = df.filter(pl.col(col).is_in(values))
+        return df
+
+    # ------------------------------------------------------------------ capacity and utilization
+    def utilization(self, month=None, *, cluster=None, start=None, end=None, level: str | None = None) -> pl.DataFrame:
+        """Capacity and its use, in GPU-hours: capacity, down, drained, available, allocated, reserved,
+        reserved-but-idle, free, allocated-but-idle, busy, and utilization (allocated / available), one row per
+        ``level`` ("cluster", "gpu_model", "partition") and ``key``.
+
+        >>> u = wh.utilization("2026-10", level="cluster")
+        >>> u["available_gpu_h"].item() == u["capacity_gpu_h"].item() - u["down_gpu_h"].item() - u["drained_gpu_h"].item()
+        True
+        """
+        return self.mart("utilization", month, cluster=cluster, start=start, end=end, level=level)
+
+    def utilization_daily(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """The same split day by day (and the project's allocation, with ``project``)."""
+        return self.mart("utilization_daily", month, project=project, cluster=cluster, start=start, end=end)
+
+    def idle_capacity(self, month=None, *, cluster=None, start=None, end=None, level: str | None = None) -> pl.DataFrame:
+        """Where capacity that could have been used went unused, GPU-hours: free (no job, no reservation),
+        reserved but unused, allocated but idle (a job held the GPU, telemetry saw it under the idle threshold),
+        and down or drained, with each as a share of capacity.
+
+        >>> i = wh.idle_capacity("2026-10", level="cluster")
+        >>> round(i["free_share"].item() + i["reserved_idle_share"].item() + i["allocated_idle_share"].item()
+        ...       + i["down_share"].item() + i["drained_share"].item(), 6) <= 1
+        True
+        """
+        u = self.utilization(month, cluster=cluster, start=start, end=end, level=level)
+        cap = pl.col("capacity_gpu_h")
+        return u.select(
+            "level", "key", "capacity_gpu_h", "free_gpu_h", "reserved_idle_gpu_h", "allocated_idle_gpu_h",
+            "down_gpu_h", "drained_gpu_h",
+            (pl.col("free_gpu_h") / cap).alias("free_share"),
+            (pl.col("reserved_idle_gpu_h") / cap).alias("reserved_idle_share"),
+            (pl.col("allocated_idle_gpu_h") / cap).alias("allocated_idle_share"),
+            (pl.col("down_gpu_h") / cap).alias("down_share"),
+            (pl.col("drained_gpu_h") / cap).alias("drained_share"),
+        )
+
+    # ------------------------------------------------------------------ jobs
+    def job_sizes(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """Jobs and GPU-hours by job size class (GPUs: 1, 2-8, 9-64, 65-256, 257-1024, >1024), with shares:
+        the "many small jobs, few large ones hold the GPU-hours" observation."""
+        return self.mart("job_sizes", month, project=project, cluster=cluster, start=start, end=end)
+
+    def run_times(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """Run time and wait percentiles (p50/p90/p99, seconds) by size class, and ``cdf_s``: the
+        run-time quantiles at 1%, 2%, ... 100% of the jobs that ended (exact)."""
+        return self.mart("run_times", month, project=project, cluster=cluster, start=start, end=end)
+
+    def end_states(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """Runs and GPU-hours by final state (COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ...)."""
+        return self.mart("end_states", month, project=project, cluster=cluster, start=start, end=end)
+
+    def efficiency(self, month=None, *, project=None, cluster=None, start=None, end=None,
+                   per_job: bool = False) -> pl.DataFrame:
+        """How well allocated GPUs were used: GPU utilization, SM/tensor/DRAM activity, energy, bytes moved,
+        delivered PFLOP; per project (``project_key``, "" is everything) or, with ``per_job``, per job."""
+        name = "job_efficiency" if per_job else "efficiency_summary"
+        return self.mart(name, month, project=project, cluster=cluster, start=start, end=end)
+
+    def users(self, month=None, *, project: str, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """A project's users: runs, GPU-hours, efficiency (a project is required: users are per project)."""
+        return self.mart("users", month, project=project, cluster=cluster, start=start, end=end)
+
+    # ------------------------------------------------------------------ reliability
+    def reliability(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """Failures by job size: runs, node-days, NODE_FAIL runs and hardware failures, failures per 1,000
+        node-days, the observed mean time to failure and the model's (domain.md: MTTF falls as 1/nodes),
+        GPU-hours lost to NODE_FAIL and after a hardware Xid."""
+        return self.mart("failures_by_size", month, project=project, cluster=cluster, start=start, end=end)
+
+    def xid_events(self, month=None, *, cluster=None, start=None, end=None, hardware: bool | None = None) -> pl.DataFrame:
+        """Xid events per node, GPU and code, with whether the code means hardware."""
+        return self.mart("xid_events", month, cluster=cluster, start=start, end=end, hardware=hardware)
+
+    def node_failures(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """DOWN and DRAIN events and hours per node, their reasons, and ``repeated``: lemon-node candidates."""
+        return self.mart("node_failures", month, cluster=cluster, start=start, end=end)
+
+    def throttling(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """GPUs that spent hours throttled (thermal or power), with their peak temperature."""
+        return self.mart("throttling", month, cluster=cluster, start=start, end=end)
+
+    def stragglers(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """Nodes that ran behind their peers in multi-node jobs (utilization against the job's median node)."""
+        return self.mart("stragglers", month, project=project, cluster=cluster, start=start, end=end)
+
+    # ------------------------------------------------------------------ investment
+    def cost(self, month=None, *, cluster=None, start=None, end=None, gpu_model: str | None = None) -> pl.DataFrame:
+        """Cost by GPU model (and "all"): capex share and energy (x PUE), cost per available, allocated and
+        busy GPU-hour, the cost of idle capacity, PFLOP-days and cost per PFLOP-day (config [cost.<model>])."""
+        return self.mart("cost", month, cluster=cluster, start=start, end=end, model=gpu_model)
+
+    def chargeback(self, month=None, *, cluster=None, start=None, end=None, project: str | None = None) -> pl.DataFrame:
+        """Each project's allocated GPU-hours by GPU model, its share of that model's allocation, and the cost
+        charged to it (the model's cost split by share: the shares add up to the model's total cost)."""
+        df = self.mart("projects", month, cluster=cluster, start=start, end=end)
+        return df.filter(pl.col("project") == project) if project is not None else df
+
+    def reservations(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """Reservations in the period: reserved, used and idle GPU-hours, use ratio."""
+        return self.mart("reservations", month, cluster=cluster, start=start, end=end)
+
+    # ------------------------------------------------------------------ the report and exports
+    def monthly(self, month=None, *, project: str | None = None, cluster: str | None = None,
+                anonymize_users: bool = False) -> dict:
+        """The monthly report as the JSON document of docs/monthly.md (what `ops-report monthly` renders)."""
+        from ops_warehouse.monthly import monthly_report, parse_month
+
+        m = None if month is None else (month.replace(day=1) if isinstance(month, date) else parse_month(str(month)))
+        return monthly_report(self._wh, month=m, project=project, cluster=cluster, anonymize_users=anonymize_users)
+
+    def export(self, out: str | Path, month=None, *, project: str | None = None, cluster: str | None = None,
+               anonymize_users: bool = False) -> dict:
+        """Write the report's marts for a month as Parquet files, one per mart, and manifest.json, into
+        ``out/<cluster>-<project or cluster>-<YYYY-MM>/`` (ops_warehouse.export); returns the manifest."""
+        from ops_warehouse.export import export_month
+
+        return export_month(self, Path(out), month, project=project, cluster=cluster,
+                            anonymize_users=anonymize_users)
+
+
+def connect(dsn: str | None = None, *, config: str | Path | None = None) -> Connection:
+    """Open the warehouse as the CLI does: ``dsn`` (``chdb:///path`` or ``http(s)://user@host:8123/db``),
+    else OPS_WAREHOUSE, else the config's (``config``, OPS_CONFIG, ./ops-warehouse.toml, ...), else the
+    embedded ``./warehouse``. Passwords come from OPS_WAREHOUSE_PASSWORD or the config, never the DSN text."""
+    from ops_warehouse.config import load_config
+    from ops_warehouse.warehouse import connect as open_warehouse
+
+    cfg = load_config(config)
+    if dsn:
+        cfg.dsn = dsn
+    return Connection(open_warehouse(cfg))
+
+
+def _utc(value, what: str) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, date):
+        return datetime.combine(value, datetime.min.time(), timezone.utc)
+    try:
+        d = datetime.fromisoformat(str(value))
+    except ValueError:
+        raise OpsError(f"{what} must be a date or time (YYYY-MM-DD[THH:MM]), not {value!r}") from None
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)

@@ -1,0 +1,86 @@
+"""`ops-report export`: a month's marts as Parquet, for analysts who work in DuckDB, polars or pandas.
+
+One folder per export, ``<out>/<cluster>-<project or cluster>-<YYYY-MM>/``, with one Parquet file per mart
+(the same functions, and so the same numbers, as the monthly report) and ``manifest.json`` naming the
+period, the scope and each file's rows and columns. A project export holds what the project's report
+holds: its own jobs and users, and the cluster-level aggregates (capacity, cost by GPU model, node
+reliability) that carry no user or job of another project.
+
+    duckdb -c "SELECT size_class, gpu_hours FROM 'exports/ai1-A-2026-10/job_sizes.parquet'"
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+
+from ops_warehouse import OpsError
+
+EXPORT_VERSION = "1.0"
+
+
+def _marts(api, per, project: str | None) -> dict[str, pl.DataFrame]:
+    proj = project
+    out = {
+        "utilization": api.utilization(per),
+        "idle_capacity": api.idle_capacity(per),
+        "utilization_daily": api.utilization_daily(per, project=proj),
+        "job_sizes": api.job_sizes(per, project=proj),
+        "run_times": api.run_times(per, project=proj),
+        "end_states": api.end_states(per, project=proj),
+        "efficiency": api.efficiency(per, project=proj),
+        "job_efficiency": api.efficiency(per, project=proj, per_job=True),
+        "reliability": api.reliability(per, project=proj),
+        "xid_events": api.xid_events(per),
+        "node_failures": api.node_failures(per),
+        "throttling": api.throttling(per),
+        "stragglers": api.stragglers(per, project=proj),
+        "cost": api.cost(per),
+        "chargeback": api.chargeback(per, project=project),
+        "reservations": api.reservations(per),
+    }
+    if project is not None:
+        out["users"] = api.users(per, project=project)
+    return out
+
+
+def export_month(api, out: Path, month=None, *, project: str | None = None, cluster: str | None = None,
+                 anonymize_users: bool = False, progress=None) -> dict:
+    """Write the marts of ``month`` (default: the last complete month) for ``project`` or the whole cluster
+    under ``out``; returns the manifest."""
+    from ops_warehouse.monthly import pseudonym
+
+    per = api.period(month, cluster=cluster)
+    if project is not None and project not in api.projects(per.cluster):
+        raise OpsError(f"no jobs of project {project!r} on {per.cluster}; projects: {', '.join(api.projects(per.cluster))}")
+    folder = Path(out) / f"{per.cluster}-{project if project is not None else 'cluster'}-{per.month}"
+    folder.mkdir(parents=True, exist_ok=True)
+    key = getattr(api.warehouse.cfg, "pseudonym_key", "") or ""
+    files = {}
+    marts = _marts(api, per, project)
+    for i, (name, df) in enumerate(marts.items()):
+        if anonymize_users and "user" in df.columns:
+            df = df.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
+        tmp = folder / f".{name}.parquet.tmp"
+        df.write_parquet(tmp)
+        tmp.replace(folder / f"{name}.parquet")  # a reader never sees half a file
+        files[name] = {"file": f"{name}.parquet", "rows": df.height, "columns": df.columns}
+        if progress:
+            progress(i + 1, len(marts))
+    manifest = {
+        "export_version": EXPORT_VERSION,
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cluster": per.cluster,
+        "scope": "project" if project is not None else "cluster",
+        "project": project,
+        "month": per.month,
+        "window": {"from": per.start.isoformat(), "to": per.end.isoformat()},
+        "users_anonymized": anonymize_users,
+        "files": files,
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    manifest["folder"] = str(folder)
+    return manifest

@@ -1,0 +1,110 @@
+"""The analysts' Python API (ops_warehouse.api) on the demo's warehouse: its docstring examples run as
+doctests; its functions give the monthly report's numbers (the report calls them); `ops-report export`
+writes Parquet that DuckDB reads back to the same numbers."""
+
+from __future__ import annotations
+
+import doctest
+import json
+
+import duckdb
+import polars as pl
+import pytest
+
+import ops_warehouse
+from ops_warehouse import OpsError
+from ops_warehouse.warehouse import close_embedded
+from tests.test_cli import ops
+
+MONTH = "2026-10"
+
+
+@pytest.fixture(scope="module")
+def demo(demo_runs):
+    base, _ = demo_runs
+    dsn = f"chdb://{base / 'a' / 'warehouse'}"
+    report = json.loads((base / "a" / "out" / f"monthly-ai1-A-{MONTH}.json").read_text())
+    cluster = json.loads((base / "a" / "out" / f"monthly-ai1-cluster-{MONTH}.json").read_text())
+    return dsn, report, cluster
+
+
+@pytest.fixture
+def api(demo):
+    conn = ops_warehouse.connect(demo[0])
+    yield conn
+    close_embedded()  # the warehouse is embedded: let the next process (a notebook kernel, the CLI) open it
+
+
+def test_docstring_examples_run(api, demo):
+    import ops_warehouse.api as module
+
+    result = doctest.testmod(module, extraglobs={"wh": api, "DSN": demo[0]}, optionflags=doctest.ELLIPSIS,
+                             verbose=False)
+    assert result.attempted >= 15 and result.failed == 0
+
+
+def test_the_functions_give_the_reports_numbers(api, demo):
+    _, report, cluster = demo
+    p = api.period(MONTH)
+    u = api.utilization(p, level="cluster").row(0, named=True)
+    c = next(r for r in cluster["utilization"] if r["level"] == "cluster")
+    assert u["allocated_gpu_h"] == pytest.approx(c["allocated_gpu_h"], rel=1e-9)
+    sizes = api.job_sizes(MONTH, project="A")
+    assert sizes["gpu_hours"].to_list() == pytest.approx([r["gpu_hours"] for r in report["job_sizes"]], rel=1e-9)
+    # pandas for those who want it
+    assert api.cost(MONTH).to_pandas().shape[0] == len(cluster["cost"])
+    # a window that is not a month: the first day alone holds less allocation than the month
+    day = api.utilization(start="2026-10-01", end="2026-10-02", level="cluster")["allocated_gpu_h"].item()
+    assert 0 < day < u["allocated_gpu_h"]
+    # filters keep the rows whose column has the value
+    h100 = api.cost(MONTH, gpu_model="h100")
+    assert h100["model"].to_list() == ["h100"]
+    # a query with user input is parameterized: the value is data, never SQL
+    evil = "A' OR 1=1 --"
+    assert api.sql("SELECT count() AS n FROM fct_job_run WHERE project = {p:String}", p=evil)["n"].item() == 0
+    assert api.job_sizes(MONTH, project=evil)["jobs"].sum() == 0
+
+
+def test_clear_errors(api):
+    with pytest.raises(OpsError, match="YYYY-MM"):
+        api.utilization("October")
+    with pytest.raises(OpsError, match="no column 'gpu'"):
+        api.mart("cost", MONTH, gpu="h100")
+    with pytest.raises(OpsError, match="not after start"):
+        api.utilization(start="2026-10-02", end="2026-10-01")
+    with pytest.raises(OpsError, match="no mart named"):
+        api.mart("../etc/passwd", MONTH)
+
+
+def test_export_reads_back_in_duckdb_with_the_reports_numbers(demo, tmp_path):
+    dsn, report, cluster = demo
+    out = ops("--warehouse", dsn, "export", "--month", MONTH, "--project", "A", "--out", str(tmp_path)).stdout
+    folder = tmp_path / f"ai1-A-{MONTH}"
+    assert str(folder) in out
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["project"] == "A" and manifest["month"] == MONTH
+    for name, f in manifest["files"].items():  # every file is there with the rows the manifest says
+        assert duckdb.sql(f"SELECT count(*) FROM '{folder / f['file']}'").fetchall()[0][0] == f["rows"], name
+    q = lambda sql: duckdb.sql(sql.replace("@", str(folder))).fetchall()  # noqa: E731
+    (gpu_h, jobs), = q("SELECT sum(gpu_hours), sum(jobs) FROM '@/job_sizes.parquet'")
+    assert gpu_h == pytest.approx(sum(r["gpu_hours"] for r in report["job_sizes"]), rel=1e-9)
+    assert jobs == sum(r["jobs"] for r in report["job_sizes"])
+    (p50,), = q("SELECT run_p50_s FROM '@/run_times.parquet' WHERE size_class = '1'")
+    assert p50 == next(r["run_p50_s"] for r in report["run_times"] if r["size_class"] == "1")
+    (util,), = q("SELECT utilization FROM '@/utilization.parquet' WHERE level = 'cluster'")
+    assert util == pytest.approx(next(r["utilization"] for r in cluster["utilization"] if r["level"] == "cluster"),
+                                 rel=1e-9)
+    (charge,), = q("SELECT sum(cost) FROM '@/chargeback.parquet'")
+    assert charge == pytest.approx(sum(r["cost"] for r in report["projects"]), rel=1e-9)
+    # project isolation: only project A's jobs and users in the export
+    assert q("SELECT DISTINCT project FROM '@/job_efficiency.parquet'") == [("A",)]
+    assert {u for (u,) in q("SELECT user FROM '@/users.parquet'")} == {r["user"] for r in report["users"]}
+    assert q("SELECT DISTINCT project FROM '@/chargeback.parquet'") == [("A",)]
+    # an unknown project is a one-line error
+    bad = ops("--warehouse", dsn, "export", "--month", MONTH, "--project", "nope", "--out", str(tmp_path), check=False)
+    assert bad.returncode == 2 and "no jobs of project 'nope'" in bad.stderr and bad.stderr.count("\n") == 1
+
+
+def test_the_api_reads_the_same_polars_types_as_the_report(api):
+    daily = api.utilization_daily(MONTH, project="A")
+    assert daily.schema["day"] in (pl.Date, pl.Datetime("us", "UTC")) and daily.height >= 3
