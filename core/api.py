@@ -21,6 +21,7 @@ window ``start=..., end=...`` (``[start, end)``, UTC). Every function returns a 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -49,6 +50,7 @@ class Period:
         return Period(self.cluster, self.start - (self.end - self.start), self.start)
 
 
+@lru_cache(maxsize=None)
 def _reads_capacity_grain(name: str) -> bool:
     """Whether a mart reads capacity_node_hour, which must then be refreshed for its period first."""
     from ops_warehouse.marts import mart_sql

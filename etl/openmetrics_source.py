@@ -126,9 +126,12 @@ def quarantine(wh, source: str, q: pl.DataFrame) -> None:
 
     if not q.height:
         return
+    from ops_warehouse.etl.quarantine import CopyCounter
+
     now = datetime.now(timezone.utc).replace(microsecond=0)
+    q = CopyCounter().number(q)  # identical bad lines of one file stay apart
     load_frames(wh, {"etl_quarantine": q.select(
-        pl.lit(source).alias("source"), "line_no", "reason", "raw",
+        pl.lit(source).alias("source"), "line_no", "reason", "raw", "occurrence",
         pl.lit(now).cast(pl.Datetime("ms", "UTC")).alias("loaded_at"))})
 
 

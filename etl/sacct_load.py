@@ -7,6 +7,7 @@ next is read. Loads are idempotent: rows are keyed (see sql/migrations/0001) and
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -22,6 +23,7 @@ import polars as pl
 from ops_warehouse import OpsError
 from ops_warehouse.etl import sacct_json, sacct_text
 from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
+from ops_warehouse.etl.quarantine import CopyCounter
 from ops_warehouse.etl.staging import stage_and_load, staging_dir
 
 
@@ -46,7 +48,9 @@ def detect_format(path: Path) -> str:
     with open(path, "rb") as f:
         head = f.read(4096)
     head = head.removeprefix(b"\xef\xbb\xbf").lstrip()  # a UTF-8 byte order mark, as Windows tools write
-    return "json" if head.startswith(b"{") else "text"
+    # a JSON document opens with an object whose first key is quoted; a text line that merely starts
+    # with "{" (a job name, garbage) is text, and its good lines must not be lost to a JSON error
+    return "json" if re.match(rb'\{\s*("|\}|$)', head) else "text"
 
 
 def _chunks(path: Path, fmt: str, delimiter: str, fields: list[str] | None
@@ -98,12 +102,13 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
     # at a time keeps memory to two chunks.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ops-load")
     pending = None
+    copies = CopyCounter()  # identical bad lines of this file are numbered, not merged
     try:
         for i, (records, bad, raw, tz_override) in enumerate(_chunks(path, fmt, delimiter, fields)):
             runs, steps, q = normalize(records, tz=tz_override or tz, cluster=cluster, source=source, raw=raw)
             result.records_read += records.height + bad.height
             del records
-            quarantine = pl.concat([bad.cast(QUARANTINE_SCHEMA), q])
+            quarantine = copies.number(pl.concat([bad.cast(QUARANTINE_SCHEMA), q]))
             result.jobs_loaded += runs.height
             result.steps_loaded += steps.height
             result.quarantined += quarantine.height
@@ -134,8 +139,10 @@ def _stage_and_load(wh, stage: Path, i: int, runs, steps, quarantine, source: st
     now = datetime.now(timezone.utc).replace(microsecond=0)
     frames = {"slurm_job_run": runs, "slurm_job_step": steps}
     if quarantine.height:
+        if "occurrence" not in quarantine.columns:  # one read in one frame (slurmdbd)
+            quarantine = CopyCounter().number(quarantine)
         frames["etl_quarantine"] = quarantine.select(
-            pl.lit(source).alias("source"), "line_no", "reason", "raw",
+            pl.lit(source).alias("source"), "line_no", "reason", "raw", "occurrence",
             pl.lit(now).cast(pl.Datetime("ms", "UTC")).alias("loaded_at"),
         )
     stage_and_load(wh, stage, f"{i:05d}", frames)

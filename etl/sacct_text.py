@@ -101,7 +101,8 @@ def _decode(block: bytes, first_line_no: int) -> tuple[list[str], list[tuple[int
                 good.append(raw.decode("utf-8"))
             except UnicodeDecodeError:
                 good.append("")  # keeps numbering; the line is reported as bad below
-                bad.append((first_line_no + i, "invalid UTF-8", raw.decode("utf-8", "replace")))
+                # backslashreplace keeps the bytes (b"\x80" -> "\\x80"): two different bad lines stay different
+                bad.append((first_line_no + i, "invalid UTF-8", raw.decode("utf-8", "backslashreplace")))
         return good, bad
 
 

@@ -210,3 +210,38 @@ def test_quarantine_keeps_the_exact_input_line_on_the_fast_path(wh, tmp_path):
     r = load_sacct(wh, p)
     assert (r.records_read, r.quarantined) == (2, 1)
     assert rows(wh, "SELECT line_no, reason, raw FROM etl_quarantine FINAL") == [(3, "End before Start", bad)]
+
+
+def test_identical_bad_lines_in_one_read_stay_apart_and_a_reread_adds_none(wh, tmp_path):
+    """Found by fuzzing in CI: the quarantine's identity is (source, text, reason, copy number in the read).
+    Two different invalid-UTF-8 lines must not collapse into one (their text keeps the bytes), two identical
+    garbage lines in one file are two records, and a later read of an overlapping window under the same
+    source name (the nightly sacct source) adds none of them again."""
+    good = line(1, 1, "2026-10-01T00:00:00", "2026-10-01T00:00:00", "2026-10-01T01:00:00", 3600, "COMPLETED")
+    garbage = "this is not a sacct line"
+    first = tmp_path / "night1.psv"
+    first.write_bytes((HEADER + "\n" + good + "\n").encode() + b"\x80\xff\n\x81\xff\n" +
+                      f"{garbage}\n{garbage}\n".encode())
+    r = load_sacct(wh, first, source="sacct:c1")
+    assert (r.records_read, r.quarantined) == (5, 4)
+    q = rows(wh, "SELECT raw, occurrence FROM etl_quarantine FINAL ORDER BY line_no")
+    assert q == [("\\x80\\xff", 0), ("\\x81\\xff", 0), (garbage, 0), (garbage, 1)]
+    # the next night's window overlaps: the same bad lines, at other line numbers, and one more copy
+    second = tmp_path / "night2.psv"
+    second.write_bytes((HEADER + "\n").encode() + f"{garbage}\n".encode() + b"\x81\xff\n" +
+                       (good + "\n").encode())
+    load_sacct(wh, second, source="sacct:c1")
+    assert rows(wh, "SELECT count() FROM etl_quarantine FINAL")[0][0] == 4
+    assert rows(wh, "SELECT count() FROM slurm_job_run FINAL")[0][0] == 1
+
+
+def test_a_first_line_opening_with_a_brace_is_text_not_json(wh, tmp_path):
+    """Found by fuzzing in CI: a text file whose first line starts with "{" was read as JSON, and its valid
+    records were lost with the unreadable document."""
+    p = tmp_path / "brace.psv"  # a headerless dump (--noheader, --fields given) led by a line of garbage
+    p.write_text("{s:String};\n" + line(1, 1, "2026-10-01T00:00:00", "2026-10-01T00:00:00", "2026-10-01T01:00:00",
+                                        3600, "COMPLETED") + "\n")
+    from ops_warehouse.etl.sacct_text import parse_fields
+
+    r = load_sacct(wh, p, fields=parse_fields(HEADER.replace("|", ",")))
+    assert (r.records_read, r.quarantined) == (2, 1) and rows(wh, "SELECT count() FROM slurm_job_run FINAL")[0][0] == 1

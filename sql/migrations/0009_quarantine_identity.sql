@@ -1,7 +1,8 @@
 -- A quarantined record is identified by where it came from and its own text, not by its line number:
 -- the nightly sacct source reads overlapping windows (and backfills re-read whole months), so the same bad
--- line arrives again at another line number. Keyed by (source, raw, reason) it is stored once however
--- often it is read; line_no keeps where it was last seen. The table is rebuilt with the new key and the
+-- line arrives again at another line number. Keyed by (source, raw, reason, occurrence) it is stored once
+-- however often it is read; occurrence numbers identical bad lines within one read (0, 1, ...: two copies
+-- in one file stay two records, etl/quarantine.py); line_no keeps where it was last seen. The table is rebuilt with the new key and the
 -- rows already quarantined are kept. The first DROP makes a rerun after an interrupted migration start
 -- over (at any point the original table, or the rebuilt one after the exchange, holds every row). On a
 -- cluster only the local rows of the node running the migration are copied: quarantine rows are
@@ -15,12 +16,17 @@ CREATE TABLE IF NOT EXISTS etl_quarantine_v2{{local}} {{on_cluster}}
     line_no UInt64,
     reason String,
     raw String,
+    occurrence UInt32 DEFAULT 0,
     loaded_at DateTime('UTC')
 )
 ENGINE = {{mergetree ReplacingMergeTree(loaded_at)}}
-ORDER BY (source, cityHash64(raw), reason);
+ORDER BY (source, cityHash64(raw), reason, occurrence);
 
-INSERT INTO etl_quarantine_v2{{local}} SELECT source, line_no, reason, raw, loaded_at FROM etl_quarantine{{local}};
+-- the rows already there keep their line numbers apart
+INSERT INTO etl_quarantine_v2{{local}} (source, line_no, reason, raw, occurrence, loaded_at)
+SELECT source, line_no, reason, raw,
+       toUInt32(row_number() OVER (PARTITION BY source, raw, reason ORDER BY line_no) - 1), loaded_at
+FROM etl_quarantine{{local}} FINAL;
 
 EXCHANGE TABLES etl_quarantine{{local}} AND etl_quarantine_v2{{local}} {{on_cluster}};
 

@@ -1,0 +1,95 @@
+"""Benchmark: the analysts' API and `ops-report export` on a month of the demo cluster, against the same
+mart SQL run straight through the engine (ops_warehouse.marts.run_mart: no API layer), in one process.
+
+    /work/venv/bin/python bench/bench_api.py [--dsn chdb:///path/to/demo/warehouse] [--month 2026-10]
+
+Without --dsn the demo (114 nodes, 31 days, ~28,000 jobs, 5-minute telemetry) is generated into a
+temporary folder first. Prints each API function's time (the first call of a period also refreshes the
+hourly capacity grain, timed apart), the direct baseline's, the ratio API / direct (1.0: the layer costs
+nothing), and the export's time, files and bytes, plus DuckDB reading the whole export back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dsn")
+    ap.add_argument("--month", default="2026-10")
+    ap.add_argument("--project", default="A")
+    a = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-api-"))
+    dsn = a.dsn
+    if not dsn:
+        subprocess.run([sys.executable, "-c", "from ops_warehouse.cli.main import main; main()", "demo", "--dir",
+                        str(tmp / "demo")], check=True, stdout=subprocess.DEVNULL)
+        dsn = f"chdb://{tmp / 'demo' / 'warehouse'}"
+
+    import duckdb
+
+    import ops_warehouse as ow
+    from ops_warehouse.marts import refresh_capacity, run_mart
+
+    wh = ow.connect(dsn)
+    p = wh.period(a.month)
+    t0 = time.perf_counter()
+    refresh_capacity(wh.warehouse, p.cluster, p.start, p.end)
+    refresh_s = time.perf_counter() - t0
+    wh._fresh.add((p.cluster, p.start, p.end))  # refreshed just now: the calls below time the marts alone
+
+    calls = [  # (API call, the mart it runs, the project it passes)
+        ("utilization", lambda: wh.utilization(p), "utilization", ""),
+        ("utilization_daily", lambda: wh.utilization_daily(p, project=a.project), "utilization_daily", a.project),
+        ("job_sizes", lambda: wh.job_sizes(p, project=a.project), "job_sizes", a.project),
+        ("run_times", lambda: wh.run_times(p, project=a.project), "run_times", a.project),
+        ("end_states", lambda: wh.end_states(p, project=a.project), "end_states", a.project),
+        ("efficiency", lambda: wh.efficiency(p, project=a.project), "efficiency_summary", a.project),
+        ("efficiency per job", lambda: wh.efficiency(p, project=a.project, per_job=True), "job_efficiency", a.project),
+        ("reliability", lambda: wh.reliability(p), "failures_by_size", ""),
+        ("node_failures", lambda: wh.node_failures(p), "node_failures", ""),
+        ("cost", lambda: wh.cost(p), "cost", ""),
+        ("chargeback", lambda: wh.chargeback(p), "projects", ""),
+    ]
+
+    def best(fn, n=3) -> float:
+        times = []
+        for _ in range(n):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return min(times)
+
+    print(f"warehouse {dsn}, {p.cluster} {p.month}; capacity grain refresh for the month: {refresh_s:.2f} s\n")
+    print(f"{'function':<20} {'API s':>8} {'direct s':>9} {'API/direct':>11}")
+    total_api = total_direct = 0.0
+    for label, fn, mart, proj in calls:
+        api_s = best(fn)
+        direct_s = best(lambda: run_mart(wh.warehouse, mart, cluster=p.cluster, window=(p.start, p.end), project=proj))
+        total_api += api_s
+        total_direct += direct_s
+        print(f"{label:<20} {api_s:>8.3f} {direct_s:>9.3f} {api_s / direct_s:>11.2f}")
+    print(f"{'all of the above':<20} {total_api:>8.3f} {total_direct:>9.3f} {total_api / total_direct:>11.2f}\n")
+
+    t = time.perf_counter()
+    m = wh.export(tmp / "exports", p, project=a.project)
+    export_s = time.perf_counter() - t
+    folder = Path(m["folder"])
+    size = sum(f.stat().st_size for f in folder.glob("*.parquet"))
+    rows = sum(f["rows"] for f in m["files"].values())
+    t = time.perf_counter()
+    read = sum(duckdb.sql(f"SELECT count(*) FROM '{folder / f['file']}'").fetchall()[0][0] for f in m["files"].values())
+    duck_s = time.perf_counter() - t
+    assert read == rows
+    print(f"export (project {a.project}): {len(m['files'])} Parquet files, {rows:,} rows, {size / 1e6:.2f} MB in "
+          f"{export_s:.2f} s; DuckDB reads them all back in {duck_s:.3f} s")
+
+
+if __name__ == "__main__":
+    main()
