@@ -50,6 +50,15 @@ def _wh():
     return connect(_state["cfg"])
 
 
+def _retry(label: str):
+    """Patience with a source that can heal (slurmdbd or MariaDB away, sacct failing): the config's [nightly]
+    retries and backoff_s, as the nightly run has, each retry a line on stderr (etl/retry.py)."""
+    from ops_warehouse.etl.retry import Retry
+
+    cfg = _state["cfg"]
+    return Retry(cfg.nightly_retries, cfg.nightly_backoff_s, label)
+
+
 def _date(value: str, flag: str) -> date:
     try:
         return date.fromisoformat(value)
@@ -120,7 +129,7 @@ def etl_sacct(
         from ops_warehouse.etl.sacct_run import run_sacct
 
         d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
-        out = run_sacct(cfg.sacct_command, d0, d1)
+        out = run_sacct(cfg.sacct_command, d0, d1, retry=_retry(f"sacct {cluster or cfg.default_cluster}"))
         inputs = [(out, f"sacct {d0}..{d1}", True)]  # the label; rows name the source sacct:<cluster>
         timezone = "UTC"
     if not inputs:
@@ -256,7 +265,7 @@ def etl_slurmdbd(
         w0 = datetime.combine(d0, datetime.min.time(), timezone.utc)
         w1 = datetime.combine(d1, datetime.min.time(), timezone.utc) + timedelta(days=1)
     wh = _wh()
-    r = load_slurmdbd(wh, db, w0, w1, cluster=cluster or wh.cfg.default_cluster)
+    r = load_slurmdbd(wh, db, w0, w1, cluster=cluster or wh.cfg.default_cluster, retry=_retry(f"slurmdbd {cluster or wh.cfg.default_cluster}"))
     print(f"{r.source}: read {r.records_read}, loaded {r.loaded} ({r.jobs_loaded} job runs, {r.steps_loaded} "
           f"steps), quarantined {r.quarantined}; {r.events_loaded} node events, {r.reservations_loaded} "
           "reservations")

@@ -110,21 +110,23 @@ def iter_blocks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[in
     """(first line number, bytes of whole lines) blocks of a file."""
     line_no = 1
     with open(path, "rb") as f:
-        rest = b""
+        # pieces of a line longer than a chunk wait in a list and are joined once its end arrives: joining
+        # at every read would copy a huge line again and again (quadratic in its length)
+        waiting: list[bytes] = []
         while True:
             data = f.read(chunk_bytes)
             if not data:
                 break
-            data = rest + data if rest else data
             cut = data.rfind(b"\n")
             if cut < 0:
-                rest = data
+                waiting.append(data)
                 continue
-            block, rest = data[:cut], data[cut + 1 :]
+            block = b"".join([*waiting, data[:cut]]) if waiting else data[:cut]
+            waiting = [data[cut + 1 :]] if cut + 1 < len(data) else []
             yield line_no, block
             line_no += block.count(b"\n") + 1
-        if rest:
-            yield line_no, rest
+        if waiting:
+            yield line_no, b"".join(waiting)
 
 
 def split_lines(lines: list[str], first_line_no: int, layout: Layout) -> tuple[pl.DataFrame, pl.DataFrame]:

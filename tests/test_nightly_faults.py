@@ -496,3 +496,21 @@ def _not_retried(sc) -> None:
     finally:
         close_embedded()
     assert lines == []
+
+
+def test_standalone_etl_sacct_retries_as_the_config_says(tmp_path):
+    """`ops-report etl sacct --from/--to` (an operator by hand) is as patient as the nightly run: the
+    config's [nightly] retries, one stderr line each, then one error line."""
+    from tests.test_cli import ops
+
+    fake = tmp_path / "sacct"
+    fake.write_text("#!/bin/sh\necho 'sacct: error: Problem talking to the database: Connection refused' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    cfg = tmp_path / "ops.toml"
+    cfg.write_text(f'[sacct]\ncommand = ["{fake}"]\n[nightly]\nretries = 2\nbackoff_s = 0.01\n')
+    p = ops("--config", str(cfg), "--warehouse", f"chdb://{tmp_path / 'wh'}", "etl", "sacct", "--from",
+            str(YESTERDAY), "--to", str(YESTERDAY), check=False)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 3, p.stderr
+    assert [RETRY_LINE.match(x).group(2) for x in lines[:2]] == ["1", "2"]
+    assert lines[2].startswith("ops-report: error: sacct failed (exit 1)") and "(after 3 tries)" in lines[2]

@@ -144,3 +144,25 @@ def test_duration_and_time_parsers_never_raise_on_junk(text):
         d=durations.duration_s(pl.col("x"), 60), t=durations.parse_time(pl.col("x"), "Europe/Amsterdam"),
         m=durations.time_missing(pl.col("x")))
     assert df.height == 1
+
+
+@given(st.binary(max_size=300), st.sampled_from([1, 2, 3, 7, 64]))
+@settings(max_examples=300, deadline=None)
+def test_iter_blocks_gives_every_line_once_with_its_number_whatever_the_chunk_size(data, chunk_bytes):
+    """Blocks of whole lines, however the reads cut them (a line longer than many chunks included)."""
+    import tempfile
+    from pathlib import Path
+
+    from ops_warehouse.etl.sacct_text import iter_blocks
+
+    with tempfile.NamedTemporaryFile(delete=False) as f:
+        f.write(data)
+    p = Path(f.name)
+    try:
+        got = [(n + i, line) for n, block in iter_blocks(p, chunk_bytes) for i, line in enumerate(block.split(b"\n"))]
+    finally:
+        p.unlink()
+    want = list(enumerate(data.split(b"\n"), start=1)) if data else []
+    if data.endswith(b"\n"):
+        want = want[:-1]
+    assert got == want
