@@ -62,6 +62,8 @@ class Config:
     nightly_backoff_s: float = 10.0
     # key of the stable user pseudonyms of --anonymize-users (empty: a plain hash of the name)
     pseudonym_key: str = ""
+    # whether the config file named a cost model ([cost.*]): only then does it replace the warehouse's
+    cost_configured: bool = False
     # cost model per GPU model: node_price, amortization_years, power_price_per_kwh, pue, peak_bf16_tflops,
     # currency (config [cost.<gpu_model>]; DEFAULT_COST_MODEL when the file has none)
     cost_model: dict[str, dict] = field(default_factory=lambda: dict(DEFAULT_COST_MODEL))
@@ -167,4 +169,5 @@ def _apply_file(cfg: Config, p: Path) -> None:
             if models[model.lower()]["amortization_years"] <= 0:
                 raise OpsError(f"{p}: [cost.{model}] amortization_years must be positive")
         cfg.cost_model = models
+        cfg.cost_configured = True
     cfg.path = p

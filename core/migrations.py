@@ -150,11 +150,19 @@ def sync_projects(wh) -> None:
     _sync_table(wh, "account_project", ["account", "project"], list(wh.cfg.projects.items()))
 
 
+_COST_COLUMNS = ["node_price", "amortization_years", "power_price_per_kwh", "pue", "peak_bf16_tflops", "currency"]
+
+
 def sync_cost_model(wh) -> None:
     """Make cost_model equal to the config's cost model."""
-    keys = ["node_price", "amortization_years", "power_price_per_kwh", "pue", "peak_bf16_tflops", "currency"]
-    _sync_table(wh, "cost_model", ["gpu_model", *keys],
-                [(m, *[spec[k] for k in keys]) for m, spec in wh.cfg.cost_model.items()])
+    _sync_table(wh, "cost_model", ["gpu_model", *_COST_COLUMNS],
+                [(m, *[spec[k] for k in _COST_COLUMNS]) for m, spec in wh.cfg.cost_model.items()])
+
+
+def warehouse_cost_model(wh) -> dict[str, dict]:
+    """The cost model the warehouse holds (what the cost marts use), as the config spells it."""
+    rows = wh.query_rows(f"SELECT gpu_model, {', '.join(_COST_COLUMNS)} FROM cost_model FINAL ORDER BY gpu_model")
+    return {r[0]: dict(zip(_COST_COLUMNS, r[1:])) for r in rows}
 
 
 FINE_TELEMETRY_TABLES = ("gpu_sample", "node_sample")

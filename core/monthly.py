@@ -18,6 +18,7 @@ from datetime import date, datetime, timedelta, timezone
 import polars as pl
 
 from ops_warehouse import OpsError
+from ops_warehouse.migrations import warehouse_cost_model
 
 SCHEMA_VERSION = "1.0"
 SIZE_CLASSES = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
@@ -199,7 +200,7 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
         "throttling": _rows(throttle),
         "stragglers": _rows(stragglers),
         "gpu_heatmap": _rows(heat),
-        "cost_model": wh.cfg.cost_model,
+        "cost_model": warehouse_cost_model(wh),  # the one the cost marts used
     }
 
 

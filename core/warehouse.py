@@ -159,6 +159,9 @@ def connect(cfg: Config, dsn: str | None = None, migrate: bool = True) -> Wareho
         apply_migrations(wh)
         if cfg.projects or cfg.projects_configured:
             sync_projects(wh)
-        sync_cost_model(wh)
+        # like the projects: a config without [cost.*] (a notebook, a one-off command) keeps the site's cost
+        # model; an empty warehouse gets the defaults
+        if cfg.cost_configured or not wh.query_rows("SELECT count() FROM cost_model")[0][0]:
+            sync_cost_model(wh)
         apply_ttl(wh)
     return wh

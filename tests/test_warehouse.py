@@ -10,7 +10,7 @@ import pytest
 from ops_warehouse import OpsError
 from ops_warehouse.config import Config
 from ops_warehouse.migrations import Deployment, apply_migrations, rendered_schema
-from ops_warehouse.warehouse import connect, redact
+from ops_warehouse.warehouse import close_embedded, connect, redact
 from tests.conftest import rows
 
 
@@ -78,3 +78,32 @@ def test_fine_telemetry_ttl_from_config(cfg):
     assert "TTL ts + toIntervalDay(90)" in ddl["gpu_sample"] and "TTL ts + toIntervalDay(90)" in ddl["node_sample"]
     assert "TTL" not in ddl["gpu_hour"]  # rollups are kept
     close_embedded()
+
+
+def test_a_connection_without_the_sites_config_keeps_its_projects_and_cost_model(tmp_path):
+    """A notebook or a one-off command run without the site's config must not erase the account -> project
+    mapping or replace the cost model with the defaults; a config that names them does replace them."""
+    from ops_warehouse.config import DEFAULT_COST_MODEL, load_config
+    from ops_warehouse.migrations import warehouse_cost_model
+
+    site = tmp_path / "site.toml"
+    site.write_text('[projects]\nproja = "A"\n[cost.h100]\nnode_price = 123456\namortization_years = 4\n'
+                    'power_price_per_kwh = 0.2\npue = 1.1\npeak_bf16_tflops = 989\ncurrency = "EUR"\n')
+    dsn = f"chdb://{tmp_path / 'wh'}"
+    cfg = load_config(site)
+    cfg.dsn = dsn
+    connect(cfg)
+    close_embedded()
+    wh = connect(Config(dsn=dsn))  # no config: the defaults would say nothing of projects, h100 at list price
+    try:
+        assert wh.query_rows("SELECT account, project FROM account_project FINAL") == [("proja", "A")]
+        assert warehouse_cost_model(wh) == {"h100": {"node_price": 123456.0, "amortization_years": 4.0,
+                                                     "power_price_per_kwh": 0.2, "pue": 1.1,
+                                                     "peak_bf16_tflops": 989.0, "currency": "EUR"}}
+    finally:
+        close_embedded()
+    fresh = connect(Config(dsn=f"chdb://{tmp_path / 'fresh'}"))  # an empty warehouse gets the defaults
+    try:
+        assert set(warehouse_cost_model(fresh)) == set(DEFAULT_COST_MODEL)
+    finally:
+        close_embedded()
