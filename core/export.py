@@ -54,8 +54,10 @@ def export_month(api, out: Path, month=None, *, project: str | None = None, clus
     from ops_warehouse.monthly import pseudonym
 
     per = api.period(month, cluster=cluster)
-    if project is not None and project not in api.projects(per.cluster):
-        raise OpsError(f"no jobs of project {project!r} on {per.cluster}; projects: {', '.join(api.projects(per.cluster))}")
+    if project is not None:
+        known = api.projects(per.cluster)
+        if project not in known:
+            raise OpsError(f"no jobs of project {project!r} on {per.cluster}; projects: {', '.join(known)}")
     folder = Path(out) / f"{per.cluster}-{project if project is not None else 'cluster'}-{per.month}"
     folder.mkdir(parents=True, exist_ok=True)
     key = getattr(api.warehouse.cfg, "pseudonym_key", "") or ""

@@ -25,6 +25,7 @@ from ops_warehouse import OpsError
 from ops_warehouse.config import Config
 from ops_warehouse.etl.capacity_sources import load_capacity, read_events, read_inventory, read_reservations
 from ops_warehouse.warehouse import close_embedded, connect
+from tests.fuzz_support import print_figures
 
 FUZZ = dict(deadline=None, derandomize=True, database=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
@@ -37,10 +38,7 @@ T0 = datetime(2026, 10, 1, tzinfo=UTC)
 
 @pytest.fixture(scope="module", autouse=True)
 def figures():
-    yield
-    print("\nFUZZ FIGURES (capacity):")
-    for k, v in sorted(FIGURES.items()):
-        print(f"  {k}: {v}")
+    yield from print_figures("capacity", FIGURES)
 
 
 def _outcome(read, path: Path, n_bad: int, what: str):

@@ -36,13 +36,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ops_warehouse import OpsError
-from ops_warehouse.config import Config
 from ops_warehouse.etl import sacct_json, sacct_text
 from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.sacct_text import XDMOD_FIELDS, parse_fields
-from ops_warehouse.warehouse import close_embedded, connect
 from tests.conftest import HB, HB_FIELDS, LIVE, SARC, SHREDDER, XDMOD
+from tests.fuzz_support import empty, print_figures, scratch_warehouse
 
 FUZZ = dict(deadline=None, derandomize=True, database=None, print_blob=True,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
@@ -373,23 +372,16 @@ def _check_loaded(wh, s_ref: dict[int, tuple[str, dict]], bad: set[int], read: i
 # ---------------------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
 def fwh(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fuzzwh")
-    w = connect(Config(dsn=f"chdb://{d / 'wh'}"))
-    yield w, d
-    close_embedded()
+    yield from scratch_warehouse(tmp_path_factory, "fuzzwh")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def figures():
-    yield
-    print("\nFUZZ FIGURES (sacct):")
-    for k, v in sorted(FIGURES.items()):
-        print(f"  {k}: {v}")
+    yield from print_figures("sacct", FIGURES)
 
 
 def _fresh(w) -> None:
-    for t in ("slurm_job_run", "slurm_job_step", "etl_quarantine"):
-        w.command(f"TRUNCATE TABLE {t}")
+    empty(w, ("slurm_job_run", "slurm_job_step", "etl_quarantine"))
 
 
 LAYOUTS = ["xdmod", "habrok", "live"]

@@ -24,13 +24,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ops_warehouse.config import Config
 from ops_warehouse.etl import vm_export_source
 from ops_warehouse.etl.metric_catalog import GPU_COLUMNS, catalog
 from ops_warehouse.etl.openmetrics_source import load_text_files, parse_text
 from ops_warehouse.etl.vm_export_source import load_vm_export, parse_export
-from ops_warehouse.warehouse import close_embedded, connect
 from tests.conftest import DATA
+from tests.fuzz_support import empty, print_figures, scratch_warehouse
 
 SCRAPE = DATA / "metrics" / "dcgm-exporter-scrape-t4.txt"
 DAY = date(2026, 10, 1)
@@ -182,23 +181,16 @@ def _count(prefix: str, tags) -> None:
 
 @pytest.fixture(scope="module")
 def twh(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fuzztel")
-    w = connect(Config(dsn=f"chdb://{d / 'wh'}"))
-    yield w, d
-    close_embedded()
+    yield from scratch_warehouse(tmp_path_factory, "fuzztel")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def figures():
-    yield
-    print("\nFUZZ FIGURES (telemetry):")
-    for k, v in sorted(FIGURES.items()):
-        print(f"  {k}: {v}")
+    yield from print_figures("telemetry", FIGURES)
 
 
 def _fresh(w) -> None:
-    for t in ("gpu_sample", "xid_event", "node_sample", "etl_quarantine"):
-        w.command(f"TRUNCATE TABLE {t}")
+    empty(w, ("gpu_sample", "xid_event", "node_sample", "etl_quarantine"))
 
 
 def _loaded(w) -> set[tuple]:
