@@ -1,5 +1,5 @@
 """A real Prometheus on loopback for the tests: backfilled with promtool from OpenMetrics files, started
-and stopped by PID (facts in ../shared/notes/real-components.md: backfill before starting, keep a long
+and stopped by PID (facts found by starting it on a machine of this kind: backfill before starting, keep a long
 retention, one promtool run per 2-hour file)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A real Slurm 22.05 cluster on loopback for the tests: munged, MariaDB, slurmdbd, slurmctld and four slurmd
 (two with 8 fake H100s, two with 8 fake H200s), all from Debian's packages, configured in one temporary
-folder, started in seconds and stopped by PID (facts in ../shared/notes/real-components.md).
+folder, started in seconds and stopped by PID (facts found by starting each daemon on a machine of this kind).
 
     with SlurmCluster(tmp_path) as sc:
         sc.run(["sbatch", ...]); sc.wait_idle(); sc.sacct(...)

@@ -3,7 +3,7 @@ durations), through the real entry point ``load_sacct`` into an embedded warehou
 
 Every generated file is made of REAL records (Open XDMoD's phillips.log, Habrok's ☃-delimited --parsable
 dump, a Slurm 22.05 cluster's --parsable2 output and --json, SARC's --json of four Slurm versions; see
-tests/conftest.py and ../shared/data/README.md) at known positions among records made bad on purpose
+tests/conftest.py and tests/data/README.md) at known positions among records made bad on purpose
 (truncated, wrong delimiter, fields dropped, invalid UTF-8, absurd numbers and dates, garbage, huge lines)
 and records changed in ways that must still load (delimiters, SQL and any Unicode in job names and
 accounts, huge names). The test knows by construction which physical lines are bad and what every good one

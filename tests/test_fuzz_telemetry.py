@@ -1,7 +1,7 @@
 """Hostile input for the telemetry file parsers: Prometheus text / OpenMetrics (``load_text_files``) and
 VictoriaMetrics' export JSON lines (``load_vm_export``), into an embedded warehouse.
 
-The good records are the real dcgm-exporter samples of ../shared/data/metrics/dcgm-exporter-scrape-t4.txt
+The good records are the real dcgm-exporter samples of tests/data/metrics/dcgm-exporter-scrape-t4.txt
 (DataDog integrations-core fixture, BSD-3-Clause) that the metric catalog maps to a GPU gauge, each given its
 own timestamp (and, as a change that must still load, another GPU index or value); around them: the same
 lines made bad (cut inside the labels, a value or timestamp that is not a number, a gpu label that is not a

@@ -16,7 +16,7 @@ Definitions used throughout:
 
 Targets and their sources:
 
-1. Job-size shape (Kokolis et al., HPCA 2025, Meta RSC-1/RSC-2, as summarised in ../shared/notes/domain.md):
+1. Job-size shape (Kokolis et al., HPCA 2025, Meta RSC-1/RSC-2, as summarised in the operators' domain notes):
    over 40% of jobs on 1 GPU, over 90% on fewer than 8 GPUs yet under 10% of GPU time, jobs of 256+ GPUs
    over half of GPU time (66% / 52%). Run times heavy-tailed: median GPU-job run time of minutes (AcmeTrace
    Seren 122 s, Kalos 124 s, Helios 206 s), large jobs in hours with a long tail.
@@ -117,10 +117,10 @@ def test_run_times_heavy_tailed(started):
 def published_ranges() -> dict[tuple[str, str], tuple[float, float]]:
     """[min, max] of each outcome share over the published clusters that report it, widened by MARGIN.
 
-    Clusters: AcmeTrace (../shared/data/published/acmetrace_cluster_summary.csv) Seren, Kalos, Philly and
+    Clusters: AcmeTrace (tests/data/published/acmetrace_cluster_summary.csv) Seren, Kalos, Philly and
     Helios, by count (``complete_rate_gpu``, ``cancel_rate_gpu``, ``fail_rate_gpu``) and by GPU time
     (``*_rate_gpu_time``); PAI is left out (it reports no outcomes). Helios
-    (../shared/data/published/helios_cluster_summary.csv) Venus, Earth, Saturn and Uranus, by count
+    (tests/data/published/helios_cluster_summary.csv) Venus, Earth, Saturn and Uranus, by count
     (``*_rate_gpu``) and by GPU time (shares of ``complete_gpu_time + cancel_gpu_time + fail_gpu_time``);
     its ``total`` row is the AcmeTrace Helios row again and is left out. Margin: 0.10 absolute each side.
     """

@@ -24,6 +24,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from tests.conftest import require
+
 from ops_warehouse.generate.model import (
     GPU_ALLOC_SCHEMA, GPU_MODELS, INVENTORY_SCHEMA, NODE_EVENT_SCHEMA, THROTTLE_SCHEMA, XID_SCHEMA, ClusterSpec,
     Partition)
@@ -361,7 +363,7 @@ def test_openmetrics_labels_match_dcgm_exporter(run):
                            'modelName="NVIDIA H100 80GB HBM3",Hostname="h100-001"} 0 1740870000')
 
 
-@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool (Debian package prometheus) not installed")
+@require(shutil.which("promtool") is not None, "promtool (Debian package prometheus)")
 def test_promtool_accepts_the_files(run, tmp_path):
     for p in om_files(run):
         r = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(p), str(tmp_path)],

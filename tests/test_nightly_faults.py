@@ -41,7 +41,7 @@ from ops_warehouse.etl.prometheus_source import PromClient
 from ops_warehouse.etl.retry import Retry, Transient
 from tests import prometheus_harness as ph
 from tests import slurm_harness
-from tests.conftest import warehouse_checksums
+from tests.conftest import require, warehouse_checksums
 from tests.test_cli import ops
 
 TODAY = datetime.now(timezone.utc).date()
@@ -49,12 +49,8 @@ YESTERDAY = TODAY - timedelta(days=1)
 CLUSTER = "c"
 RETRY_LINE = re.compile(r"^ops-report: retry: (\S+ \S+): attempt (\d+) of (\d+) failed: (.+); next try in ([\d.]+) s$")
 
-needs_prometheus = pytest.mark.skipif(not ph.available(), reason="prometheus/promtool not installed "
-                                                                  "(scripts/test installs them)")
-# skipped only off CI (a developer without root); under CI a missing Slurm is a failure, not a skip
-needs_slurm = pytest.mark.skipif(not slurm_harness.available() and not os.environ.get("CI"),
-                                 reason="needs root and Debian's slurm-wlm slurmdbd munge mariadb-server "
-                                        "(scripts/test installs them)")
+needs_prometheus = require(ph.available(), "prometheus/promtool")
+needs_slurm = require(slurm_harness.available(), "Slurm (slurm-wlm slurmdbd munge mariadb-server, as root)")
 
 
 # --- Prometheus ----------------------------------------------------------------------------------------------

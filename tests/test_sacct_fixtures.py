@@ -1,4 +1,4 @@
-"""Every real sacct file in ../shared/data/sacct loads, with hand-worked expectations for a dozen jobs.
+"""Every real sacct file in tests/data/sacct loads, with hand-worked expectations for a dozen jobs.
 
 Sources: Open XDMoD test data (ubccr/xdmod, LGPL-3.0), Habrok records (rug-cit-hpc/hb-jobinfo), SARC's
 sacct --json samples (mila-iqia/SARC), and a real Slurm 22.05.8 cluster's sacct/--json output.

@@ -12,13 +12,10 @@ import polars as pl
 import pytest
 
 from tests import slurm_harness
-from tests.conftest import warehouse_checksums
+from tests.conftest import require, warehouse_checksums
 from tests.test_cli import ops
 
-# skipped only off CI (a developer without root); under CI a missing Slurm is a failure, not a skip
-pytestmark = pytest.mark.skipif(not slurm_harness.available() and not os.environ.get("CI"),
-                                reason="needs root and Debian's slurm-wlm slurmdbd munge mariadb-server "
-                                       "(scripts/test installs them)")
+pytestmark = require(slurm_harness.available(), "Slurm (slurm-wlm slurmdbd munge mariadb-server, as root)")
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +126,7 @@ def test_the_workload_as_slurm_recorded_it(live):
 
 def test_parsable2_and_json_paths_agree(live):
     """The same jobs through `sacct --parsable2` (run by the product) and `sacct --json`. The 22.05 JSON
-    bugs (../shared/notes/real-components.md) are the only differences allowed: exit codes of failed jobs
+    bugs (docs/sources.md) are the only differences allowed: exit codes of failed jobs
     reported as 0, the reservation name lost; and the JSON names the user who cancelled a job
     (kill_request_user) where the text gives the uid ("CANCELLED by 0"): a name is not a uid on another
     host, so that run's cancelled_by_uid stays unknown from JSON."""

@@ -12,9 +12,10 @@ from ops_warehouse.etl.prometheus_source import PromClient, load_prometheus
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.generate import generate
 from ops_warehouse.warehouse import close_embedded, connect
+from tests.conftest import require
 from tests import prometheus_harness as ph
 
-pytestmark = pytest.mark.skipif(not ph.available(), reason="prometheus/promtool not installed (scripts/test installs them)")
+pytestmark = require(ph.available(), "prometheus/promtool")
 DAY = date(2026, 10, 1)
 COLS = ("node, gpu, ts, gpu_util_pct, sm_active, tensor_active, dram_active, fb_used_mib, power_w, energy_j, temp_c, "
         "sm_clock_mhz, throttle_reasons, xid_last")

@@ -11,9 +11,10 @@ from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.etl.vm_export_source import load_vm_export
 from ops_warehouse.generate import generate
 from ops_warehouse.warehouse import close_embedded, connect
+from tests.conftest import require
 from tests import prometheus_harness as ph
 
-pytestmark = pytest.mark.skipif(not ph.vm_available(), reason="victoria-metrics not installed (scripts/test installs it)")
+pytestmark = require(ph.vm_available(), "victoria-metrics")
 DAY = date(2026, 10, 1)
 
 

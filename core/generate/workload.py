@@ -3,7 +3,7 @@
 Shapes (targets checked by tests/test_generate_calibration.py): over 40% of jobs on one GPU and over 90% on
 fewer than 8, under 10% of GPU-hours; jobs of 256+ GPUs over half of the GPU-hours; run times lognormal
 with a median of minutes for small jobs and many hours for large ones; outcomes by count and by GPU time in
-the range of the LLM clusters of AcmeTrace (Seren, Kalos) and Helios (../shared/data/published/).
+the range of the LLM clusters of AcmeTrace (Seren, Kalos) and Helios (tests/data/published/).
 """
 
 from __future__ import annotations
