@@ -73,7 +73,7 @@ def child(kind: str, data: str, wh: str, days: int) -> dict:
                 f"node_infiniband_port_data_received_bytes_total, node_infiniband_port_data_transmitted_bytes_total "
                 f"FROM file('{root}/nic/*.parquet', Parquet)",
                 f"INSERT INTO ceiling_node (node, ts, lustre_read, lustre_write) SELECT instance, timestamp, "
-                f"lustre_client_read_bytes_total, lustre_client_write_bytes_total FROM file('{root}/lustre/*.parquet', Parquet)",
+                f"lustre_read_bytes_total, lustre_write_bytes_total FROM file('{root}/lustre/*.parquet', Parquet)",
                 f"INSERT INTO ceiling_node (node, ts, power) SELECT instance, timestamp, "
                 f"ipmi_dcmi_power_consumption_watts FROM file('{root}/ipmi/*.parquet', Parquet)"):
             w.client.command(sql, settings={"optimize_on_insert": 0})

@@ -69,14 +69,11 @@ def _date(value: str, flag: str) -> date:
 @app.command()
 def init():
     """Create or upgrade the warehouse schema (idempotent; ETL commands do this too)."""
-    from ops_warehouse.migrations import apply_migrations
+    from ops_warehouse.warehouse import bring_up_to_date, redact
 
+    # what every connection does: the mapping and cost model are replaced only by a config that names them
     wh = connect(_state["cfg"], migrate=False)
-    applied = apply_migrations(wh)
-    from ops_warehouse.migrations import sync_projects
-
-    sync_projects(wh)
-    from ops_warehouse.warehouse import redact
+    applied = bring_up_to_date(wh)
 
     print(f"warehouse {redact(wh.dsn)}: " + (f"applied {', '.join(applied)}" if applied else "schema up to date"))
 
@@ -145,7 +142,7 @@ def etl_sacct(
                 path.unlink(missing_ok=True)
         print(f"{source or path}: read {r.records_read}, loaded {r.loaded} "
               f"({r.jobs_loaded} job runs, {r.steps_loaded} steps), quarantined {r.quarantined} "
-              f"in {r.seconds:.1f} s")
+              f"in {r.seconds:.1f} s" + (f"; defaults: {', '.join(r.defaults)}" if r.defaults else ""))
         for reason, n in sorted(r.reasons.items(), key=lambda kv: -kv[1]):
             print(f"  quarantined {n}: {reason}")
 
@@ -167,6 +164,9 @@ def etl_metrics(
              "scrape, promtool input); repeat for several")] = None,
     at: Annotated[Optional[str], typer.Option(
         help="Time of samples without a timestamp (a single scrape), ISO 8601 UTC; default the file's mtime")] = None,
+    instance: Annotated[Optional[str], typer.Option(
+        help="Scrape target (host:port) for samples without an instance label (a file saved from an exporter's "
+             "/metrics, e.g. node_exporter or ipmi_exporter: Prometheus adds the label when it scrapes)")] = None,
     cluster: Annotated[Optional[str], typer.Option(help="Cluster name for the rows (default: config)")] = None,
 ):
     """Load downsampled GPU, network, storage and power telemetry for whole days."""
@@ -207,7 +207,7 @@ def etl_metrics(
                 except ValueError:
                     raise OpsError(f"--at must be an ISO 8601 time, not {at!r}") from None
                 when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-            c = load_text_files(_wh(), list(file), d0, d1, at=when, cluster=cluster)
+            c = load_text_files(_wh(), list(file), d0, d1, at=when, cluster=cluster, instance=instance)
             c["days"] = (d1 - d0).days + 1
         what = ", ".join(str(f) for f in file[:3])
     elif source in ("prometheus", "victoriametrics"):
@@ -235,7 +235,9 @@ def etl_metrics(
     else:
         raise OpsError("--source must be file, prometheus, victoriametrics or vm-export")
     print(f"{what}: {c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples, "
-          f"{c['xid_events']} Xid events, quarantined {c.get('quarantined', 0)}")
+          f"{c['xid_events']} Xid events, "
+          + (f"{c['job_io_rows']} Lustre job I/O rows, " if c.get("job_io_rows") else "")
+          + f"quarantined {c.get('quarantined', 0)}")
 
 
 @etl_app.command("slurmdbd")
@@ -332,7 +334,8 @@ def monthly(
         help="Folder to write the report to (default: print Markdown / JSON to the terminal; HTML and all need "
              "a folder, default ./reports-out)")] = None,
     anonymize_users: Annotated[bool, typer.Option(
-        help="Replace user names with stable pseudonyms (config reports.pseudonym_key keys them)")] = False,
+        help="Replace user names with stable pseudonyms, keyed by config reports.pseudonym_key or else a "
+             "random key kept for the warehouse (mode 600)")] = False,
     slurm_cluster: Annotated[Optional[str], typer.Option(
         help="Slurm cluster (default: the only one loaded, else config)")] = None,
 ):
@@ -366,7 +369,8 @@ def export(
              "whole cluster")] = None,
     out: Annotated[Path, typer.Option(help="Folder to write into (a subfolder per export)")] = Path("exports"),
     anonymize_users: Annotated[bool, typer.Option(
-        help="Replace user names with stable pseudonyms (config reports.pseudonym_key keys them)")] = False,
+        help="Replace user names with stable pseudonyms, keyed by config reports.pseudonym_key or else a "
+             "random key kept for the warehouse (mode 600)")] = False,
     slurm_cluster: Annotated[Optional[str], typer.Option(
         help="Slurm cluster (default: the only one loaded, else config)")] = None,
 ):

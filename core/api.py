@@ -294,7 +294,8 @@ def _utc(value, what: str) -> datetime:
     if isinstance(value, date):
         return datetime.combine(value, datetime.min.time(), timezone.utc)
     try:
-        d = datetime.fromisoformat(str(value))
+        text = str(value)
+        d = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)  # 3.10 reads no Z
     except ValueError:
         raise OpsError(f"{what} must be a date or time (YYYY-MM-DD[THH:MM]), not {value!r}") from None
     return d if d.tzinfo else d.replace(tzinfo=timezone.utc)

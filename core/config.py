@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import os
 import stat
-import tomllib
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from ops_warehouse import OpsError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: tomli, the package tomllib came from (a dependency there: pyproject.toml)
+    import tomli as tomllib
 
 DEFAULT_DSN = "chdb://./warehouse"
 
@@ -60,7 +65,8 @@ class Config:
     # `retries` more tries after waits of backoff_s, twice that, four times that... (10+20+40+80 s by default)
     nightly_retries: int = 4
     nightly_backoff_s: float = 10.0
-    # key of the stable user pseudonyms of --anonymize-users (empty: a plain hash of the name)
+    # key of the stable user pseudonyms of --anonymize-users (empty: a random key kept per warehouse,
+    # core/pseudonyms.py)
     pseudonym_key: str = ""
     # whether the config file named a cost model ([cost.*]): only then does it replace the warehouse's
     cost_configured: bool = False

@@ -51,7 +51,7 @@ def export_month(api, out: Path, month=None, *, project: str | None = None, clus
                  anonymize_users: bool = False, progress=None) -> dict:
     """Write the marts of ``month`` (default: the last complete month) for ``project`` or the whole cluster
     under ``out``; returns the manifest."""
-    from ops_warehouse.monthly import pseudonym
+    from ops_warehouse.pseudonyms import pseudonym, pseudonym_key
 
     per = api.period(month, cluster=cluster)
     if project is not None:
@@ -59,8 +59,8 @@ def export_month(api, out: Path, month=None, *, project: str | None = None, clus
         if project not in known:
             raise OpsError(f"no jobs of project {project!r} on {per.cluster}; projects: {', '.join(known)}")
     folder = Path(out) / f"{per.cluster}-{project if project is not None else 'cluster'}-{per.month}"
+    key = pseudonym_key(api.warehouse) if anonymize_users else ""  # refused before anything is written
     folder.mkdir(parents=True, exist_ok=True)
-    key = getattr(api.warehouse.cfg, "pseudonym_key", "") or ""
     files = {}
     marts = _marts(api, per, project)
     for i, (name, df) in enumerate(marts.items()):

@@ -1,9 +1,14 @@
-"""Schema as versioned SQL files under sql/: rendered for the deployment, applied once, recorded.
+"""Schema as SQL files under sql/: rendered for the deployment, applied, recorded.
 
-sql/migrations/NNNN_name.sql are applied in order, once each, and recorded in ``schema_migrations``;
-sql/models/*.sql are views (``CREATE OR REPLACE``) re-applied whenever their text changes. The same files
-render for one server / the embedded engine, or for a cluster (ON CLUSTER, Replicated*MergeTree and a
-Distributed table in front of each sharded table).
+sql/functions/*.sql are the rules (SQL functions, ``CREATE OR REPLACE FUNCTION``), applied first and
+re-applied whenever a file's text changes or a function it defines is missing from the server;
+sql/migrations/NNNN_name.sql (tables) are applied in order, once each; sql/models/*.sql are views
+(``CREATE OR REPLACE``) re-applied whenever their text changes. Each is recorded in ``schema_migrations``
+(functions as ``functions/<file>``). The same files render for one server / the embedded engine, or for a
+cluster (ON CLUSTER, Replicated*MergeTree and a Distributed table in front of each sharded table).
+
+SQL functions are objects of the server, not of a database: every warehouse (database) on one ClickHouse
+server sees the same definition, the one applied last (docs/sql.md).
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ _STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
 _CREATE_TABLE = re.compile(r"CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+?)(?:\{\{local\}\})?\s", re.IGNORECASE)
 _MERGETREE = re.compile(r"\{\{(mergetree|mergetree_all) ([A-Za-z]*MergeTree)(?:\(([^)]*)\))?\}\}")
 _DISTRIBUTED = re.compile(r"^--\s*distributed:\s*(.+)$", re.MULTILINE)
+_CREATE_FUNCTION = re.compile(r"CREATE\s+OR\s+REPLACE\s+FUNCTION\s+(\w+)", re.IGNORECASE)
+# applied in this order: the rules first (a migration or a view may use them), then tables, then views
+SCHEMA_FOLDERS = ("functions", "migrations", "models")
 
 
 @dataclass(frozen=True)
@@ -35,10 +43,12 @@ def sql_text(relpath: str) -> str:
         raise OpsError(f"SQL file missing from the installation: sql/{relpath}") from None
 
 
-def _sql_files(folder: str) -> list[tuple[str, str]]:
-    root = files("ops_warehouse.sql").joinpath(folder)
-    names = sorted(p.name for p in root.iterdir() if p.name.endswith(".sql"))
-    return [(n, root.joinpath(n).read_text(encoding="utf-8")) for n in names]
+def _sql_files(folder: str, root=None) -> list[tuple[str, str]]:
+    """(name, text) of the .sql files of one folder of ``root`` (default: the installed sql/ package; any
+    folder laid out like it, e.g. a pathlib.Path, for reviewing a changed rule before shipping it)."""
+    base = (files("ops_warehouse.sql") if root is None else root).joinpath(folder)
+    names = sorted(p.name for p in base.iterdir() if p.name.endswith(".sql"))
+    return [(n, base.joinpath(n).read_text(encoding="utf-8")) for n in names]
 
 
 def split_statements(text: str) -> list[str]:
@@ -87,9 +97,9 @@ def render(statement: str, dep: Deployment) -> list[str]:
 
 
 def rendered_schema(dep: Deployment) -> list[str]:
-    """Every DDL statement of the schema (migrations then models) for a deployment."""
+    """Every DDL statement of the schema (functions, migrations, models) for a deployment."""
     stmts = []
-    for _, text in _sql_files("migrations") + _sql_files("models"):
+    for _, text in [f for folder in SCHEMA_FOLDERS for f in _sql_files(folder)]:
         for s in split_statements(text):
             stmts.extend(render(s, dep))
     return stmts
@@ -99,8 +109,11 @@ def _deployment(wh) -> Deployment:
     return Deployment(mode=wh.cfg.deployment, cluster=wh.cfg.cluster_name)
 
 
-def apply_migrations(wh) -> list[str]:
-    """Apply what is not yet applied; return the names applied. Safe to run any number of times."""
+def apply_migrations(wh, root=None) -> list[str]:
+    """Apply what is not yet applied or has changed; return the names applied (functions as
+    ``functions/<file>``). Safe to run any number of times: with nothing changed, no statement but the
+    checks is sent. ``root``: a folder laid out like sql/ to read the files from (default: the installed
+    package)."""
     dep = _deployment(wh)
     oc = f"ON CLUSTER '{dep.cluster}'" if dep.mode == "cluster" else ""
     engine = (
@@ -112,23 +125,33 @@ def apply_migrations(wh) -> list[str]:
         f"checksum String, applied_at DateTime64(3, 'UTC')) ENGINE = {engine} ORDER BY name"
     )
     done = dict(wh.query_rows("SELECT name, checksum FROM schema_migrations FINAL"))
+    rules = _sql_files("functions", root)
+    defined = sorted({f for _, text in rules for f in _CREATE_FUNCTION.findall(text)})
+    # functions belong to the server, not to this database: one dropped there (or a database restored onto
+    # another server) is created again even though this warehouse recorded it
+    on_server = {r[0] for r in wh.query_rows("SELECT name FROM system.functions WHERE name IN {n:Array(String)}",
+                                             {"n": defined})} if defined else set()
     applied = []
-    for kind in ("migrations", "models"):
-        for name, text in _sql_files(kind):
+    for kind in SCHEMA_FOLDERS:
+        for name, text in rules if kind == "functions" else _sql_files(kind, root):
             checksum = hashlib.sha256(text.encode()).hexdigest()
+            record = f"functions/{name}" if kind == "functions" else name
             if kind == "migrations" and name in done:
                 continue  # versioned: applied once, never edited afterwards
             if kind == "models" and done.get(name) == checksum:
                 continue  # repeatable: re-applied when its text changes
+            if (kind == "functions" and done.get(record) == checksum
+                    and set(_CREATE_FUNCTION.findall(text)) <= on_server):
+                continue  # repeatable: re-applied when its text changes or a function is missing
             for s in split_statements(text):
                 for r in render(s, dep):
                     wh.command(r)
             wh.command(
                 "INSERT INTO schema_migrations (name, kind, checksum, applied_at) "
                 "VALUES ({n:String}, {k:String}, {c:String}, now64(3))",
-                {"n": name, "k": kind, "c": checksum},
+                {"n": record, "k": kind, "c": checksum},
             )
-            applied.append(name)
+            applied.append(record)
     return applied
 
 

@@ -11,16 +11,15 @@ parameter, so nothing of another project's jobs or users is ever read into it; t
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
 
 from ops_warehouse import OpsError
 from ops_warehouse.migrations import warehouse_cost_model
+from ops_warehouse.pseudonyms import pseudonym, pseudonym_key
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 SIZE_CLASSES = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
 GANTT_JOBS = 15
 
@@ -55,10 +54,10 @@ def resolve_cluster(wh, cluster: str | None) -> str:
 
 
 def history_span(wh, cluster: str) -> tuple[datetime, datetime]:
-    """(latest time the loaded job history describes, earliest start or submit) of a cluster, UTC."""
-    latest, first = wh.query_rows(
-        "SELECT max(greatest(as_of_ts, coalesce(end_ts, as_of_ts))), min(coalesce(start_ts, submit_ts)) "
-        "FROM slurm_job_run WHERE cluster = {c:String}", {"c": cluster})[0]
+    """(as-of time of the loaded job history, earliest start or submit) of a cluster, UTC: the model
+    sql/models/cluster_as_of.sql, where the capacity grain and the marts stop."""
+    found = wh.query_rows("SELECT as_of_ts, first_ts FROM cluster_as_of WHERE cluster = {c:String}", {"c": cluster})
+    latest, first = found[0] if found else (None, None)
     if latest is None or latest.year < 2000:
         raise OpsError(f"no job history for cluster {cluster!r}")
     return latest.replace(tzinfo=timezone.utc), first.replace(tzinfo=timezone.utc)
@@ -74,10 +73,6 @@ def last_complete_month(latest: datetime, first: datetime) -> date:
     return m
 
 
-def pseudonym(user: str, key: str = "") -> str:
-    """A stable pseudonym: the same user always maps to the same name, and the name does not reveal the
-    user without the site's key (config reports.pseudonym_key)."""
-    return "user-" + hmac.new(key.encode(), user.encode(), hashlib.sha256).hexdigest()[:8]
 
 
 def _rows(df: pl.DataFrame) -> list[dict]:
@@ -91,7 +86,6 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
     cluster = resolve_cluster(wh, cluster)
     latest, first = history_span(wh, cluster)
     month = month or last_complete_month(latest, first)
-    complete = latest >= month_window(month)[1]
     if project is not None:
         known = [r[0] for r in wh.query_rows("SELECT DISTINCT project FROM fct_job_run WHERE cluster = {c:String}",
                                              {"c": cluster})]
@@ -126,6 +120,9 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
                              "coalesce(start_ts, submit_ts) < {t1:DateTime('UTC')} AND "
                              "coalesce(end_ts, as_of_ts) >= {t0:DateTime('UTC')}",
                              {"c": cluster, "t0": pw[0], "t1": pw[1]})[0][0]
+    # where the month's figures stop (sql/marts/data_through.sql): its end, or the as-of time of the data
+    through = run("data_through", api.mart, "data_through", per).row(0, named=True)
+    complete = not through["partial"]
     util = run("utilization", api.utilization, per)
     util_prev = previous("utilization", api.utilization)
     cost = run("cost", api.cost, per)
@@ -155,8 +152,8 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
         users = run("users", api.users, per, project=proj)
     else:
         users = pl.DataFrame()
-    key = getattr(wh.cfg, "pseudonym_key", "") or ""
     if anonymize_users:
+        key = pseudonym_key(wh)
         if users.height:
             users = users.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
         jobs = jobs.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
@@ -173,6 +170,9 @@ def monthly_report(wh, *, month: date | None = None, project: str | None = None,
         "month": f"{month:%Y-%m}",
         "month_complete": complete,
         "window": {"from": w[0].isoformat(), "to": w[1].isoformat()},
+        # the as-of time of the loaded job history; a month in progress is reported through it (1.1)
+        "period": {"as_of": latest.isoformat(),
+                   "partial_through": None if complete else through["through_ts"].isoformat()},
         "previous_month": f"{prev_month:%Y-%m}",
         "previous_month_has_data": bool(has_prev),
         "idle_util_pct": wh.cfg.idle_util_pct,

@@ -239,7 +239,7 @@ def _spinner(s: Source, window: str):
 def run_nightly(cfg, *, date_from: date | None = None, date_to: date | None = None, dry_run: bool = False,
                 log=print) -> list[Outcome]:
     """Run every configured source; returns one outcome per source (never raises for a failing source)."""
-    from ops_warehouse.etl.sacct_load import LoadResult, _log_run
+    from ops_warehouse.etl.run_log import logged_run
     from ops_warehouse.warehouse import connect
 
     sources = configured_sources(cfg)
@@ -253,15 +253,17 @@ def run_nightly(cfg, *, date_from: date | None = None, date_to: date | None = No
             else:
                 t0 = time.time()
                 log(f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%S} nightly {s.kind} {s.cluster} {window}: start")
-                try:
-                    with _spinner(s, window):
-                        o.detail = _run_one(wh, s, window, date_from, date_to, log)
-                except Exception as e:  # one source failing must not stop the others
-                    o.status = "failed"
-                    o.detail = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
-                o.seconds = time.time() - t0
-                _log_run(wh, f"nightly:{s.kind}", f"{s.cluster} {window}", t0, LoadResult(source=s.key),
-                         o.status, "" if o.status == "ok" else o.detail)
+                # the source's row says failed for any failure: one it survives (the others go on), or one that
+                # ends the run (SIGINT: raised again once logged)
+                with logged_run(wh, f"nightly:{s.kind}", f"{s.cluster} {window}", t0) as run:
+                    try:
+                        with _spinner(s, window):
+                            o.detail = _run_one(wh, s, window, date_from, date_to, log)
+                    except Exception as e:  # one source failing must not stop the others
+                        o.status = "failed"
+                        o.detail = str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+                        run.failed(o.detail)
+                    o.seconds = time.time() - t0
             log(f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%S} nightly {s.kind} {s.cluster} {window}: "
                 f"{o.status} {o.detail} ({o.seconds:.1f} s)")
             outcomes.append(o)

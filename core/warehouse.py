@@ -154,14 +154,22 @@ def connect(cfg: Config, dsn: str | None = None, migrate: bool = True) -> Wareho
         raise OpsError(f"unsupported warehouse DSN {redact(dsn)!r}: use chdb:///path or http(s)://host:port/db")
     wh = Warehouse(client, dsn, cfg, path)
     if migrate:
-        from ops_warehouse.migrations import apply_migrations, apply_ttl, sync_cost_model, sync_projects
-
-        apply_migrations(wh)
-        if cfg.projects or cfg.projects_configured:
-            sync_projects(wh)
-        # like the projects: a config without [cost.*] (a notebook, a one-off command) keeps the site's cost
-        # model; an empty warehouse gets the defaults
-        if cfg.cost_configured or not wh.query_rows("SELECT count() FROM cost_model")[0][0]:
-            sync_cost_model(wh)
-        apply_ttl(wh)
+        bring_up_to_date(wh)
     return wh
+
+
+def bring_up_to_date(wh: Warehouse) -> list[str]:
+    """The schema migrated, and what the config says synced into the warehouse (what every connection and
+    `ops-report init` do); returns the migrations applied. What the config does not name is kept: a config
+    without [projects] (a notebook, a one-off command) keeps the account -> project mapping, one without
+    [cost.*] the site's cost model (an empty warehouse gets the defaults)."""
+    from ops_warehouse.migrations import apply_migrations, apply_ttl, sync_cost_model, sync_projects
+
+    cfg = wh.cfg
+    applied = apply_migrations(wh)
+    if cfg.projects or cfg.projects_configured:
+        sync_projects(wh)
+    if cfg.cost_configured or not wh.query_rows("SELECT count() FROM cost_model")[0][0]:
+        sync_cost_model(wh)
+    apply_ttl(wh)
+    return applied

@@ -22,6 +22,7 @@ import polars as pl
 
 from ops_warehouse import OpsError
 from ops_warehouse.etl.hostlist import expand_one as expand_hostlist
+from ops_warehouse.etl.run_log import logged_load
 
 TS = pl.Datetime("us", "UTC")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -82,7 +83,8 @@ def _ts(value: str | None, what: str) -> datetime | None:
     if value in (None, "", "Unknown", "None", "(null)", "N/A"):
         return None
     try:
-        d = datetime.fromisoformat(value)
+        # a trailing Z: Python 3.11 reads it, 3.10 does not
+        d = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
         d = d.replace(tzinfo=timezone.utc) if d.tzinfo is None else d.astimezone(timezone.utc)
     except (ValueError, OverflowError):
         raise OpsError(f"{what}: cannot read time {value!r}") from None
@@ -255,6 +257,15 @@ def read_reservations(path: str | Path, cluster: str) -> pl.DataFrame:
                                       "flags": pl.String, "source": pl.String})
 
 
+def _capacity_source(a: dict) -> str:
+    return " ".join(f"{k}={a[k]}" for k in ("inventory", "events", "reservations") if a[k]) or "nothing"
+
+
+def _capacity_counts(c: dict) -> tuple[int, int, int]:
+    return sum(c.values()), sum(c.values()), 0
+
+
+@logged_load("capacity", _capacity_source, _capacity_counts)
 def load_capacity(wh, *, inventory: str | Path | None = None, events: str | Path | None = None,
                   reservations: str | Path | None = None, cluster: str | None = None) -> dict:
     """Load whichever sources are given; returns rows per table. Reloading the same files changes nothing."""

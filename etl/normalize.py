@@ -61,6 +61,12 @@ def _col(df: pl.DataFrame, name: str) -> pl.Expr:
     return pl.col(name) if name in df.columns else pl.lit(None, dtype=pl.String)
 
 
+def _dim(df: pl.DataFrame, name: str) -> pl.Expr:
+    """A report dimension (account, user, partition, qos): its text ('' when empty), or "unknown" when the
+    input has no such field at all (absent is not empty: etl/sacct_contract.py, docs/sources.md)."""
+    return pl.col(name).fill_null("") if name in df.columns else pl.lit("unknown")
+
+
 def _nonempty(e: pl.Expr) -> pl.Expr:
     """Empty text as null: the multi-threaded read gives null for an empty field, the line-by-line read '';
     coalescing '' kept an empty JobID over JobIDRaw on one path only (tests/test_fuzz_sacct.py)."""
@@ -146,13 +152,13 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw:
         _jobidraw=c("jobidraw"),
         cluster=pl.when(c("cluster").fill_null("") != "").then(c("cluster")).otherwise(pl.lit(cluster)),
         job_name=c("jobname").fill_null(""),
-        user=c("user").fill_null(""),
+        user=_dim(df, "user"),
         uid=_int(c("uid")),
         _uid_txt=c("uid"),
-        account=c("account").fill_null(""),
+        account=_dim(df, "account"),
         group_name=c("group").fill_null(""),
-        partition=c("partition").fill_null(""),
-        qos=c("qos").fill_null(""),
+        partition=_dim(df, "partition"),
+        qos=_dim(df, "qos"),
         reservation=c("reservation").fill_null(""),
         state=pl.when(state_txt != "").then(state_txt.str.split_exact(" ", 1).struct.field("field_0")),
         cancelled_by_uid=_int(state_txt.str.strip_prefix("CANCELLED by ")),
@@ -198,12 +204,14 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw:
     t = t.with_columns(_tl_s=tl.cast(pl.Float64, strict=False) * 60)
     t = on_rows(t, pl.col("_tl_s").is_null() & _given(tl) & ~tl.is_in(durations.NO_LIMIT),
                 lambda s: s.with_columns(_tl_s=durations.duration_s(tl, 60)))
-    # counts: the text's, else the TRES's; a GPU count beyond any GPU count reads null (quarantined)
+    # counts: the text's, else the TRES's; a GPU count beyond any GPU count reads null (quarantined). With
+    # no NNodes field at all, the node list's length comes next (below, once it is expanded)
     alloc = pl.col("alloc_tres")
+    nodes_from_list = "nnodes" not in df.columns and "nodelist" in df.columns
     t = t.with_columns(nnodes=_int(pl.col("nnodes_txt")), ncpus=_int(pl.col("ncpus_txt")),
                        gpus=tres.gpus_simple(alloc), _tres_bad=pl.lit(False))
     t = on_rows(t, pl.col("nnodes").is_null() | pl.col("ncpus").is_null(), lambda s: s.with_columns(
-        nnodes=pl.coalesce("nnodes", tres.count(alloc, "node"), pl.lit(0)),
+        nnodes=pl.coalesce("nnodes", tres.count(alloc, "node"), *([] if nodes_from_list else [pl.lit(0)])),
         ncpus=pl.coalesce("ncpus", tres.count(alloc, "cpu"), pl.lit(0)),
         _tres_bad=(pl.col("nnodes").is_null() & tres.count_unreadable(alloc, "node"))
         | (pl.col("ncpus").is_null() & tres.count_unreadable(alloc, "cpu"))))
@@ -226,6 +234,8 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw:
             nodes=pl.coalesce("nodes_x", "nodes"), hostlist_ok=pl.coalesce("hostlist_ok_x", "hostlist_ok"),
         ).drop("nodes_x", "hostlist_ok_x")
     t = t.with_columns(_bad=pl.col("_bad") | ~pl.col("hostlist_ok"))
+    if nodes_from_list:
+        t = t.with_columns(nnodes=pl.coalesce("nnodes", pl.col("nodes").list.len(), pl.lit(0)))
     # pending array ranges 123_[1-3,7%2] -> one row per task
     t = t.with_columns(_reason=pl.lit(None, dtype=pl.String), _task=pl.lit(None, dtype=pl.Int64))
     ranged = pl.col("_arr").str.starts_with("[").fill_null(False)
@@ -278,7 +288,7 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw:
         billing=tres.count(alloc, "billing"),
     )
     runs = on_rows(runs, multi, lambda s: s.with_columns(gpu_type=tres.gpu_type(alloc)))
-    runs = _runs(runs, source)
+    runs = _runs(runs, source, has_nodelist="nodelist" in df.columns)
     return runs, steps, quarantine
 
 
@@ -314,10 +324,22 @@ def _expand_array_ranges(t: pl.DataFrame) -> pl.DataFrame:
     return parts.unique(subset=["_r", "_task"], keep="first", maintain_order=True)
 
 
-def _runs(t: pl.DataFrame, source: str) -> pl.DataFrame:
+def _runs(t: pl.DataFrame, source: str, has_nodelist: bool = True) -> pl.DataFrame:
     final = pl.col("state").is_in(FINAL_STATES)
-    no_nodes = pl.col("node_list").is_in(["", "None assigned"])
     started = pl.col("start_ts").is_not_null()
+    if has_nodelist:
+        # no nodes allocated ("None assigned"): a job that ended never ran (sacct prints a Start for a job
+        # cancelled while pending: the time it was cancelled)
+        never = final & (pl.col("node_list").is_in(["", "None assigned"]) | ~started)
+    else:
+        # No NodeList field: the nodes are unknown, not none (a missing column was taken for "None assigned"
+        # and jobs that ran for hours loaded as never run). A job ran when it has a Start, except one
+        # CANCELLED at zero Elapsed with no signal in its ExitCode: how sacct prints a job cancelled while
+        # pending (Start = End = the cancel time, 0:0; newer Slurm prints Start None). A job cancelled as it
+        # started was killed by a signal (0:15). On the real dumps in tests/data this gives the same jobs as
+        # the NodeList does (tests/test_sacct_contracts.py).
+        never = final & (~started | ((pl.col("state") == "CANCELLED") & (pl.col("elapsed_s") == 0)
+                                     & (pl.col("exit_signal").fill_null(0) == 0)))
     # A pending job has no nodes yet; sacct may print the requested ones.
     open_pending = pl.col("state").is_in(["PENDING", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"])
     as_of = (
@@ -328,7 +350,7 @@ def _runs(t: pl.DataFrame, source: str) -> pl.DataFrame:
     tl = pl.col("_tl_txt")
     out = t.with_columns(
         is_final=final.cast(pl.UInt8),
-        never_ran=(final & (no_nodes | ~started)).cast(pl.UInt8),
+        never_ran=never.cast(pl.UInt8),
         start_ts=pl.when(open_pending).then(None).otherwise(pl.col("start_ts")),
         nodes=pl.when(open_pending).then(pl.lit([], dtype=pl.List(pl.String))).otherwise(pl.col("nodes")),
         as_of_ts=as_of,

@@ -20,10 +20,19 @@ import polars as pl
 
 from ops_warehouse import OpsError
 from ops_warehouse.etl.frames import fmt, on_rows
-from ops_warehouse.etl.metric_catalog import catalog
+from ops_warehouse.etl.lustre_jobs import job_frame
+from ops_warehouse.etl.metric_catalog import POD_LABELS, catalog
+from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
 from ops_warehouse.etl.telemetry_insert import insert_frames
 
-LABELS = ("Hostname", "instance", "gpu", "UUID", "modelName", "device", "port", "fs")
+# labels kept: node and GPU identity, the NIC (device, port), Lustre's target/component (client llite stats,
+# job_stats with jobid and operation); "fs" is what files of older generator versions carry
+LABELS = ("Hostname", "instance", "gpu", "UUID", "modelName", "device", "port", "fs", "target", "component",
+          "jobid", "operation")
+# the labels that set apart the series of one node-level metric (summed per node: several file systems)
+NODE_SERIES_LABELS = ("target", "fs", "component")
+# how many Kubernetes workload labels a series carries, non-empty (POD_LABELS): the GPU row takes the fewest
+_POD_COUNT = r'[{,](?:' + "|".join(POD_LABELS) + r')="(?:[^"\\]|\\.)'
 # label values are quoted and may hold any character, '}' and escaped quotes included
 _VALUE = r'"(?:[^"\\]+|\\.)*"'
 _SAMPLE = rf"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{{(?:[^}}\"]+|{_VALUE})*\}})?\s+(\S+)(?:\s+(\S+))?\s*$"
@@ -93,6 +102,7 @@ def parse_text(path: Path, at: datetime | None = None) -> tuple[pl.DataFrame, pl
         pl.from_epoch(pl.col("_ts_ms").fill_null(fallback).cast(pl.Int64), "ms").dt.replace_time_zone("UTC")
         .alias("timestamp"),
         pl.col("_value").alias("value"),
+        pl.col("labels").fill_null("").str.count_matches(_POD_COUNT).cast(pl.UInt32).alias("_pods"),
         "line_no",
     )
     return samples, quarantine
@@ -136,34 +146,55 @@ def quarantine(wh, source: str, q: pl.DataFrame) -> None:
 
 
 def families(samples: pl.DataFrame, cat) -> tuple[pl.DataFrame | None, pl.DataFrame | None, list[pl.DataFrame]]:
-    """(dcgm-shaped wide frame, nic-shaped wide frame, node-level frames one per metric)."""
+    """(dcgm-shaped wide frame, nic-shaped wide frame, node-level frames one per metric).
+
+    A GPU's metric may come as several series that differ in their Kubernetes labels (dcgm-exporter in
+    Kubernetes mode: one series per pod on the GPU, and for GPU_UTIL/FB_USED in per-process mode the
+    device-level series beside per-pod shares): the row takes the series with the fewest workload labels
+    (``_pods``), the device-level one, so a GPU is one row with the device's values. Otherwise, of repeated
+    samples of one series at one time the last line counts. A NIC is its device and port; the node-level
+    metrics keep their series labels (target, component) so several file systems add up per node."""
     known = samples.filter(pl.col("metric").is_in(list(cat)))
+    if "_pods" not in known.columns:
+        known = known.with_columns(_pods=pl.lit(0, dtype=pl.UInt32))
     gpu_names = [n for n, m in cat.items() if m.grain == "gpu"]
     nic_names = [n for n, m in cat.items() if m.grain == "node" and m.per_device]
 
     def wide(df: pl.DataFrame, index: list[str]) -> pl.DataFrame | None:
         if not df.height:
             return None
-        df = df.unique(subset=[*index, "metric"], keep="last")
-        return df.pivot(on="metric", index=index, values="value")
+        index = [c for c in index if c in df.columns]
+        df = (df.with_row_index("_row").sort(["_pods", "_row"], descending=[False, True])
+              .unique(subset=[*index, "metric"], keep="first", maintain_order=True))
+        return df.pivot(on="metric", index=index, values="value").sort(index, nulls_last=True)
 
     # a GPU sample needs its node and GPU index (the dummy block of some scrapes carries no labels)
     g = wide(known.filter(pl.col("metric").is_in(gpu_names), pl.col("Hostname").is_not_null(),
                           pl.col("gpu").is_not_null()).with_columns(
         pl.col(["UUID", "modelName"]).fill_null("")), ["timestamp", "Hostname", "gpu", "UUID", "modelName"])
     n = wide(known.filter(pl.col("metric").is_in(nic_names), pl.col("instance").is_not_null()),
-             ["timestamp", "instance", "device"])
+             ["timestamp", "instance", "device", "port"])
     scal = []
     for name, m in cat.items():
         if m.grain == "node" and not m.per_device:
-            f = wide(known.filter(pl.col("metric") == name, pl.col("instance").is_not_null()), ["timestamp", "instance"])
+            part = known.filter(pl.col("metric") == name, pl.col("instance").is_not_null())
+            # the series labels the file has (a column of nulls says nothing and is left out)
+            labels = [c for c in NODE_SERIES_LABELS
+                      if c in part.columns and part.get_column(c).null_count() < part.height]
+            f = wide(part, ["timestamp", "instance", *labels])
             if f is not None:
                 scal.append(f)
     return g, n, scal
 
 
+@logged_load("telemetry", lambda a: "text:" + ",".join(Path(p).name for p in a["paths"][:3])
+             + ("…" if len(a["paths"]) > 3 else "") + f" {window_text(a)}", telemetry_counts)
 def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at: datetime | None = None,
-                    cluster: str | None = None) -> dict:
+                    cluster: str | None = None, instance: str | None = None) -> dict:
+    """Load Prometheus text / OpenMetrics files for whole days. ``at``: the time of samples without a
+    timestamp (a single scrape); ``instance``: the scrape target (``host:port``) for samples without an
+    ``instance`` label, as Prometheus labels a target's samples (a file saved from an exporter's /metrics
+    has none)."""
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
     cluster = cluster or wh.cfg.default_cluster
     missing = [p for p in paths if not Path(p).is_file()]
@@ -185,6 +216,8 @@ def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at
         q = pl.concat([q.cast(QUARANTINE_SCHEMA), q_gpu.select("line_no", "reason", "raw").cast(QUARANTINE_SCHEMA)])
         quarantine(wh, str(Path(p).resolve()), q)
         n_bad += q.height
+        if instance:
+            samples = samples.with_columns(pl.col("instance").fill_null(instance))
         parts.append(samples.drop("line_no"))
     samples = pl.concat(parts, how="vertical_relaxed")
     w0 = datetime.combine(date_from, datetime.min.time(), timezone.utc)
@@ -200,6 +233,7 @@ def load_samples(wh, samples: pl.DataFrame, cat, cluster: str, source: str, wind
     from ops_warehouse.etl.staging import refresh_hourly
 
     g, n, scal = families(samples, cat)
-    counts = insert_frames(wh, {"gpu": [g], "node": [n, *scal]}, cat, cluster, source, window)
+    counts = insert_frames(wh, {"gpu": [g], "node": [n, *scal], "job": [job_frame(samples)]}, cat, cluster, source,
+                           window)
     refresh_hourly(wh, *window)
     return counts

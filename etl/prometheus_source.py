@@ -26,8 +26,10 @@ from datetime import date, datetime, timedelta, timezone
 import polars as pl
 
 from ops_warehouse import OpsError
-from ops_warehouse.etl.metric_catalog import Metric, catalog
+from ops_warehouse.etl.lustre_jobs import JOB_LABELS, JOB_METRICS
+from ops_warehouse.etl.metric_catalog import POD_LABELS, Metric, catalog
 from ops_warehouse.etl.retry import Retry, Transient, first_line
+from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
 from ops_warehouse.etl.telemetry_insert import insert_frames
 from ops_warehouse.etl.watermarks import set_watermark
 from ops_warehouse.warehouse import redact
@@ -106,9 +108,26 @@ def _why(e: BaseException, timeout_s: float) -> str:
 
 
 def _expr(name: str, m: Metric, step_s: int, node_label: str, nodes: list[str]) -> str:
-    sel = f'{name}{{{node_label}=~"{"|".join(_re(n) for n in nodes)}"}}'
+    match = "".join(f',{k}="{_lv(v)}"' for k, v in m.match)
+    sel = f'{name}{{{node_label}=~"{"|".join(_re(n) for n in nodes)}"{match}}}'
     fn = "last_over_time" if m.kind == "counter" else ("max_over_time" if m.column == "xid_last" else "avg_over_time")
     return f"{fn}({sel}[{step_s}s])"
+
+
+def _lv(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _device_series(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """One series per GPU and time: the one with the fewest Kubernetes workload labels (the device-level series;
+    dcgm-exporter repeats a GPU's series per pod: etl/openmetrics_source.py families())."""
+    keys = [k for k in keys if k in df.columns]
+    pods = [c for c in POD_LABELS if c in df.columns]
+    if not pods:
+        return df.unique(subset=keys, keep="first", maintain_order=True)
+    rank = pl.sum_horizontal([(pl.col(c).fill_null("") != "").cast(pl.UInt32) for c in pods])
+    return df.with_columns(_pods=rank).sort("_pods", maintain_order=True).unique(
+        subset=keys, keep="first", maintain_order=True).drop("_pods")
 
 
 def _re(node: str) -> str:
@@ -132,6 +151,7 @@ def _frame(results: list[dict], name: str) -> pl.DataFrame:
     )
 
 
+@logged_load("telemetry", lambda a: f"prometheus:{redact(a['url'])} {window_text(a)}", telemetry_counts)
 def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int = 60, cluster: str | None = None,
                     progress=None, client: PromClient | None = None) -> dict:
     from ops_warehouse.etl.staging import refresh_hourly
@@ -162,8 +182,24 @@ def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int
             if batches:
                 # the node batches of one metric stack; different metrics are joined side by side below
                 fam = "gpu" if m.grain == "gpu" else ("nic" if m.per_device else "node")
-                families[fam].append(pl.concat(batches, how="diagonal_relaxed"))
-        keys = {"gpu": ["timestamp", "Hostname", "gpu"], "nic": ["timestamp", "instance", "device"],
+                f = pl.concat(batches, how="diagonal_relaxed")
+                if fam == "gpu":
+                    f = _device_series(f, ["timestamp", "Hostname", "gpu"])
+                families[fam].append(f)
+        jobs = []
+        for name in JOB_METRICS:  # Lustre job_stats, from the servers' exporters: no node batches
+            res = client.query_range(f"last_over_time({name}[{step_s}s])", start, end, step_s)
+            counts["queries"] += 1
+            f = _frame(res, name)
+            if f.height:
+                jobs.append(f.select("timestamp", *[pl.col(c).fill_null("") if c in f.columns else
+                                                    pl.lit("").alias(c) for c in JOB_LABELS],
+                                     pl.lit(name).alias("metric"), pl.col(name).alias("value")))
+        job = None
+        if jobs:
+            job = pl.concat(jobs).pivot(on="metric", index=["timestamp", *JOB_LABELS], values="value",
+                                        aggregate_function="last")
+        keys = {"gpu": ["timestamp", "Hostname", "gpu"], "nic": ["timestamp", "instance", "device", "port"],
                 "node": ["timestamp", "instance"]}
         wide = {}
         for fam, parts in families.items():
@@ -180,12 +216,12 @@ def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int
                     extra = [c for c in ("modelName", "UUID") if c in p.columns and c in w.columns]
                     w = w.join(p.drop(extra), on=on, how="full", coalesce=True)
             wide[fam] = w
-        c = insert_frames(wh, {"gpu": [wide.get("gpu")], "node": [wide.get("nic"), *families["node"]]}, cat,
-                          cluster, f"prometheus:{client.url}", window, step_s=step_s)
+        c = insert_frames(wh, {"gpu": [wide.get("gpu")], "node": [wide.get("nic"), *families["node"]], "job": [job]},
+                          cat, cluster, f"prometheus:{client.url}", window, step_s=step_s)
         refresh_hourly(wh, *window)
         set_watermark(wh, f"prometheus:{client.url}", window[1])
         for key, n in c.items():
-            counts[key] += n
+            counts[key] = counts.get(key, 0) + n
         counts["days"] += 1
         if progress:
             progress(k + 1, days)

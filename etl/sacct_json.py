@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 
 import polars as pl
 
+from ops_warehouse.etl import sacct_contract
+
 FIELDS = [
     "jobid", "jobidraw", "cluster", "partition", "qos", "account", "group", "user", "submit", "eligible",
     "start", "end", "elapsedraw", "timelimitraw", "exitcode", "state", "nnodes", "ncpus", "reqcpus",
@@ -82,7 +84,9 @@ def _exit(ec) -> str:
         return ""
     rc = _num(ec.get("return_code"))
     sig = ec.get("signal") or {}
-    sig_id = _num(sig.get("id")) if isinstance(sig, dict) else None
+    # 23.11: {"id": {number}, "name"}; 21.08/22.05: {"signal_id": N, "name"} (it read 0 there: a job killed
+    # by SIGTERM loaded as 0:0, unlike its --parsable2 line's 0:15)
+    sig_id = _num(sig.get("id", sig.get("signal_id"))) if isinstance(sig, dict) else None
     return f"{rc if rc is not None else 0}:{sig_id or 0}"
 
 
@@ -147,6 +151,10 @@ def _step_rows(job, parent: dict) -> list[dict]:
         step_id = sid.get("id")
         if isinstance(step_id, dict):  # 23.x: {"job_id": .., "step_id": ..}
             step_id = step_id.get("step_id")
+        elif isinstance(step_id, str) and "." in step_id:
+            # 23.11+ (data_parser v0.0.40 on): "<job id>.<step>", e.g. "2710593.batch"; it was stored as
+            # step "2710593.batch" of job 2710593 (tests/test_sacct_other_sites.py, vcell's mantis capture)
+            step_id = step_id.split(".", 1)[1]
         t = st.get("time") or {}
         nodes = st.get("nodes") or {}
         alloc = _tres((st.get("tres") or {}).get("allocated"))
@@ -179,6 +187,9 @@ def read_json(text: str) -> tuple[pl.DataFrame, pl.DataFrame]:
         raise ValueError("nested too deeply to be sacct --json output") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise ValueError("not sacct --json output (no 'jobs' list)")
+    # the input contract, on the document's keys before any row is built (etl/sacct_contract.py): raises
+    # Refused when no job has a required key; the fields no job has are left out, as absent from a text dump
+    absent = sacct_contract.check_json(doc["jobs"])
     rows, bad = [], []
     for i, job in enumerate(doc["jobs"], start=1):
         raw = json.dumps(job, ensure_ascii=False)[:4000]
@@ -193,5 +204,6 @@ def read_json(text: str) -> tuple[pl.DataFrame, pl.DataFrame]:
             rows.append(r)
     schema = {"line_no": pl.UInt64, "raw": pl.String, **{f: pl.String for f in FIELDS}}
     records = pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
+    records = records.drop(absent)
     quarantine = pl.DataFrame(bad, schema={"line_no": pl.UInt64, "reason": pl.String, "raw": pl.String})
     return records, quarantine

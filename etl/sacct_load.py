@@ -9,9 +9,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,9 +19,10 @@ from pathlib import Path
 import polars as pl
 
 from ops_warehouse import OpsError
-from ops_warehouse.etl import sacct_json, sacct_text
+from ops_warehouse.etl import sacct_contract, sacct_json, sacct_text
 from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
 from ops_warehouse.etl.quarantine import CopyCounter
+from ops_warehouse.etl.run_log import logged_run
 from ops_warehouse.etl.staging import stage_and_load, staging_dir
 
 
@@ -38,6 +37,9 @@ class LoadResult:
     reservations_loaded: int = 0
     seconds: float = 0.0
     reasons: dict[str, int] = field(default_factory=dict)
+    # what was filled in for optional fields the input lacks ("account=unknown (no Account field)"), once
+    # per load (etl/sacct_contract.py)
+    defaults: list[str] = field(default_factory=list)
 
     @property
     def loaded(self) -> int:
@@ -60,6 +62,8 @@ def _chunks(path: Path, fmt: str, delimiter: str, fields: list[str] | None
         try:
             text = path.read_text(encoding="utf-8-sig")  # -sig: skips a byte order mark
             records, bad = sacct_json.read_json(text)
+        except sacct_contract.Refused as e:  # a document lacking what every job needs: nothing loads
+            raise sacct_contract.Refused(f"{path}: {e}") from None
         except (UnicodeDecodeError, ValueError) as e:
             bad = pl.DataFrame(
                 {"line_no": [1], "reason": [f"unreadable sacct --json: {str(e).splitlines()[0][:200]}"],
@@ -82,8 +86,20 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
     ``source`` names where the records come from (stored with every row; default the file's path): a
     source that re-reads overlapping windows (running sacct nightly) keeps one name, so a bad line read
     again is the same quarantined record. ``label`` is what the run log calls this load (default
-    ``source``), e.g. with the window."""
+    ``source``), e.g. with the window. The run log gets one row however the load ends (etl/run_log.py)."""
     path = Path(path)
+    result = LoadResult(source=source or str(path.resolve()))
+    with logged_run(wh, "sacct", label or result.source) as run:
+        try:
+            _load_sacct(wh, path, result, fmt=fmt, delimiter=delimiter, fields=fields, tz=tz, cluster=cluster,
+                        progress=progress)
+        finally:
+            run.count(result.records_read, result.loaded, result.quarantined)
+    return result
+
+
+def _load_sacct(wh, path: Path, result: LoadResult, *, fmt: str, delimiter: str, fields: list[str] | None,
+                tz: str | None, cluster: str | None, progress: Callable[[int, int], None] | None) -> None:
     if not path.is_file():
         raise OpsError(f"cannot read {path}: no such file")
     if not os.access(path, os.R_OK):
@@ -91,21 +107,28 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
     tz = tz or wh.cfg.timezone
     _check_tz(tz)
     cluster = cluster or wh.cfg.default_cluster
-    source = source or str(path.resolve())
+    source = result.source
     fmt = detect_format(path) if fmt == "auto" else fmt
-    result = LoadResult(source=source)
     started = time.time()
     stage = staging_dir(wh)
     total = path.stat().st_size
-    status, error = "ok", ""
     # The engine inserts chunk i (it releases the GIL) while polars parses chunk i+1; one insert in flight
     # at a time keeps memory to two chunks.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ops-load")
     pending = None
     copies = CopyCounter()  # identical bad lines of this file are numbered, not merged
+    parents = sacct_contract.StepParents()  # steps load with their job only
     try:
         for i, (records, bad, raw, tz_override) in enumerate(_chunks(path, fmt, delimiter, fields)):
+            if i == 0:
+                result.defaults = sacct_contract.defaults(records.columns, cluster, json=fmt == "json")
             runs, steps, q = normalize(records, tz=tz_override or tz, cluster=cluster, source=source, raw=raw)
+            steps, orphans = parents.split(runs, steps)
+            if orphans.height:
+                lines = records.filter(pl.col("line_no").is_in(orphans.get_column("line_no").implode()))
+                lines = lines.select("line_no", raw.alias("raw")).unique("line_no", keep="first")
+                q = pl.concat([q, orphans.join(lines, on="line_no", how="left").select(
+                    "line_no", reason=pl.lit(parents.REASON), raw="raw").cast(QUARANTINE_SCHEMA)])
             result.records_read += records.height + bad.height
             del records
             quarantine = copies.number(pl.concat([bad.cast(QUARANTINE_SCHEMA), q]))
@@ -121,18 +144,12 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
                 progress(min(total, (i + 1) * sacct_text.CHUNK_BYTES), total)
         if pending is not None:
             pending.result()
-    except OpsError as e:
-        status, error = "failed", str(e)
-        raise
     except (pl.exceptions.ComputeError, UnicodeDecodeError) as e:
-        status, error = "failed", str(e)
         raise OpsError(f"{path}: {e}") from None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(stage, ignore_errors=True)
         result.seconds = time.time() - started
-        _log_run(wh, "sacct", label or source, started, result, status, error)
-    return result
 
 
 def _stage_and_load(wh, stage: Path, i: int, runs, steps, quarantine, source: str) -> None:
@@ -154,15 +171,3 @@ def _check_tz(tz: str) -> None:
     except Exception:
         raise OpsError(f"unknown time zone {tz!r} (use an IANA name such as UTC or Asia/Tokyo)") from None
 
-
-def _log_run(wh, kind: str, source: str, started: float, r: LoadResult, status: str, error: str) -> None:
-    try:
-        wh.client.insert(
-            "etl_run_log",
-            [[uuid.uuid4(), kind, source, datetime.fromtimestamp(started, timezone.utc),
-              datetime.now(timezone.utc), r.records_read, r.loaded, r.quarantined, status, error[:1000]]],
-            column_names=["run_id", "source_kind", "source", "started_at", "finished_at", "rows_read",
-                          "rows_loaded", "rows_quarantined", "status", "error"],
-        )
-    except Exception as e:  # the run log must never hide the load's own outcome
-        print(f"warning: could not write etl_run_log: {str(e).splitlines()[0]}", file=sys.stderr)

@@ -3,7 +3,8 @@
 Handles ``--parsable2`` and ``--parsable`` (trailing delimiter), any ``--delimiter`` (``|``, ``☃``), a
 header line or a ``--fields`` list for headerless dumps (Open XDMoD's shredder format), job names that
 contain the delimiter (the surplus is folded back into JobName), invalid UTF-8 and short lines
-(quarantined with their line number and reason).
+(quarantined with their line number and reason). The field list is checked against the input contract
+(etl/sacct_contract.py) before any row is read.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from ops_warehouse import OpsError
+from ops_warehouse.etl import sacct_contract
 from ops_warehouse.etl.frames import fmt
 
 # The field list Open XDMoD runs sacct with (and the shared fixtures were written with).
@@ -29,6 +31,9 @@ SACCT_FORMAT = (
     "timelimitraw,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,nodelist,reservation,jobname"
 )
 KNOWN_FIELDS = set(XDMOD_FIELDS.split(",")) | set(SACCT_FORMAT.split(",")) | {"ntasks"}
+# sacct fields that are another name for one the loader reads: AllocCPUS is NCPUS (sacct's own words);
+# AllocNodes is NNodes for a job that ran (NNodes of a pending job is the count it asked for)
+ALIASES = {"alloccpus": "ncpus", "allocnodes": "nnodes"}
 CHUNK_BYTES = 32 << 20
 
 
@@ -54,6 +59,8 @@ def _column_names(fields: list[str]) -> list[str]:
     same value, so the first is kept.)"""
     out: list[str] = []
     for i, f in enumerate(fields):
+        if f in ALIASES and ALIASES[f] not in fields:
+            f = ALIASES[f]
         out.append(f"_field{i}" if not f or f in out or f in ("line_no", "raw") or f.startswith("_") else f)
     return out
 
@@ -215,6 +222,8 @@ def read_text(path: Path, delimiter: str = "|", fields: list[str] | None = None,
             first = (block if cut < 0 else block[:cut]).decode("utf-8", "replace")
             sample = [ln.decode("utf-8", "replace") for ln in block.split(b"\n", 1000)[:1000]] if fields else None
             layout = detect_layout(first, delimiter, fields, sample)
+            # the input contract, on the field list before any row is read (etl/sacct_contract.py)
+            sacct_contract.check_fields(layout.fields, f"{path} ({'--fields' if fields else 'header'})")
             if layout.header_lines:
                 block, start = (b"" if cut < 0 else block[cut + 1:]), start + 1
                 if not block:

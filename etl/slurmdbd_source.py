@@ -4,9 +4,9 @@ slurmdbd answer sacct calls.
 The engine reads the database itself (the `mysql()` table function) with a read-only user, and
 sql/load/slurmdbd_records.sql turns the job and step tables into the records sacct would print for the
 same jobs (decoding epoch times, TRES id lists, raw exit codes and state words with the SQL functions of
-migration 0008). From there the sacct path's normalization and staging take over, so both sources give the
-same warehouse facts. Node events (`<cluster>_event_table`) and reservations (`<cluster>_resv_table`) go to
-node_event and reservation.
+sql/functions/slurm_decoding.sql). From there the sacct path's normalization and staging take over, so both
+sources give the same warehouse facts. Node events (`<cluster>_event_table`) and reservations
+(`<cluster>_resv_table`) go to node_event and reservation.
 
 The password comes from ``OPS_SLURMDBD_PASSWORD`` or the config (``[slurmdbd] password``), never from the
 command line; it travels to the engine as a query parameter and appears in no log or error message.
@@ -27,7 +27,8 @@ from ops_warehouse import OpsError
 from ops_warehouse.etl.hostlist import expand_one
 from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
 from ops_warehouse.etl.retry import Retry, Transient
-from ops_warehouse.etl.sacct_load import LoadResult, _log_run, _stage_and_load
+from ops_warehouse.etl.run_log import logged_run
+from ops_warehouse.etl.sacct_load import LoadResult, _stage_and_load
 from ops_warehouse.etl.staging import load_frames, staged
 
 _MYSQL = re.compile(r"\{\{mysql (\w+)\}\}")
@@ -151,15 +152,27 @@ def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, clu
     no window, incrementally: every job changed since the last load's newest change (less an overlap), and
     the node events and reservations of the days since. Each query to the database is tried again as
     ``retry`` says when the connection fails (default: not); the watermark moves only once all answered."""
-    from ops_warehouse.etl.watermarks import set_watermark, watermark
     import time
 
     db = parse_db_url(url)
-    password = db_password(wh.cfg) if password is None else password
     source = f"slurmdbd:{db}"
     result = LoadResult(source=source)
     started = time.time()
-    status, error = "ok", ""
+    with logged_run(wh, "slurmdbd", source, started) as run:
+        try:
+            password = db_password(wh.cfg) if password is None else password
+            _load(wh, db, password, cluster, w0, w1, retry, result)
+        finally:
+            result.seconds = time.time() - started
+            run.count(result.records_read, result.loaded, result.quarantined)
+    return result
+
+
+def _load(wh, db: DbUrl, password: str, cluster: str, w0: datetime | None, w1: datetime | None,
+          retry: Retry | None, result: LoadResult) -> None:
+    from ops_warehouse.etl.watermarks import set_watermark, watermark
+
+    source = result.source
     since = NOT_INCREMENTAL
     job_window = (w0, w1)
     if w0 is None or w1 is None:
@@ -170,32 +183,24 @@ def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, clu
         # events and reservations of the days since the mark
         job_window = (w1, w1)
         w0 = datetime.fromtimestamp(since, timezone.utc) - timedelta(days=1) if mark else datetime(1970, 1, 2, tzinfo=timezone.utc)
-    try:
-        # the newest change before reading: whatever changes while the load reads (or waits to retry) is newer
-        # and read again next time, however long the retries take (the 10-minute overlap is not what covers it)
-        newest = _query(wh, db, password, cluster, "load/slurmdbd_mod_time.sql", {}, retry)
-        records = read_records(wh, db, password, cluster, *job_window, modified_since=since, retry=retry)
-        runs, steps, q = normalize(records, tz="UTC", cluster=cluster, source=source)
-        result.records_read = records.height
-        result.jobs_loaded, result.steps_loaded, result.quarantined = runs.height, steps.height, q.height
-        for r in q.get_column("reason").to_list():
-            result.reasons[r] = result.reasons.get(r, 0) + 1
-        with staged(wh) as stage:
-            _stage_and_load(wh, stage, 0, runs, steps, q.cast(QUARANTINE_SCHEMA), source)
-        now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
-        events = _query(wh, db, password, cluster, "load/slurmdbd_events.sql", {"from_ts": w0, "to_ts": w1}, retry)
-        resv = _query(wh, db, password, cluster, "load/slurmdbd_reservations.sql", {"from_ts": w0, "to_ts": w1}, retry)
-        resv = resv.with_columns(nodes=pl.col("nodelist").map_elements(
-            lambda h: expand_one(h) if h else [], return_dtype=pl.List(pl.String))).drop("nodelist")
-        load_frames(wh, {"node_event": events.with_columns(now, source=pl.lit(source)),
-                         "reservation": resv.with_columns(now, source=pl.lit(source))})
-        result.events_loaded, result.reservations_loaded = events.height, resv.height
-        if newest.height and newest.item() is not None:
-            set_watermark(wh, watermark_key(db, cluster), newest.item())
-    except OpsError as e:
-        status, error = "failed", str(e)
-        raise
-    finally:
-        result.seconds = time.time() - started
-        _log_run(wh, "slurmdbd", source, started, result, status, error)
-    return result
+    # the newest change before reading: whatever changes while the load reads (or waits to retry) is newer
+    # and read again next time, however long the retries take (the 10-minute overlap is not what covers it)
+    newest = _query(wh, db, password, cluster, "load/slurmdbd_mod_time.sql", {}, retry)
+    records = read_records(wh, db, password, cluster, *job_window, modified_since=since, retry=retry)
+    runs, steps, q = normalize(records, tz="UTC", cluster=cluster, source=source)
+    result.records_read = records.height
+    result.jobs_loaded, result.steps_loaded, result.quarantined = runs.height, steps.height, q.height
+    for r in q.get_column("reason").to_list():
+        result.reasons[r] = result.reasons.get(r, 0) + 1
+    with staged(wh) as stage:
+        _stage_and_load(wh, stage, 0, runs, steps, q.cast(QUARANTINE_SCHEMA), source)
+    now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
+    events = _query(wh, db, password, cluster, "load/slurmdbd_events.sql", {"from_ts": w0, "to_ts": w1}, retry)
+    resv = _query(wh, db, password, cluster, "load/slurmdbd_reservations.sql", {"from_ts": w0, "to_ts": w1}, retry)
+    resv = resv.with_columns(nodes=pl.col("nodelist").map_elements(
+        lambda h: expand_one(h) if h else [], return_dtype=pl.List(pl.String))).drop("nodelist")
+    load_frames(wh, {"node_event": events.with_columns(now, source=pl.lit(source)),
+                     "reservation": resv.with_columns(now, source=pl.lit(source))})
+    result.events_loaded, result.reservations_loaded = events.height, resv.height
+    if newest.height and newest.item() is not None:
+        set_watermark(wh, watermark_key(db, cluster), newest.item())

@@ -1,11 +1,12 @@
-"""Exporter-shaped Parquet -> gpu_sample, xid_event and node_sample, by the engine (sql/load/*.sql).
+"""Exporter-shaped Parquet -> gpu_sample, xid_event, node_sample and lustre_job_io, by the engine
+(sql/load/*.sql).
 
 Every telemetry source ends here. A source hands over exporter-shaped files: a ``timestamp`` column, the
 exporter's label columns and one column per metric named as the exporter names it (the generator's and a
 site's day files are this shape already; the Prometheus, VictoriaMetrics and text sources stage their frames
 as such files). This module only renders the ``{{input}}`` relation of the SQL templates from the metric
 catalog (which exporter name becomes which warehouse column, at what scale); the rules (counter steps, node
-names, Xid events, how a node's series are put together) are SQL: sql/load/ and migration 0005.
+names, Xid events, how a node's series are put together) are SQL: sql/load/ and sql/functions/.
 
 Counters are seeded by the series' last sample before the window: ``seed`` files are read for that sample
 only (the engine reads a handful of their columns).
@@ -21,6 +22,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from ops_warehouse import OpsError
+from ops_warehouse.etl.lustre_jobs import JOB_METRICS
 from ops_warehouse.etl.metric_catalog import GPU_COLUMNS, NODE_MAP_COLUMNS, NODE_SCALAR_COLUMNS, Metric
 
 NODE_COLUMNS = NODE_MAP_COLUMNS + NODE_SCALAR_COLUMNS
@@ -38,8 +40,10 @@ class ExporterFiles:
 
     gpu: list[Path] = field(default_factory=list)  # dcgm-exporter rows: one per GPU per scrape
     node: list[Path] = field(default_factory=list)  # node-level families (NIC ports per device, Lustre, IPMI)
+    job: list[Path] = field(default_factory=list)  # Lustre job_stats (jobid, target, ...: etl/lustre_jobs.py)
     gpu_seed: list[Path] = field(default_factory=list)
     node_seed: list[Path] = field(default_factory=list)
+    job_seed: list[Path] = field(default_factory=list)
 
 
 def check_catalog(cat: dict[str, Metric]) -> None:
@@ -104,9 +108,18 @@ def _ch_structure(path: Path) -> str:
 
 
 def _value(cols: set[str], cat: dict[str, Metric], column: str) -> str:
-    """The expression for one warehouse column from a file's metric columns (NULL when it has none)."""
-    parts = [f"CAST({_q(n)} AS Nullable(Float64))" + (f" * {m.scale!r}" if m.scale != 1 else "")
-             for n, m in cat.items() if m.column == column and n in cols]
+    """The expression for one warehouse column from a file's metric columns (NULL when it has none). A metric
+    with ``match`` counts only on rows whose labels have those values (NULL where the file lacks the label)."""
+    def one(n: str, m: Metric) -> str:
+        v = f"CAST({_q(n)} AS Nullable(Float64))" + (f" * {m.scale!r}" if m.scale != 1 else "")
+        if not m.match:
+            return v
+        if any(k not in cols for k, _ in m.match):
+            return "CAST(NULL AS Nullable(Float64))"
+        cond = " AND ".join(f"ifNull(toString({_q(k)}), '') = {_lit(val)}" for k, val in m.match)
+        return f"if({cond}, {v}, NULL)"
+
+    parts = [one(n, m) for n, m in cat.items() if m.column == column and n in cols]
     if not parts:
         return "CAST(NULL AS Nullable(Float64))"
     return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
@@ -157,12 +170,36 @@ def _node_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) -
         f"'|', ifNull(toString({_q(c)}), '')" for c in labels]) + ")"
     per_device = any(cat[c].per_device for c in metrics)
     device = "ifNull(toString(device), '')" if per_device and "device" in cols else "''"
+    if device != "''" and "port" in cols:
+        # a dual-port HCA: node_exporter's series per device and port (etl/metric_catalog.py nic_key)
+        device = f"if(ifNull(toString(port), '') IN ('', '1'), {device}, concat({device}, ':', toString(port)))"
+    node_cat = {n: m for n, m in cat.items() if m.grain == "node"}
     base = (f"SELECT {_node_expr(cols)} AS node, {series} AS series, {device} AS device, "
             f"toDateTime(timestamp, 'UTC') AS ts, "
-            + ", ".join(f"{_value(set(metrics), cat, c)} AS {c}" for c in NODE_COLUMNS) + f" FROM {rel}")
+            + ", ".join(f"{_value(cols, node_cat, c)} AS {c}" for c in NODE_COLUMNS) + f" FROM {rel}")
     if not seed:
         return base
     return _last_sample(base, ["node", "series", "device"], [], NODE_COLUMNS, COUNTER_COLUMNS)
+
+
+def _job_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) -> str:
+    """A job_stats file as long rows: ts, jobid, target, component, operation, metric, v (cumulative)."""
+    present = [n for n in JOB_METRICS if n in cols]
+    if not present:
+        return ""
+
+    def label(name: str) -> str:
+        return f"ifNull(toString({_q(name)}), '')" if name in cols else "''"
+
+    pairs = ", ".join(f"tuple({_lit(n)}, CAST({_q(n)} AS Nullable(Float64)))" for n in present)
+    base = (f"SELECT toDateTime(timestamp, 'UTC') AS ts, {label('jobid')} AS jobid, {label('target')} AS target, "
+            f"{label('component')} AS component, {label('operation')} AS operation, m.1 AS metric, m.2 AS v "
+            f"FROM {rel} ARRAY JOIN [{pairs}] AS m WHERE m.2 IS NOT NULL")
+    if not seed:
+        return base
+    k = "jobid, target, component, operation, metric"
+    return (f"SELECT last.1 AS ts, jobid, target, component, operation, metric, last.2 AS v FROM "
+            f"(SELECT {k}, argMax(tuple(ts, v), ts) AS last FROM ({base}) GROUP BY {k})")
 
 
 def _union(selects: list[str]) -> str:
@@ -191,7 +228,8 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
     try:
         for kind, main, seeds, make, tables in (
                 ("gpu", files.gpu, files.gpu_seed, _gpu_select, ("gpu_sample", "xid_event")),
-                ("node", files.node, files.node_seed, _node_select, ("node_sample",))):
+                ("node", files.node, files.node_seed, _node_select, ("node_sample",)),
+                ("job", files.job, files.job_seed, _job_select, ("lustre_job_io",))):
             if not main:
                 continue
             parts: dict[bool, list[str]] = {False: [], True: []}
@@ -199,6 +237,8 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                 for p in paths:
                     cols = set(pq.read_schema(p).names)
                     if kind == "node" and not any(c in cat and cat[c].grain == "node" for c in cols):
+                        continue
+                    if kind == "job" and not any(c in JOB_METRICS for c in cols):
                         continue
                     parts[seed].append(make(rel.of(p), cols, cat, seed))
             if not parts[False]:
@@ -215,6 +255,11 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                 counts["gpu_rows"] += _count(wh, f"SELECT count() {window_rows}", params)
                 counts["xid_events"] += _count(
                     wh, "SELECT count() FROM xid_event FINAL WHERE cluster = {cluster:String} AND source = "
+                        "{source:String} AND ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}", params)
+            elif kind == "job":
+                # only loads that had job_stats report them (the counts of other loads keep their keys)
+                counts["job_io_rows"] = counts.get("job_io_rows", 0) + _count(
+                    wh, "SELECT count() FROM lustre_job_io FINAL WHERE cluster = {cluster:String} AND source = "
                         "{source:String} AND ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}", params)
             else:
                 counts["node_rows"] += _count(wh, f"SELECT uniqExact(node, ts) {window_rows}", params)

@@ -1,7 +1,8 @@
 """Telemetry day files into the warehouse: ``<root>/<family>/<YYYY-MM-DD>.parquet`` (or ``.csv``).
 
 The families are the exporters' (``dcgm`` for dcgm-exporter, ``nic``, ``lustre``, ``ipmi`` and any other
-folder of node-level metrics the catalog knows), each file exporter-shaped: a ``timestamp`` column, the
+folder of node-level metrics the catalog knows; a folder whose files have a ``jobid`` column holds Lustre
+job_stats, loaded into ``lustre_job_io``: etl/lustre_jobs.py), each file exporter-shaped: a ``timestamp`` column, the
 exporter's labels and one column per metric under the exporter's name (the generator writes this; so does a
 VictoriaMetrics or Prometheus export turned wide). The engine reads the files itself
 (etl/telemetry_insert.py, sql/load/): a day at a time, the day before seeding its counters, then the hourly
@@ -14,13 +15,16 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from ops_warehouse import OpsError
 from ops_warehouse.etl.metric_catalog import catalog
+from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
 from ops_warehouse.etl.telemetry_insert import ExporterFiles, insert_window
 
 GPU_FAMILY = "dcgm"
-_LABELS_AS_TEXT = ("gpu", "UUID", "device", "modelName", "Hostname", "instance", "port", "fs")
+_LABELS_AS_TEXT = ("gpu", "UUID", "device", "modelName", "Hostname", "instance", "port", "fs", "target", "component",
+                   "jobid", "operation")
 
 
 def _day_file(root: Path, family: str, d: date) -> Path | None:
@@ -42,6 +46,7 @@ def _as_parquet(p: Path, stage: Path) -> Path:
     return out
 
 
+@logged_load("telemetry", lambda a: f"file:{a['root']} {window_text(a)}", telemetry_counts)
 def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cluster: str | None = None,
                      progress=None) -> dict:
     """Load the exporter day files of whole days ``date_from`` .. ``date_to``."""
@@ -68,11 +73,12 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
                     p = _day_file(root, fam, day)
                     if p is None:
                         continue
-                    kind = "gpu" if fam == GPU_FAMILY else "node"
-                    getattr(files, f"{kind}_seed" if seed else kind).append(_as_parquet(p, stage))
+                    p = _as_parquet(p, stage)
+                    kind = "gpu" if fam == GPU_FAMILY else "job" if "jobid" in pq.read_schema(p).names else "node"
+                    getattr(files, f"{kind}_seed" if seed else kind).append(p)
             c = insert_window(wh, files, cat, cluster, source, (w0, w0 + timedelta(days=1)))
             for key, n in c.items():
-                counts[key] += n
+                counts[key] = counts.get(key, 0) + n
             counts["days"] += 1
             for p in stage.iterdir():  # converted CSV of this day and the day before
                 p.unlink()

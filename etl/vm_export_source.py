@@ -24,13 +24,16 @@ from pathlib import Path
 import polars as pl
 
 from ops_warehouse import OpsError
-from ops_warehouse.etl.metric_catalog import catalog
+from ops_warehouse.etl.lustre_jobs import JOB_METRICS
+from ops_warehouse.etl.metric_catalog import POD_LABELS, catalog
 from ops_warehouse.etl.openmetrics_source import (
     _TS_MS_MAX, LABELS, QUARANTINE_SCHEMA, clip_raw, load_samples, quarantine, split_bad_samples,
 )
+from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
+from ops_warehouse.warehouse import redact as _redact
 
 _SERIES_SCHEMA = {"metric": pl.String, **{k: pl.String for k in LABELS}, "values": pl.List(pl.Float64),
-                  "timestamps": pl.List(pl.Int64), "line_no": pl.UInt64}
+                  "timestamps": pl.List(pl.Int64), "_pods": pl.UInt32, "line_no": pl.UInt64}
 
 
 def read_export(data: bytes | Path) -> pl.DataFrame:
@@ -50,6 +53,7 @@ def parse_export(data: bytes | Path) -> tuple[pl.DataFrame, pl.DataFrame]:
         "metric", *LABELS,
         pl.from_epoch("timestamps", "ms").dt.replace_time_zone("UTC").alias("timestamp"),
         pl.col("values").alias("value"),
+        "_pods",
         "line_no",
     )
     return samples, bad
@@ -79,6 +83,9 @@ def _series_fast(data: bytes) -> pl.DataFrame | None:
         m.field("__name__").alias("metric"),
         *[(m.field(k) if k in fields else pl.lit(None, dtype=pl.String)).alias(k) for k in LABELS],
         pl.col("values").cast(pl.List(pl.Float64)), pl.col("timestamps").cast(pl.List(pl.Int64)),
+        # Kubernetes workload labels the series carries (etl/openmetrics_source.py families())
+        pl.sum_horizontal([(m.field(k).fill_null("") != "").cast(pl.UInt32) for k in POD_LABELS if k in fields]
+                          or [pl.lit(0, dtype=pl.UInt32)]).cast(pl.UInt32).alias("_pods"),
     ).with_row_index("line_no", offset=1).with_columns(pl.col("line_no").cast(pl.UInt64))
     ok = df.select(
         pl.col("metric").is_not_null().all()
@@ -131,7 +138,8 @@ def _one_series(line: bytes) -> dict:
         floats = [float(v) for v in values]
     except OverflowError:
         raise ValueError("a value is beyond a float") from None
-    out = {"metric": labels["__name__"], "values": floats, "timestamps": stamps}
+    out = {"metric": labels["__name__"], "values": floats, "timestamps": stamps,
+           "_pods": sum(1 for k in POD_LABELS if labels.get(k) not in (None, ""))}
     for k in LABELS:
         v = labels.get(k)
         if v is not None and not isinstance(v, (str, int)):
@@ -158,6 +166,7 @@ def fetch_export(url: str, match: str, start: datetime, end: datetime, timeout_s
     return Path(tmp)
 
 
+@logged_load("telemetry", lambda a: f"vm-export:{_redact(str(a['source']))} {window_text(a)}", telemetry_counts)
 def load_vm_export(wh, source: str | Path, date_from: date, date_to: date, *, cluster: str | None = None) -> dict:
     """Load an export: a URL (fetched for the window plus the day before, to seed counters) or a file."""
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
@@ -166,7 +175,7 @@ def load_vm_export(wh, source: str | Path, date_from: date, date_to: date, *, cl
     window = (w0, datetime.combine(date_to, datetime.min.time(), timezone.utc) + timedelta(days=1))
     tmp = None
     if str(source).startswith(("http://", "https://")):
-        match = "{__name__=~\"" + "|".join(sorted(cat)) + "\"}"
+        match = "{__name__=~\"" + "|".join(sorted([*cat, *JOB_METRICS])) + "\"}"
         tmp = path = fetch_export(str(source), match, w0 - timedelta(days=1), window[1] - timedelta(milliseconds=1))
     else:
         path = Path(source)

@@ -50,6 +50,14 @@ def _one(rows: list[dict], **match) -> dict:
     return {}
 
 
+def _partial(r: dict) -> str:
+    """' (partial, through 2026-10-15 12:00 UTC)' for a month still in progress in the loaded data, else ''."""
+    through = (r.get("period") or {}).get("partial_through")
+    if not through:
+        return ""
+    return f" (partial, through {datetime.fromisoformat(through):%Y-%m-%d %H:%M} UTC)"
+
+
 def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | None]]:
     """(title, lead text, table header, table rows, chart name) per section, in report order."""
     cl = _one(r["utilization"], level="cluster")
@@ -64,7 +72,10 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
 
     own_alloc = sum(p["allocated_gpu_h"] or 0 for p in r["projects"])
     own_cost = sum(p["cost"] or 0 for p in r["projects"])
-    partial = "" if r.get("month_complete", True) else " (partial month: the loaded history ends inside it)"
+    partial = _partial(r)
+    if partial:
+        partial += (": every figure stops where the loaded job history does; the rest of the month is not "
+                    "counted as available capacity")
     lead = (f"{r['cluster']}, {r['month']}{partial}, {who}. Utilization of the available GPU-hours: "
             f"**{_pct(cl.get('utilization'))}** ({_delta(cl.get('utilization'), cl_prev.get('utilization'), True)} "
             f"vs {r['previous_month']}" + ("" if r["previous_month_has_data"] else ": no jobs loaded") + ").")
@@ -216,7 +227,7 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
 
 def _title(r: dict) -> str:
     who = f"project {r['project']}" if r["scope"] == "project" else "cluster"
-    return f"Monthly report {r['month']}: {r['cluster']}, {who}"
+    return f"Monthly report {r['month']}{_partial(r)}: {r['cluster']}, {who}"
 
 
 def to_markdown(r: dict, chart_files: dict[str, str] | None = None) -> str:

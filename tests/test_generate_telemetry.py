@@ -123,7 +123,9 @@ def test_files_per_day_and_schemas(run):
     n = family(run, "nic")
     assert set(n["device"]) == {f"mlx5_{i}" for i in range(10)} and set(n["port"]) == {"1"}
     assert set(n["instance"]) == {f"{N1}:9100", f"{N2}:9100"}
-    assert set(family(run, "lustre")["fs"]) == {"lustre01"}
+    lu = family(run, "lustre")
+    assert set(lu["component"]) == {"client"} and lu["target"].str.starts_with("lustre01-ffff").all()
+    assert lu["target"].n_unique() == 2  # one llite mount per node
 
 
 # ----------------------------------------------------------------------------------------------- GPU physics
@@ -270,13 +272,13 @@ def test_checkpoint_bursts_on_storage_nics_and_lustre(run):
         assert d[22] == pytest.approx(5e9 + 0.6e6 + 90e3, rel=1e-6)
         assert all(d[m] < 1e7 for m in range(1, 240) if m not in (21, 22))
     lu = deltas(family(run, "lustre").filter(pl.col("instance") == f"{N1}:9169").sort("timestamp"),
-                "lustre_client_write_bytes_total")
+                "lustre_write_bytes_total")
     d = dict(zip(lu["minute"], lu["d"]))
     assert d[21] == pytest.approx(30e9 + 1.2e6, rel=1e-6)
     assert d[22] == pytest.approx(10e9 + 1.2e6, rel=1e-6)
     # steady reads while job 1 runs: 25 MB/s per GPU x 4 GPUs x 60 s, within the +-20 % jitter
     rd = deltas(family(run, "lustre").filter(pl.col("instance") == f"{N1}:9169").sort("timestamp"),
-                "lustre_client_read_bytes_total")
+                "lustre_read_bytes_total")
     r = dict(zip(rd["minute"], rd["d"]))
     assert all(0.8 * 6e9 <= r[m] <= 1.2 * 6e9 for m in range(11, 20))
     assert all(r[m] == 0 for m in range(1, 10))
@@ -326,7 +328,7 @@ def test_openmetrics_content(run):
         assert len(families) == len(set(families)) == len(METRICS)
         kinds = dict(types)
         assert kinds["node_infiniband_port_data_received_bytes"] == "counter"
-        assert kinds["lustre_client_write_bytes"] == "counter"
+        assert kinds["lustre_write_bytes"] == "counter"
         assert kinds["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"] == "gauge"
         current, last_ts = None, {}
         for line in text.splitlines():

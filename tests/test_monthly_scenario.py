@@ -34,6 +34,7 @@ from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.marts import refresh_capacity, run_mart
 from ops_warehouse.monthly import monthly_report, pseudonym
+from ops_warehouse.pseudonyms import pseudonym_key
 from ops_warehouse.reports.monthly_render import to_html, to_json, to_markdown
 
 UTC = timezone.utc
@@ -215,7 +216,7 @@ def test_project_report_isolation_and_formats(scenario):
     assert {x["user"] for x in r["users"]} == {"alice"}
     anon = monthly_report(scenario, project="A", cluster="t1", anonymize_users=True)
     text = to_json(anon) + to_markdown(anon)
-    assert "alice" not in text and pseudonym("alice") in text
+    assert "alice" not in text and pseudonym("alice", pseudonym_key(scenario)) in text
     cl = monthly_report(scenario, cluster="t1")
     assert {p["project"] for p in cl["projects"]} == {"A", "B", "C"} and cl["users"] == []
 

@@ -32,7 +32,7 @@ def _counter_steps(df: pl.DataFrame, keys: list[str], col: str) -> pl.Series:
 
 
 def test_counter_steps_handle_resets(wh):
-    # the SQL rule every load applies (migration 0005): a drop is a restart from zero
+    # the SQL rule every load applies (sql/functions/counter_step.sql): a drop is a restart from zero
     got = rows(wh, "SELECT counter_step(v, lagInFrame(toNullable(v)) OVER (ORDER BY i ROWS BETWEEN 1 PRECEDING "
                    "AND CURRENT ROW)) FROM (SELECT arrayJoin([(1, 100.), (2, 150.), (3, 230.), (4, 20.), (5, 50.), "
                    "(6, 50.)]) AS t, t.1 AS i, t.2 AS v) ORDER BY i")
@@ -64,7 +64,7 @@ def test_loaded_telemetry_matches_the_files(site, wh):
     rx = _counter_steps(nic, ["instance", "device"], "node_infiniband_port_data_received_bytes_total").sum()
     assert got["nic_rx_bytes"] == pytest.approx(rx, rel=1e-9)
     lustre = pl.concat([pl.read_parquet(p) for p in sorted((site / "telemetry" / "lustre").glob("*.parquet"))])
-    wr = _counter_steps(lustre, ["instance"], "lustre_client_write_bytes_total").sum()
+    wr = _counter_steps(lustre, ["instance"], "lustre_write_bytes_total").sum()
     assert got["storage_write_bytes"] == pytest.approx(wr, rel=1e-9)
 
 

@@ -41,7 +41,8 @@ def test_rendered_ddl_parses_with_the_engines_own_parser(wh, mode):
         assert "'/clickhouse/tables/all/{database}/account_project'" in text
         distributed = {s.split()[5] for s in stmts if "ENGINE = Distributed" in s}
         assert distributed == {"slurm_job_run", "slurm_job_step", "etl_quarantine", "etl_run_log", "gpu_sample",
-                               "node_sample", "xid_event", "gpu_hour", "node_hour", "capacity_node_hour"}
+                               "node_sample", "xid_event", "gpu_hour", "node_hour", "capacity_node_hour",
+                               "lustre_job_io"}
     else:
         assert "Replicated" not in text and "ON CLUSTER" not in text and "_local" not in text
 
@@ -107,3 +108,38 @@ def test_a_connection_without_the_sites_config_keeps_its_projects_and_cost_model
         assert set(warehouse_cost_model(fresh)) == set(DEFAULT_COST_MODEL)
     finally:
         close_embedded()
+
+
+def test_init_without_the_sites_config_keeps_its_projects_and_cost_model(tmp_path):
+    """`ops-report init` (issue 13) keeps what connect() keeps: run without [projects] or [cost.*] it leaves
+    the mapping and the cost model the site's config gave (before: it emptied account_project)."""
+    from tests.test_cli import ops
+
+    dsn = f"chdb://{tmp_path / 'wh'}"
+    site = tmp_path / "site.toml"
+    site.write_text('[projects]\nproja = "A"\nprojb = "B"\n[cost.h100]\nnode_price = 123456\namortization_years = 4\n'
+                    'power_price_per_kwh = 0.2\npue = 1.1\npeak_bf16_tflops = 989\n')
+    bare = tmp_path / "bare.toml"
+    bare.write_text('timezone = "UTC"\n')
+    env = {"OPS_WAREHOUSE": ""}
+    ops("--config", str(site), "--warehouse", dsn, "init", env=env)
+
+    def state():
+        from ops_warehouse.migrations import warehouse_cost_model
+
+        wh = connect(Config(dsn=dsn), migrate=False)
+        try:
+            return (wh.query_rows("SELECT account, project FROM account_project FINAL ORDER BY account"),
+                    warehouse_cost_model(wh).get("h100", {}).get("node_price"))
+        finally:
+            close_embedded()
+
+    assert state()[0] == [("proja", "A"), ("projb", "B")]
+    out = ops("--config", str(bare), "--warehouse", dsn, "init", env=env).stdout
+    assert "schema up to date" in out
+    assert state()[0] == [("proja", "A"), ("projb", "B")]
+    assert state()[1] == 123456.0  # init synced the site's cost model, and the bare config kept it
+    # a config that names the mapping does replace it, through init as through any command
+    site.write_text('[projects]\nproja = "Z"\n')
+    ops("--config", str(site), "--warehouse", dsn, "init", env=env)
+    assert state()[0] == [("proja", "Z")]

@@ -26,9 +26,10 @@ Families, metric names and labels (the real exporters' spelling)
 ``node_infiniband_port_data_transmitted_bytes_total`` (byte counters). mlx5_0 .. mlx5_{compute_nics-1}
 are the compute rails (GPU i talks on rail i % compute_nics), the next ``storage_nics`` carry Lustre.
 
-``lustre`` (a Lustre client exporter; labels ``instance`` "<node>:9169", ``fs`` "lustre01"):
-``lustre_client_read_bytes_total`` and ``lustre_client_write_bytes_total`` (byte counters). These two
-names are this generator's choice (exporters differ); the warehouse reads them under these names.
+``lustre`` (HPE/GSI lustre_exporter's client llite stats; labels ``instance`` "<node>:9169", ``component``
+"client", ``target`` "lustre01-ffff..." (the file system and the client's superblock, as llite names a
+mount)): ``lustre_read_bytes_total`` and ``lustre_write_bytes_total`` (byte counters), the exporter's own
+names (tests/data/metrics/lustre_exporter-hpe/).
 
 ``ipmi`` (ipmi_exporter; label ``instance`` "<node>:9290"): ``ipmi_dcmi_power_consumption_watts``.
 
@@ -134,15 +135,15 @@ METRICS = (
      "Number of data octets received on all links"),
     ("nic", "node_infiniband_port_data_transmitted_bytes_total", "counter",
      "Number of data octets transmitted on all links"),
-    ("lustre", "lustre_client_read_bytes_total", "counter", "Bytes read by this client from the file system."),
-    ("lustre", "lustre_client_write_bytes_total", "counter", "Bytes written by this client to the file system."),
+    ("lustre", "lustre_read_bytes_total", "counter", "The total number of bytes that have been read."),
+    ("lustre", "lustre_write_bytes_total", "counter", "The total number of bytes that have been written."),
     ("ipmi", "ipmi_dcmi_power_consumption_watts", "gauge", "Current power consumption in Watts."),
 )
 FAMILIES = ("dcgm", "nic", "lustre", "ipmi")
 LABELS = {
     "dcgm": ("gpu", "UUID", "device", "modelName", "Hostname"),
     "nic": ("instance", "device", "port"),
-    "lustre": ("instance", "fs"),
+    "lustre": ("instance", "component", "target"),
     "ipmi": ("instance",),
 }
 DTYPES = {
@@ -338,7 +339,8 @@ class _World:
         dev = [f"mlx5_{i}" for i in range(C + S)]
         nic = pl.DataFrame({"instance": nodes + f":{PORTS['nic']}"}).join(
             pl.DataFrame({"device": dev, "port": ["1"] * len(dev)}), how="cross", maintain_order="left_right")
-        lustre = pl.DataFrame({"instance": nodes + f":{PORTS['lustre']}", "fs": [LUSTRE_FS] * N})
+        lustre = pl.DataFrame({"instance": nodes + f":{PORTS['lustre']}", "component": ["client"] * N,
+                               "target": [f"{LUSTRE_FS}-ffff{0x9c4e00000000 + i * 0x1000:012x}" for i in range(N)]})
         ipmi = pl.DataFrame({"instance": nodes + f":{PORTS['ipmi']}"})
         self.labels = {"dcgm": dcgm, "nic": nic, "lustre": lustre, "ipmi": ipmi}
         self.om_labels = {}
@@ -569,8 +571,7 @@ class _World:
                 "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": i32(bits), "DCGM_FI_DEV_XID_ERRORS": xid}),
             "nic": fam(present_nic, {"node_infiniband_port_data_received_bytes_total": rx_c,
                                      "node_infiniband_port_data_transmitted_bytes_total": tx_c}),
-            "lustre": fam(present_n, {"lustre_client_read_bytes_total": rd_c,
-                                      "lustre_client_write_bytes_total": wr_c}),
+            "lustre": fam(present_n, {"lustre_read_bytes_total": rd_c, "lustre_write_bytes_total": wr_c}),
             "ipmi": fam(present_n, {"ipmi_dcmi_power_consumption_watts": node_w}),
         }
 

@@ -2,7 +2,7 @@
 -- {{input}} is the exporter rows renamed to warehouse columns by the metric catalog (etl/telemetry_insert.py
 -- renders it: node, gpu, ts, model_name, uuid and every metric column, counters still cumulative). Rows
 -- before the window (the previous day's last sample per GPU) only seed the counters.
--- energy_j and nvlink_bytes are counters: stored as the amount in the step (counter_step, migration 0005),
+-- energy_j and nvlink_bytes are counters: stored as the amount in the step (counter_step, sql/functions/),
 -- so any later roll-up is a plain sum.
 INSERT INTO gpu_sample (cluster, node, gpu, ts, step_s, model_name, uuid, gpu_util_pct, sm_active,
     gr_engine_active, tensor_active, dram_active, fb_used_mib, fb_free_mib, power_w, energy_j, temp_c,

@@ -3,7 +3,7 @@
 -- {{input}} is every family's rows renamed by the metric catalog (etl/telemetry_insert.py): node, series
 -- (the family and its other labels: device, port, filesystem), device (the NIC, '' for node-level
 -- families), ts, and the node columns, counters still cumulative. Counters become the amount in the step per
--- series (counter_step, migration 0005); then a node's series at one time are put together: NICs as arrays
+-- series (counter_step, sql/functions/); then a node's series at one time are put together: NICs as arrays
 -- sorted by device (an unknown first step is 0 there: arrays hold no NULL), the node-level columns summed
 -- over their series (several Lustre filesystems add up; IPMI DCMI gives one power reading per node).
 INSERT INTO node_sample (cluster, node, ts, step_s, nic_device, nic_rx_bytes, nic_tx_bytes, lustre_read_bytes,

@@ -1,6 +1,6 @@
 -- Investment effectiveness of [from_ts, to_ts) by GPU model, from the cost model (cost_model, config
 -- [cost.<model>]) and capacity_node_hour:
---   capex        capacity GPU-hours × capex_per_gpu_hour (migration 0005): what the hardware costs while it
+--   capex        capacity GPU-hours × capex_per_gpu_hour (sql/functions/): what the hardware costs while it
 --                exists, used or not
 --   energy       energy_cost of the GPU energy from telemetry (× PUE × power price) (node energy beyond the GPUs is not metered
 --                per job; the IPMI node power is in the telemetry tables)

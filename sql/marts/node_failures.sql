@@ -1,12 +1,16 @@
 -- Nodes that went DOWN or were DRAINED in [from_ts, to_ts): how often, for how long inside the window,
 -- why (the reasons Slurm recorded), and the cluster's hardware failure rate as the nodes saw it:
 -- DOWN events per 1,000 in-service node-days. repeated = DOWN at least twice ("lemon" candidates).
-WITH ev AS (
+-- Events stop where the loaded data does (data_through.sql: the window's end, or the as-of time of a month
+-- in progress); an event still open at the last load lasts to then.
+WITH
+    (SELECT through_ts FROM ({{mart data_through}})) AS cut_ts,
+ev AS (
     SELECT node, state, reason, start_ts,
-           overlap_s(start_ts, coalesce(end_ts, {to_ts:DateTime('UTC')}), {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS in_window_s
+           overlap_s(start_ts, coalesce(end_ts, cut_ts), {from_ts:DateTime('UTC')}, cut_ts) AS in_window_s
     FROM node_event FINAL
-    WHERE cluster = {cluster:String} AND start_ts < {to_ts:DateTime('UTC')}
-      AND coalesce(end_ts, {to_ts:DateTime('UTC')}) > {from_ts:DateTime('UTC')}
+    WHERE cluster = {cluster:String} AND start_ts < cut_ts
+      AND coalesce(end_ts, cut_ts) > {from_ts:DateTime('UTC')}
 ),
 node_days AS (
     SELECT sum(capacity_gpu_s / gpus) / 86400 AS d FROM capacity_node_hour FINAL

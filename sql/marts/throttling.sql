@@ -1,10 +1,12 @@
 -- GPUs that ran with a thermal or power clock-event reason set in [from_ts, to_ts) (DCGM throttle bits
 -- 0x04 SW power cap, 0x08 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake: see sql/refresh/
--- telemetry_hourly.sql), hours per GPU, with its peak temperature.
+-- telemetry_hourly.sql), hours per GPU, with its peak temperature. Hours that ended by the time the loaded
+-- data reaches (data_through.sql), as in capacity_node_hour.
 SELECT node, gpu, any(model_name) AS gpu_model, sum(throttled_s) / 3600 AS throttled_hours,
        max(temp_c_max) AS temp_c_max
 FROM gpu_hour FINAL
 WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}
+  AND hour + 3600 <= (SELECT through_ts FROM ({{mart data_through}}))
 GROUP BY node, gpu
 HAVING throttled_hours > 0
 ORDER BY throttled_hours DESC, node, gpu;

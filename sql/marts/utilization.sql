@@ -8,6 +8,8 @@
 --   allocated_idle  = allocated GPU-hours the telemetry saw idle (mean GPU utilization under the
 --                     threshold): allocated − busy, since no work runs on an unallocated GPU; only where
 --                     telemetry covers the hour
+-- A month in progress counts to the time the loaded job history reaches, not to its end: the grain is
+-- cut there (sql/refresh/capacity_node_hour.sql, data_through.sql).
 SELECT
     multiIf(grouping(gpu_model) = 0, 'gpu_model', grouping(partition) = 0, 'partition', 'cluster') AS level,
     if(grouping(gpu_model) = 0, gpu_model, if(grouping(partition) = 0, partition, '')) AS key,

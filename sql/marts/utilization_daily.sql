@@ -1,5 +1,6 @@
 -- The capacity of each day of [from_ts, to_ts) split into down, drained, allocated, reserved-idle and free
 -- GPU-hours (the stacked timeline of the monthly report), with {project}'s own allocation ('' for none).
+-- A month in progress has days up to the time the loaded data reaches (data_through.sql).
 WITH project_alloc AS (
     SELECT toDate(hour) AS day, sum(gpus_per_node * overlap_s(hour, hour + 3600, s, e)) / 3600 AS gpu_h
     FROM (
@@ -27,6 +28,7 @@ FROM (
            sumIf(greatest(0, allocated_gpu_s - busy_gpu_s), covered_gpu_s > 0) / 3600 AS allocated_idle_gpu_h
     FROM capacity_node_hour FINAL
     WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}
+      AND hour < (SELECT through_ts FROM ({{mart data_through}}))
     GROUP BY day
 ) AS c
 LEFT JOIN project_alloc AS p ON c.day = p.day

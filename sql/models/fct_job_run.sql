@@ -37,11 +37,13 @@ flagged AS (
 usage AS (
     SELECT
         *,
-        -- the interval the run held its resources; running jobs count up to the time of their last load
+        -- the interval the run held its resources; running jobs count up to the time of their last load.
+        -- A final run whose End sacct printed as Unknown ends at its as-of time (Start + Elapsed): it ran
+        -- (tests/test_sacct_other_sites.py, slurm2sql's job 43977780)
         if(never_ran, NULL, start_ts) AS usage_start_ts,
-        if(never_ran, NULL, if(is_final, end_ts, as_of_ts)) AS usage_end_ts,
+        if(never_ran, NULL, if(is_final, coalesce(end_ts, as_of_ts), as_of_ts)) AS usage_end_ts,
         if(never_ran OR start_ts IS NULL, 0,
-           greatest(toInt64(if(is_final, end_ts, as_of_ts)) - toInt64(start_ts), 0)) AS wall_s
+           greatest(toInt64(if(is_final, coalesce(end_ts, as_of_ts), as_of_ts)) - toInt64(start_ts), 0)) AS wall_s
     FROM flagged
 ),
 

@@ -1,35 +1,52 @@
 -- Recompute capacity_node_hour for the whole hours of [from_ts, to_ts) (see migration 0007 for the
 -- columns). Every input is clipped to the window, so a month is exact at its boundaries.
---   capacity   node_inventory: GPUs × the part of the hour between in_service_ts and retired_ts
+--   cut        nothing is known of a cluster's use after the as-of time of its loaded job history
+--              (sql/models/cluster_as_of.sql): every figure stops at least(to_ts, as_of), the through_ts
+--              of sql/marts/data_through.sql. The hours after it keep a row with nothing in it, so a
+--              refresh replaces what an earlier refresh (or an earlier version of this file) wrote there.
+--              A cluster without job records is not cut.
+--   capacity   node_inventory: GPUs × the part of the hour between in_service_ts and retired_ts (or the cut)
 --   down/drain node_event: overlapping events of a node are merged first (a node DOWN during a drain
---              counts once: as down); an event still open at the last load lasts to the window's end;
+--              counts once: as down); an event still open at the last load lasts to the cut;
 --              GPUs a draining node's running jobs still hold are allocated, not drained (as sreport)
---   reserved   reservation: its nodes × the part of the hour it covers, minus the unusable part
+--   reserved   reservation: its nodes × the part of the hour it covers (to the cut), minus the unusable part
 --   idle split the usable time nobody was allocated: reserved_idle (inside a reservation), else free
 --   allocated  fct_job_run: every run that held resources (superseded runs of requeued jobs included);
---              a run's GPUs are spread evenly over its nodes (sacct records the total, not per node)
---   telemetry  gpu_hour / node_hour rollups; a GPU-hour is busy when its mean GPU utilization reached
---              {idle_util_pct} percent
+--              a run's GPUs are spread evenly over its nodes (sacct records the total, not per node); a
+--              run counts to its end or, still running, to the time it was last seen: never past the cut
+--   telemetry  gpu_hour / node_hour rollups of the hours that ended by the cut (an hourly rollup cannot be
+--              split: the part of an hour before the cut has capacity and allocation, no telemetry); a
+--              GPU-hour is busy when its mean GPU utilization reached {idle_util_pct} percent
 INSERT INTO capacity_node_hour
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
     toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1,
+cuts AS (
+    SELECT cluster, least(w1, as_of_ts) AS cut FROM cluster_as_of
+),
 nodes AS (
-    SELECT cluster, node, partition, gpu_model, rack, gpus, in_service_ts,
-           coalesce(retired_ts, toDateTime('2106-01-01 00:00:00', 'UTC')) AS retired
-    FROM node_inventory FINAL
-    WHERE in_service_ts < w1 AND coalesce(retired_ts, w1) > w0
+    SELECT n.cluster AS cluster, n.node AS node, n.partition AS partition, n.gpu_model AS gpu_model,
+           n.rack AS rack, n.gpus AS gpus, n.in_service_ts AS in_service_ts,
+           coalesce(n.retired_ts, toDateTime('2106-01-01 00:00:00', 'UTC')) AS retired,
+           ifNull(c.cut, w1) AS cut
+    FROM (SELECT * FROM node_inventory FINAL WHERE in_service_ts < w1 AND coalesce(retired_ts, w1) > w0) AS n
+    LEFT JOIN cuts AS c ON c.cluster = n.cluster
+),
+clusters AS (
+    SELECT DISTINCT cluster, cut FROM nodes
 ),
 grid AS (
     SELECT cluster, node, hour, partition, gpu_model, rack, gpus,
-           toFloat64(gpus * overlap_s(hour, hour + 3600, in_service_ts, retired)) AS capacity_gpu_s
+           toFloat64(gpus * overlap_s(hour, hour + 3600, in_service_ts, least(retired, cut))) AS capacity_gpu_s
     FROM nodes
     ARRAY JOIN hours_touched(greatest(w0, in_service_ts), least(w1, retired)) AS hour
 ),
 events AS (
-    SELECT cluster, node, greatest(start_ts, w0) AS s, least(coalesce(end_ts, w1), w1) AS e, state
-    FROM node_event FINAL
-    WHERE start_ts < w1 AND coalesce(end_ts, w1) > w0
+    SELECT v.cluster AS cluster, v.node AS node, greatest(v.start_ts, w0) AS s,
+           least(coalesce(v.end_ts, x.cut), x.cut) AS e, v.state AS state
+    FROM (SELECT * FROM node_event FINAL WHERE start_ts < w1 AND coalesce(end_ts, w1) > w0) AS v
+    INNER JOIN clusters AS x ON x.cluster = v.cluster
+    WHERE v.start_ts < x.cut
 ),
 classed AS (
     SELECT cluster, node, s, e, 'unusable' AS cls FROM events
@@ -64,9 +81,11 @@ reserved AS (
     SELECT cluster, node, hour, least(sum(overlap_s(hour, hour + 3600, s, e)), 3600) AS reserved_s,
            arrayStringConcat(arraySort(groupUniqArray(name)), ',') AS reservation
     FROM (
-        SELECT cluster, name, greatest(start_ts, w0) AS s, least(end_ts, w1) AS e, nodes
-        FROM reservation FINAL
-        WHERE start_ts < w1 AND end_ts > w0
+        SELECT r.cluster AS cluster, r.name AS name, greatest(r.start_ts, w0) AS s, least(r.end_ts, x.cut) AS e,
+               r.nodes AS nodes
+        FROM (SELECT * FROM reservation FINAL WHERE start_ts < w1 AND end_ts > w0) AS r
+        INNER JOIN clusters AS x ON x.cluster = r.cluster
+        WHERE r.start_ts < x.cut
     )
     ARRAY JOIN nodes AS node
     ARRAY JOIN hours_touched(s, e) AS hour
@@ -97,14 +116,17 @@ gpu_tel AS (
            sum(ifNull(dram_active_avg, 0) * covered_s) AS dram_gpu_s,
            sum(ifNull(energy_j, 0)) AS gpu_energy_j,
            sum(throttled_s) AS throttled_gpu_s
-    FROM gpu_hour FINAL
-    WHERE hour >= w0 AND hour < w1
+    FROM (SELECT t.* FROM (SELECT * FROM gpu_hour FINAL WHERE hour >= w0 AND hour < w1) AS t
+          INNER JOIN clusters AS x ON x.cluster = t.cluster WHERE t.hour + 3600 <= x.cut)
     GROUP BY cluster, node, hour
 ),
 node_tel AS (
-    SELECT cluster, node, hour, nic_rx_bytes, nic_tx_bytes, lustre_read_bytes, lustre_write_bytes
-    FROM node_hour FINAL
-    WHERE hour >= w0 AND hour < w1
+    SELECT t.cluster AS cluster, t.node AS node, t.hour AS hour, t.nic_rx_bytes AS nic_rx_bytes,
+           t.nic_tx_bytes AS nic_tx_bytes, t.lustre_read_bytes AS lustre_read_bytes,
+           t.lustre_write_bytes AS lustre_write_bytes
+    FROM (SELECT * FROM node_hour FINAL WHERE hour >= w0 AND hour < w1) AS t
+    INNER JOIN clusters AS x ON x.cluster = t.cluster
+    WHERE t.hour + 3600 <= x.cut
 )
 SELECT
     g.cluster, g.node, g.hour, g.partition, g.gpu_model, g.rack, g.gpus,

@@ -57,10 +57,11 @@ jobs AS (
         multiIf({period:String} = 'day', toDate(start_ts, {tz:String}),
                 {period:String} = 'month', toStartOfMonth(toDate(start_ts, {tz:String})),
                 {from_date:Date}) AS start_period,
-        multiIf({period:String} = 'day', toDate(end_ts, {tz:String}),
-                {period:String} = 'month', toStartOfMonth(toDate(end_ts, {tz:String})),
+        multiIf({period:String} = 'day', toDate(ended_ts, {tz:String}),
+                {period:String} = 'month', toStartOfMonth(toDate(ended_ts, {tz:String})),
                 {from_date:Date}) AS end_period
-    FROM fct_job_run
+    -- a final run whose End sacct printed as Unknown ended at its as-of time (Start + Elapsed)
+    FROM (SELECT *, coalesce(end_ts, as_of_ts) AS ended_ts FROM fct_job_run)
     WHERE is_superseded = 0
 ),
 
@@ -76,13 +77,13 @@ events AS (
 
     SELECT {{by}} period_start, 0, 0, 0, 0, 0, 1, 0, 0
     FROM (SELECT *, end_period AS period_start FROM jobs)
-    WHERE never_ran = 0 AND is_final = 1 AND end_ts >= w_start AND end_ts < w_end
+    WHERE never_ran = 0 AND is_final = 1 AND ended_ts >= w_start AND ended_ts < w_end
 
     UNION ALL
 
     SELECT {{by}} period_start, 0, 0, 0, 0, 0, 0, 1, 0
     FROM (SELECT *, end_period AS period_start FROM jobs)
-    WHERE never_ran = 1 AND is_final = 1 AND end_ts >= w_start AND end_ts < w_end
+    WHERE never_ran = 1 AND is_final = 1 AND ended_ts >= w_start AND ended_ts < w_end
 
     UNION ALL
 
