@@ -2,7 +2,7 @@
 
     /work/venv/bin/python bench/bench_etl_sacct.py [--jobs 1000000] [--small-jobs 250000] [--workdir DIR]
 
-1. writes a synthetic ``sacct --parsable2`` dump with steps (ops_warehouse.synth) and times it;
+1. writes a synthetic ``sacct --parsable2`` dump with steps (ops_warehouse.generate.volume) and times it;
 2. in a fresh child process, loads it with the product (``ops_warehouse.etl.sacct_load.load_sacct``) into a
    fresh embedded warehouse: seconds, rows/s, peak RSS of that child;
 3. in another fresh child, the ceiling: ClickHouse (chDB through clickhouse-connect, fresh warehouse) parsing
@@ -49,10 +49,10 @@ def _current_rss_mb() -> float:
 def child_product(path: str, wh_dir: str) -> dict:
     from ops_warehouse.config import Config
     from ops_warehouse.etl.sacct_load import load_sacct
-    from ops_warehouse.warehouse import connect
+    from ops_warehouse.warehouse import open_warehouse
 
     t = time.perf_counter()
-    wh = connect(Config(dsn=f"chdb://{wh_dir}"))
+    wh = open_warehouse(Config(dsn=f"chdb://{wh_dir}"))
     connect_s = time.perf_counter() - t
     rss_before = _current_rss_mb()
     t = time.perf_counter()
@@ -126,7 +126,7 @@ def child_stages(path: str, wh_dir: str) -> dict:
     """The product load with each stage timed (wrappers add a few calls per chunk, nothing per row)."""
     from ops_warehouse.config import Config
     from ops_warehouse.etl import sacct_load, sacct_text
-    from ops_warehouse.warehouse import Warehouse, connect
+    from ops_warehouse.warehouse import Warehouse, open_warehouse
 
     acc: dict[str, float] = {"read+split (sacct_text.read_text)": 0.0, "normalize": 0.0,
                              "write_parquet (staging)": 0.0, "engine INSERT from Parquet": 0.0}
@@ -158,7 +158,7 @@ def child_stages(path: str, wh_dir: str) -> dict:
         finally:
             acc["engine INSERT from Parquet"] += time.perf_counter() - t
 
-    orig_stage = sacct_load._stage_and_load
+    orig_stage = sacct_load.stage_job_frames
 
     def stage_and_load(*a, **k):
         t = time.perf_counter()
@@ -170,9 +170,9 @@ def child_stages(path: str, wh_dir: str) -> dict:
 
     sacct_text.read_text = read_text
     sacct_load.normalize = normalize
-    sacct_load._stage_and_load = stage_and_load
+    sacct_load.stage_job_frames = stage_and_load
     Warehouse.load_parquet = load_parquet
-    wh = connect(Config(dsn=f"chdb://{wh_dir}"))
+    wh = open_warehouse(Config(dsn=f"chdb://{wh_dir}"))
     t = time.perf_counter()
     sacct_load.load_sacct(wh, path)
     total = time.perf_counter() - t
@@ -199,7 +199,7 @@ def run_child(kind: str, path: Path, workdir: Path) -> dict:
 
 
 def generate(path: Path, jobs: int, days: int, seed: int) -> dict:
-    from ops_warehouse.synth import write_sacct_dump
+    from ops_warehouse.generate.volume import write_sacct_dump
 
     t = time.perf_counter()
     out = write_sacct_dump(path, jobs=jobs, start=START, days=days, seed=seed, steps=True)

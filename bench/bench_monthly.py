@@ -40,7 +40,7 @@ def prepare(work: Path, nodes: int, days: int) -> None:
     from ops_warehouse.etl.sacct_load import load_sacct
     from ops_warehouse.etl.telemetry_load import load_parquet_dir
     from ops_warehouse.generate import generate
-    from ops_warehouse.warehouse import connect
+    from ops_warehouse.warehouse import open_warehouse
 
     site = work / "site"
     t = time.perf_counter()
@@ -49,7 +49,7 @@ def prepare(work: Path, nodes: int, days: int) -> None:
           f"{h.runs.height} job runs, 60 s telemetry in {time.perf_counter() - t:.0f} s", flush=True)
     cfg = Config(dsn=f"chdb://{work / 'warehouse'}")
     cfg.projects = PROJECTS
-    wh = connect(cfg)
+    wh = open_warehouse(cfg)
     t = time.perf_counter()
     load_sacct(wh, site / "sacct" / "sacct.psv")
     load_capacity(wh, inventory=site / "inventory.csv", events=site / "slurm" / "events.psv",
@@ -73,24 +73,26 @@ def prepare(work: Path, nodes: int, days: int) -> None:
 
 def child_product(work: Path) -> dict:
     from ops_warehouse.config import Config
-    from ops_warehouse.monthly import monthly_report
+    from ops_warehouse.analytics.api import Connection
+    from ops_warehouse.analytics.monthly import monthly_report
     from ops_warehouse.reports.monthly_render import write
-    from ops_warehouse.warehouse import connect
+    from ops_warehouse.warehouse import open_warehouse
 
     cfg = Config(dsn=f"chdb://{work / 'warehouse'}")
     cfg.projects = PROJECTS
-    wh = connect(cfg)
+    wh = open_warehouse(cfg)
     cluster = (work / "cluster").read_text()
     # the core statistics the baselines compute, alone: the capacity grain of the month, then its marts
-    from ops_warehouse.marts import refresh_capacity, run_mart
+    from ops_warehouse.analytics.marts import run_mart
+    from ops_warehouse.etl.grains import refresh_capacity
 
     t = time.perf_counter()
     refresh_capacity(wh, cluster, W0, W1)
-    for name in ("utilization", "projects", "job_sizes", "run_times", "end_states", "gpu_heatmap"):
+    for name in ("utilization", "chargeback", "job_sizes", "run_times", "end_states", "gpu_heatmap"):
         run_mart(wh, name, cluster=cluster, window=(W0, W1))
     core_s = time.perf_counter() - t
     t = time.perf_counter()
-    r = monthly_report(wh, month=START.date(), cluster=cluster)
+    r = monthly_report(Connection(wh), month=START.date(), cluster=cluster)
     t_stats = time.perf_counter() - t
     write(r, work / "out", ["md", "html", "json"])
     cl = next(u for u in r["utilization"] if u["level"] == "cluster")

@@ -34,9 +34,9 @@ def _rss() -> float:
 
 def child(kind: str, data: str, wh: str, days: int) -> dict:
     from ops_warehouse.config import Config
-    from ops_warehouse.warehouse import connect
+    from ops_warehouse.warehouse import open_warehouse
 
-    w = connect(Config(dsn=f"chdb://{wh}"))
+    w = open_warehouse(Config(dsn=f"chdb://{wh}"))
     d0, d1 = START.date(), START.date() + timedelta(days=days - 1)
     t = time.perf_counter()
     if kind == "product":

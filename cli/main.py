@@ -3,15 +3,38 @@
 from __future__ import annotations
 
 import sys
-from datetime import date
+from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-
-from ops_warehouse import OpsError
+from ops_warehouse.analytics.api import Connection
+from ops_warehouse.analytics.export import export_month
+from ops_warehouse.analytics.monthly import monthly_report
+from ops_warehouse.analytics.periods import parse_month
+from ops_warehouse.analytics.summary import parse_by
+from ops_warehouse.analytics.summary import summary as run_summary
+from ops_warehouse.analytics.telemetry import telemetry as run
 from ops_warehouse.config import load_config
-from ops_warehouse.warehouse import connect
+from ops_warehouse.errors import OpsError
+from ops_warehouse.etl.capacity_sources import load_capacity
+from ops_warehouse.etl.grains import refresh_history
+from ops_warehouse.etl.nightly import run_nightly
+from ops_warehouse.etl.openmetrics_source import load_text_files
+from ops_warehouse.etl.prometheus_source import PromClient, load_prometheus
+from ops_warehouse.etl.retry import Retry
+from ops_warehouse.etl.sacct_load import load_sacct
+from ops_warehouse.etl.sacct_run import run_sacct
+from ops_warehouse.etl.sacct_text import XDMOD_FIELDS, parse_fields
+from ops_warehouse.etl.slurmdbd_source import load_slurmdbd
+from ops_warehouse.etl.telemetry_load import load_parquet_dir
+from ops_warehouse.etl.vm_export_source import load_vm_export
+from ops_warehouse.etl.watermarks import days_since, extract_end
+from ops_warehouse.migrations import Deployment, rendered_schema
+from ops_warehouse.progress import count_progress, file_progress, step_progress
+from ops_warehouse.reports.monthly_render import to_json, to_markdown, write
+from ops_warehouse.reports.tabular import render
+from ops_warehouse.warehouse import bring_up_to_date, open_warehouse, redact
 
 app = typer.Typer(
     help="ops-warehouse: offline analytics for GPU supercomputers (Slurm accounting in ClickHouse).",
@@ -47,13 +70,12 @@ def _main(
 
 
 def _wh():
-    return connect(_state["cfg"])
+    return open_warehouse(_state["cfg"])
 
 
 def _retry(label: str):
     """Patience with a source that can heal (slurmdbd or MariaDB away, sacct failing): the config's [nightly]
     retries and backoff_s, as the nightly run has, each retry a line on stderr (etl/retry.py)."""
-    from ops_warehouse.etl.retry import Retry
 
     cfg = _state["cfg"]
     return Retry(cfg.nightly_retries, cfg.nightly_backoff_s, label)
@@ -69,10 +91,9 @@ def _date(value: str, flag: str) -> date:
 @app.command()
 def init():
     """Create or upgrade the warehouse schema (idempotent; ETL commands do this too)."""
-    from ops_warehouse.warehouse import bring_up_to_date, redact
 
     # what every connection does: the mapping and cost model are replaced only by a config that names them
-    wh = connect(_state["cfg"], migrate=False)
+    wh = open_warehouse(_state["cfg"], migrate=False)
     applied = bring_up_to_date(wh)
 
     print(f"warehouse {redact(wh.dsn)}: " + (f"applied {', '.join(applied)}" if applied else "schema up to date"))
@@ -84,7 +105,6 @@ def schema(
     cluster_name: Annotated[str, typer.Option(help="ClickHouse cluster name for ON CLUSTER")] = "ops",
 ):
     """Print the schema DDL as rendered for a deployment (review it before running it on a cluster)."""
-    from ops_warehouse.migrations import Deployment, rendered_schema
 
     if deployment not in ("single", "cluster"):
         raise OpsError("--deployment must be single or cluster")
@@ -108,9 +128,6 @@ def etl_sacct(
     date_to: Annotated[Optional[str], typer.Option("--to", help="Run sacct to this day, inclusive")] = None,
 ):
     """Load Slurm job records (jobs, steps, requeued runs) from sacct output or by running sacct."""
-    from ops_warehouse.etl.sacct_load import load_sacct
-    from ops_warehouse.etl.sacct_text import XDMOD_FIELDS, parse_fields
-    from ops_warehouse.progress import file_progress
 
     cfg = _state["cfg"]
     field_list = None
@@ -118,14 +135,15 @@ def etl_sacct(
         field_list = parse_fields(XDMOD_FIELDS if fields.strip().lower() == "xdmod" else fields)
     wh = _wh()
     inputs: list[tuple[Path, str | None, bool]] = [(f, None, False) for f in files or []]
+    through = None
     if date_from or date_to:
         if files:
             raise OpsError("give files or --from/--to, not both")
         if not (date_from and date_to):
             raise OpsError("--from and --to go together")
-        from ops_warehouse.etl.sacct_run import run_sacct
 
         d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
+        through = extract_end(d1)
         out = run_sacct(cfg.sacct_command, d0, d1, retry=_retry(f"sacct {cluster or cfg.default_cluster}"))
         inputs = [(out, f"sacct {d0}..{d1}", True)]  # the label; rows name the source sacct:<cluster>
         timezone = "UTC"
@@ -136,7 +154,7 @@ def etl_sacct(
             with file_progress(f"loading {source or path}") as progress:
                 r = load_sacct(wh, path, fmt=fmt, delimiter=delimiter, fields=field_list, tz=timezone,
                                cluster=cluster, source=f"sacct:{cluster or cfg.default_cluster}" if source else None,
-                               label=source, progress=progress)
+                               label=source, progress=progress, extracted_through=through if source else None)
         finally:
             if temporary:
                 path.unlink(missing_ok=True)
@@ -170,20 +188,11 @@ def etl_metrics(
     cluster: Annotated[Optional[str], typer.Option(help="Cluster name for the rows (default: config)")] = None,
 ):
     """Load downsampled GPU, network, storage and power telemetry for whole days."""
-    from datetime import datetime, timedelta, timezone
-
-    from ops_warehouse.etl.telemetry_load import load_parquet_dir
-    from ops_warehouse.progress import count_progress
-
     if source in ("prometheus", "victoriametrics") and url and not (date_from and date_to):
-        # nightly: from the source's watermark (re-reading its last day, for late samples) to yesterday
-        from ops_warehouse.etl.prometheus_source import PromClient
-        from ops_warehouse.etl.watermarks import watermark
-
-        wm = watermark(_wh(), f"prometheus:{PromClient(url).url}")
-        yesterday = datetime.now(timezone.utc).date() - timedelta(days=1)
-        date_to = date_to or yesterday.isoformat()
-        date_from = date_from or ((wm.date() - timedelta(days=1)).isoformat() if wm else date_to)
+        # from the source's watermark (re-reading its last day, for late samples) to yesterday
+        d0, d1 = days_since(_wh(), f"prometheus:{PromClient(url).url}", overlap_days=1, first_days=0)
+        date_to = date_to or d1.isoformat()
+        date_from = date_from or d0.isoformat()
     if not (date_from and date_to):
         raise OpsError("--from and --to are needed (only the prometheus source has a watermark to start from)")
     d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
@@ -198,7 +207,6 @@ def etl_metrics(
         else:
             from datetime import datetime, timezone
 
-            from ops_warehouse.etl.openmetrics_source import load_text_files
 
             when = None
             if at:
@@ -211,7 +219,6 @@ def etl_metrics(
             c["days"] = (d1 - d0).days + 1
         what = ", ".join(str(f) for f in file[:3])
     elif source in ("prometheus", "victoriametrics"):
-        from ops_warehouse.etl.prometheus_source import load_prometheus
 
         if not url:
             raise OpsError(f"--source {source} needs --url")
@@ -219,17 +226,14 @@ def etl_metrics(
             raise OpsError("--step must be positive")
         with count_progress("telemetry days") as progress:
             c = load_prometheus(_wh(), url, d0, d1, step_s=step, cluster=cluster, progress=progress)
-        from ops_warehouse.warehouse import redact
 
         what = redact(url)
     elif source == "vm-export":
-        from ops_warehouse.etl.vm_export_source import load_vm_export
 
         if not (url or file):
             raise OpsError("--source vm-export needs --url or --file EXPORT.jsonl")
         c = load_vm_export(_wh(), url or file[0], d0, d1, cluster=cluster)
         c["days"] = (d1 - d0).days + 1
-        from ops_warehouse.warehouse import redact
 
         what = redact(url) if url else str(file[0])
     else:
@@ -255,7 +259,6 @@ def etl_slurmdbd(
     """Load jobs, steps, node events and reservations straight from slurmdbd's database (same facts as sacct)."""
     from datetime import datetime, timedelta, timezone
 
-    from ops_warehouse.etl.slurmdbd_source import load_slurmdbd
 
     if (date_from is None) != (date_to is None):
         raise OpsError("give both --from and --to, or neither (an incremental load since the last one)")
@@ -281,7 +284,6 @@ def etl_nightly(
     dry_run: Annotated[bool, typer.Option(help="Show the sources and windows a run would load; load nothing")] = False,
 ):
     """For cron: every configured source since its watermark (docs/nightly.md); exit 0 only if all succeeded."""
-    from ops_warehouse.nightly import run_nightly
 
     if (date_from is None) != (date_to is None):
         raise OpsError("give both --from and --to, or neither (each source from its watermark)")
@@ -312,12 +314,33 @@ def etl_capacity(
         help="Slurm cluster the files describe (default: config; events name their own)")] = None,
 ):
     """Load what capacity is made of: the node inventory, node state events and reservations (idempotent)."""
-    from ops_warehouse.etl.capacity_sources import load_capacity
 
     if not (inventory or events or reservations):
         raise OpsError("give at least one of --inventory, --events, --reservations")
     c = load_capacity(_wh(), inventory=inventory, events=events, reservations=reservations, cluster=cluster)
     print(", ".join(f"{t}: {n} rows" for t, n in c.items()))
+
+
+@etl_app.command("refresh")
+def etl_refresh(
+    date_from: Annotated[Optional[str], typer.Option("--from", help="First day (UTC) to recompute (default: the "
+                                                      "start of the loaded history)")] = None,
+    date_to: Annotated[Optional[str], typer.Option("--to", help="Last day (UTC), inclusive (default: the "
+                                                    "history's as-of time)")] = None,
+):
+    """Recompute the hourly grains the reports read (capacity_node_hour) from what is loaded.
+
+    The loads do this for the hours they change; run it after changing the config's reports.idle_util_pct
+    or a rule in sql/functions/.
+    """
+
+    w0 = datetime.combine(_date(date_from, "--from"), time.min, timezone.utc) if date_from else None
+    w1 = datetime.combine(_date(date_to, "--to") + timedelta(days=1), time.min, timezone.utc) if date_to else None
+    if w0 and w1 and w1 <= w0:
+        raise OpsError(f"--to {date_to} is before --from {date_from}")
+    span = refresh_history(_wh(), w0, w1)
+    print("nothing loaded yet: no hours to refresh" if span is None else
+          f"capacity_node_hour refreshed for {span[0]:%Y-%m-%d %H:%M} .. {span[1]:%Y-%m-%d %H:%M} UTC")
 
 
 @app.command()
@@ -341,8 +364,6 @@ def monthly(
 ):
     """One month's report: utilization and idle capacity, job sizes, run times, efficiency, reliability,
     reservations, cost, month over month (docs/monthly.md)."""
-    from ops_warehouse.monthly import monthly_report, parse_month
-    from ops_warehouse.reports.monthly_render import to_json, to_markdown, write
 
     if whole_cluster == (project is not None):
         raise OpsError("choose one: --project NAME or --cluster")
@@ -351,7 +372,7 @@ def monthly(
         raise OpsError("--format must be md, html, json or all")
     m = parse_month(month) if month else None
     with _steps("monthly report") as progress:
-        r = monthly_report(_wh(), month=m, project=project, cluster=slurm_cluster, anonymize_users=anonymize_users,
+        r = monthly_report(Connection(_wh()), month=m, project=project, cluster=slurm_cluster, anonymize_users=anonymize_users,
                            progress=progress)
     if out is None and formats in (["md"], ["json"]):
         sys.stdout.write(to_markdown(r) if formats == ["md"] else to_json(r))
@@ -377,10 +398,6 @@ def export(
     """Write a month's marts as Parquet (one file per mart, the monthly report's numbers, and manifest.json)
     for DuckDB, polars or pandas elsewhere, e.g.
     duckdb -c "SELECT * FROM 'exports/ai1-A-2026-10/job_sizes.parquet'"."""
-    from ops_warehouse.api import Connection
-    from ops_warehouse.export import export_month
-    from ops_warehouse.monthly import parse_month
-    from ops_warehouse.progress import count_progress
 
     m = parse_month(month) if month else None
     with count_progress("export marts") as progress:
@@ -391,7 +408,6 @@ def export(
 
 
 def _steps(label: str):
-    from ops_warehouse.progress import step_progress
 
     return step_progress(label)
 
@@ -404,8 +420,6 @@ def telemetry(
     fmt: Annotated[str, typer.Option("--format", help="table, json or csv")] = "table",
 ):
     """A quick look at the loaded telemetry: utilization, activity, power, energy, temperature, throttling, bytes, Xids."""
-    from ops_warehouse.reports.tabular import render
-    from ops_warehouse.telemetry import telemetry as run
 
     if fmt not in ("table", "json", "csv"):
         raise OpsError("--format must be table, json or csv")
@@ -426,9 +440,6 @@ def summary(
     fmt: Annotated[str, typer.Option("--format", help="table, json or csv")] = "table",
 ):
     """Job-accounting statistics with Open XDMoD's Jobs-realm definitions (see docs/statistics.md)."""
-    from ops_warehouse.reports.tabular import render
-    from ops_warehouse.summary import parse_by
-    from ops_warehouse.summary import summary as run_summary
 
     keys = parse_by(by)
     d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
@@ -446,7 +457,7 @@ def demo(
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same outputs)")] = 7,
 ):
     """Generate a month of a GPU cluster, load it night by night as cron would, write the reports."""
-    from ops_warehouse.demo import run_demo
+    from ops_warehouse.cli.demo import run_demo  # slow optional subsystem: the generator, imported on use
 
     run_demo(_state["cfg"], directory, days=days, jobs_per_day=jobs_per_day, seed=seed)
 
@@ -470,9 +481,7 @@ def generate(
     from datetime import datetime, timezone
 
     import polars as pl
-
-    from ops_warehouse.generate import generate as run
-    from ops_warehouse.progress import count_progress
+    from ops_warehouse.generate import generate as run  # slow optional subsystem: the generator
 
     formats = {"parquet": ("parquet",), "openmetrics": ("openmetrics",), "both": ("parquet", "openmetrics"),
                "none": ()}.get(telemetry)

@@ -1,21 +1,17 @@
 """ops-warehouse: an offline analytics warehouse for GPU supercomputers.
 
-Slurm accounting (and, later, telemetry) goes through sources -> normalize -> stage (Parquet) -> load into
-ClickHouse; every statistic is a SQL model under ``ops_warehouse.sql``. This package is the Python API the
-``ops-report`` CLI and notebooks share.
+The package root is core/, the base every layer stands on: errors, config, the warehouse connection, the
+SQL files and the migrations runner, progress. The layers above it each have their folder (README's layout
+table): etl/ (sources -> normalize -> stage -> load, nightly), analytics/ (periods, marts, the API, the
+monthly report, exports), reports/ (rendering plain data), generate/ (the synthetic site), cli/.
+
+The one public entry point for analysts is :func:`connect` (ops_warehouse.analytics.api.connect).
 """
 
 from __future__ import annotations
 
+from ops_warehouse.analytics.api import Connection, connect
+from ops_warehouse.errors import OpsError
+
 __version__ = "0.1.0"
-
-
-class OpsError(Exception):
-    """An error meant for the operator: printed as one line, no traceback."""
-
-
-def connect(dsn: str | None = None, *, config=None):
-    """The warehouse for analysis (ops_warehouse.api.Connection): ``ops_warehouse.connect("chdb:///path")``."""
-    from ops_warehouse.api import connect as _connect
-
-    return _connect(dsn, config=config)
+__all__ = ["Connection", "OpsError", "connect", "__version__"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 
 if sys.version_info >= (3, 11):
     import tomllib

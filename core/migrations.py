@@ -2,7 +2,7 @@
 
 sql/functions/*.sql are the rules (SQL functions, ``CREATE OR REPLACE FUNCTION``), applied first and
 re-applied whenever a file's text changes or a function it defines is missing from the server;
-sql/migrations/NNNN_name.sql (tables) are applied in order, once each; sql/models/*.sql are views
+sql/migrations/NNNN_name.sql (tables) are applied in order, once each; sql/intermediate/*.sql are views
 (``CREATE OR REPLACE``) re-applied whenever their text changes. Each is recorded in ``schema_migrations``
 (functions as ``functions/<file>``). The same files render for one server / the embedded engine, or for a
 cluster (ON CLUSTER, Replicated*MergeTree and a Distributed table in front of each sharded table).
@@ -16,17 +16,18 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from importlib.resources import files
 
-from ops_warehouse import OpsError
+from ops_warehouse.sqlfiles import split_statements, sql_files
 
-_STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
 _CREATE_TABLE = re.compile(r"CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+?)(?:\{\{local\}\})?\s", re.IGNORECASE)
 _MERGETREE = re.compile(r"\{\{(mergetree|mergetree_all) ([A-Za-z]*MergeTree)(?:\(([^)]*)\))?\}\}")
 _DISTRIBUTED = re.compile(r"^--\s*distributed:\s*(.+)$", re.MULTILINE)
 _CREATE_FUNCTION = re.compile(r"CREATE\s+OR\s+REPLACE\s+FUNCTION\s+(\w+)", re.IGNORECASE)
 # applied in this order: the rules first (a migration or a view may use them), then tables, then views
-SCHEMA_FOLDERS = ("functions", "migrations", "models")
+SCHEMA_FOLDERS = ("functions", "migrations", "intermediate")
+# intermediate/ holds views (schema, re-applied when their text changes) and the grains' refresh statements
+# (run by the loads, not here): a file is schema when it creates a view
+_CREATE_VIEW = re.compile(r"^\s*CREATE\s+(?:OR\s+REPLACE\s+)?VIEW\b", re.IGNORECASE | re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -35,35 +36,9 @@ class Deployment:
     cluster: str = "ops"
 
 
-def sql_text(relpath: str) -> str:
-    """The text of a shipped SQL file, e.g. ``stats/summary.sql``."""
-    try:
-        return files("ops_warehouse.sql").joinpath(relpath).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise OpsError(f"SQL file missing from the installation: sql/{relpath}") from None
-
-
-def _sql_files(folder: str, root=None) -> list[tuple[str, str]]:
-    """(name, text) of the .sql files of one folder of ``root`` (default: the installed sql/ package; any
-    folder laid out like it, e.g. a pathlib.Path, for reviewing a changed rule before shipping it)."""
-    base = (files("ops_warehouse.sql") if root is None else root).joinpath(folder)
-    names = sorted(p.name for p in base.iterdir() if p.name.endswith(".sql"))
-    return [(n, base.joinpath(n).read_text(encoding="utf-8")) for n in names]
-
-
-def split_statements(text: str) -> list[str]:
-    """Statements end with ';' at the end of a line; a '-- distributed:' line right after one belongs to it."""
-    out: list[str] = []
-    for part in _STATEMENT_END.split(text):
-        m = re.match(r"\s*(--\s*distributed:[^\n]*)", part)
-        if m and out:
-            out[-1] += "\n" + m.group(1)
-            part = part[m.end():]
-        # whole-line comments document the file; they are not sent (the directive line is kept above)
-        code = "\n".join(line for line in part.splitlines() if not line.strip().startswith("--"))
-        if code.strip():
-            out.append(code.strip())
-    return out
+def _schema_files(folder: str, root=None) -> list[tuple[str, str]]:
+    files = sql_files(folder, root)
+    return [f for f in files if _CREATE_VIEW.search(f[1])] if folder == "intermediate" else files
 
 
 def render(statement: str, dep: Deployment) -> list[str]:
@@ -99,7 +74,7 @@ def render(statement: str, dep: Deployment) -> list[str]:
 def rendered_schema(dep: Deployment) -> list[str]:
     """Every DDL statement of the schema (functions, migrations, models) for a deployment."""
     stmts = []
-    for _, text in [f for folder in SCHEMA_FOLDERS for f in _sql_files(folder)]:
+    for _, text in [f for folder in SCHEMA_FOLDERS for f in _schema_files(folder)]:
         for s in split_statements(text):
             stmts.extend(render(s, dep))
     return stmts
@@ -125,7 +100,7 @@ def apply_migrations(wh, root=None) -> list[str]:
         f"checksum String, applied_at DateTime64(3, 'UTC')) ENGINE = {engine} ORDER BY name"
     )
     done = dict(wh.query_rows("SELECT name, checksum FROM schema_migrations FINAL"))
-    rules = _sql_files("functions", root)
+    rules = sql_files("functions", root)
     defined = sorted({f for _, text in rules for f in _CREATE_FUNCTION.findall(text)})
     # functions belong to the server, not to this database: one dropped there (or a database restored onto
     # another server) is created again even though this warehouse recorded it
@@ -133,12 +108,12 @@ def apply_migrations(wh, root=None) -> list[str]:
                                              {"n": defined})} if defined else set()
     applied = []
     for kind in SCHEMA_FOLDERS:
-        for name, text in rules if kind == "functions" else _sql_files(kind, root):
+        for name, text in rules if kind == "functions" else _schema_files(kind, root):
             checksum = hashlib.sha256(text.encode()).hexdigest()
             record = f"functions/{name}" if kind == "functions" else name
             if kind == "migrations" and name in done:
                 continue  # versioned: applied once, never edited afterwards
-            if kind == "models" and done.get(name) == checksum:
+            if kind == "intermediate" and done.get(name) == checksum:
                 continue  # repeatable: re-applied when its text changes
             if (kind == "functions" and done.get(record) == checksum
                     and set(_CREATE_FUNCTION.findall(text)) <= on_server):

@@ -2,6 +2,10 @@
 
 ``chdb:///path`` (or ``chdb://./relative``) opens the on-disk embedded warehouse in this process;
 ``http(s)://user@host:port/db`` reaches a ClickHouse server or cluster with the same code and SQL.
+
+:func:`open_warehouse` gives the low-level :class:`Warehouse` the loads, the CLI and the analytics layer use;
+analysts open a warehouse with ``ops_warehouse.connect`` (ops_warehouse.analytics.api), the one public entry
+point, which wraps this one.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import clickhouse_connect
-
-from ops_warehouse import OpsError
 from ops_warehouse.config import Config
+from ops_warehouse.errors import OpsError
+from ops_warehouse.migrations import apply_migrations, apply_ttl, sync_cost_model, sync_projects
 
 # clickhouse-connect logs its errors as well as raising them; the raised error is reported (one line, no
 # secrets), so its log records would only repeat it on stderr through logging's last-resort handler.
@@ -27,7 +31,7 @@ _EMBEDDED: dict[str, object] = {}
 
 
 def close_embedded() -> None:
-    """Close the process's embedded engine (a later connect may then open another directory)."""
+    """Close the process's embedded engine (a later open_warehouse may then open another directory)."""
     for key, client in list(_EMBEDDED.items()):
         try:
             client.close()
@@ -116,7 +120,7 @@ def _locked_by_other(path: Path) -> bool:
         os.close(fd)
 
 
-def connect(cfg: Config, dsn: str | None = None, migrate: bool = True) -> Warehouse:
+def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True) -> Warehouse:
     dsn = dsn or cfg.dsn
     path = embedded_path(dsn)
     if path is not None:
@@ -163,7 +167,6 @@ def bring_up_to_date(wh: Warehouse) -> list[str]:
     `ops-report init` do); returns the migrations applied. What the config does not name is kept: a config
     without [projects] (a notebook, a one-off command) keeps the account -> project mapping, one without
     [cost.*] the site's cost model (an empty warehouse gets the defaults)."""
-    from ops_warehouse.migrations import apply_migrations, apply_ttl, sync_cost_model, sync_projects
 
     cfg = wh.cfg
     applied = apply_migrations(wh)

@@ -19,10 +19,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
-
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
+from ops_warehouse.etl.grains import refresh_history
 from ops_warehouse.etl.hostlist import expand_one as expand_hostlist
 from ops_warehouse.etl.run_log import logged_load
+from ops_warehouse.etl.staging import load_frames
 
 TS = pl.Datetime("us", "UTC")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -269,7 +270,6 @@ def _capacity_counts(c: dict) -> tuple[int, int, int]:
 def load_capacity(wh, *, inventory: str | Path | None = None, events: str | Path | None = None,
                   reservations: str | Path | None = None, cluster: str | None = None) -> dict:
     """Load whichever sources are given; returns rows per table. Reloading the same files changes nothing."""
-    from ops_warehouse.etl.staging import load_frames
 
     cluster = cluster or wh.cfg.default_cluster
     now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
@@ -281,4 +281,6 @@ def load_capacity(wh, *, inventory: str | Path | None = None, events: str | Path
     if reservations:
         frames["reservation"] = read_reservations(reservations, cluster).with_columns(now)
     load_frames(wh, frames)
+    # the inventory, events and reservations change every hour they cover: the loaded history's hours
+    refresh_history(wh)
     return {t: f.height for t, f in frames.items()}

@@ -11,7 +11,7 @@ those counters under the same names: HPE/GSI lustre_exporter and whamcloud lustr
 (``bash.0``, ``fio:0:host``: processes outside a job) is kept with job_id 0. The id is SLURM_JOB_ID: a job
 run's ``slurm_job_run.job_id_raw`` (model ``fct_lustre_job_io`` joins the two).
 
-Loading (sql/load/lustre_job_io.sql): counters become the amount in each step per series (target, jobid,
+Loading (sql/staging/lustre_job_io.sql): counters become the amount in each step per series (target, jobid,
 operation); a drop is a restart from zero (Lustre drops an entry after ``job_cleanup_interval`` idle and
 starts it again at zero), and a series' first sample counts whole, because a job_stats entry starts at zero
 when Lustre creates it (so a single scrape gives each job's I/O so far). A load therefore needs the sample

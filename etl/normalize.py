@@ -8,7 +8,6 @@ quarantine with a reason.
 from __future__ import annotations
 
 import polars as pl
-
 from ops_warehouse.etl import durations, hostlist, tres
 from ops_warehouse.etl.frames import fmt, on_rows
 

@@ -17,12 +17,15 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
-
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.frames import fmt, on_rows
+from ops_warehouse.etl.grains import refresh_hourly
 from ops_warehouse.etl.lustre_jobs import job_frame
 from ops_warehouse.etl.metric_catalog import POD_LABELS, catalog
+from ops_warehouse.etl.quarantine import CopyCounter
 from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
+from ops_warehouse.etl.sacct_text import decode_lines
+from ops_warehouse.etl.staging import load_frames
 from ops_warehouse.etl.telemetry_insert import insert_frames
 
 # labels kept: node and GPU identity, the NIC (device, port), Lustre's target/component (client llite stats,
@@ -38,7 +41,7 @@ _VALUE = r'"(?:[^"\\]+|\\.)*"'
 _SAMPLE = rf"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{{(?:[^}}\"]+|{_VALUE})*\}})?\s+(\S+)(?:\s+(\S+))?\s*$"
 QUARANTINE_SCHEMA = {"line_no": pl.UInt64, "reason": pl.String, "raw": pl.String}
 # sample times a warehouse row can hold (DateTime: 1970 to February 2106), in ms: to the end of 2105
-_TS_MS_MAX = 4_291_747_199_999
+TS_MS_MAX = 4_291_747_199_999
 
 
 def clip_raw(text: str, limit: int = 4000) -> str:
@@ -70,10 +73,9 @@ def _labels(g: pl.DataFrame) -> pl.DataFrame:
 
 def parse_text(path: Path, at: datetime | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(samples: metric, label columns, timestamp (UTC), value, line_no; quarantine: line_no, reason, raw)."""
-    from ops_warehouse.etl.sacct_text import _decode
 
     data = path.read_bytes()
-    good, bad_utf8 = _decode(data, 1)  # lines of invalid UTF-8 are quarantined, as in sacct text
+    good, bad_utf8 = decode_lines(data, 1)  # lines of invalid UTF-8 are quarantined, as in sacct text
     openmetrics = next((ln.strip() for ln in reversed(good) if ln.strip()), "") == "# EOF"
     lines = pl.DataFrame({"l": good}, schema={"l": pl.String}).with_row_index("line_no", offset=1)
     if b"\r" in data:
@@ -88,7 +90,7 @@ def parse_text(path: Path, at: datetime | None = None) -> tuple[pl.DataFrame, pl
     reason = (
         pl.when(pl.col("metric").is_null()).then(pl.lit("not a sample line"))
         .when(pl.col("_value").is_null()).then(pl.lit("bad value"))
-        .when(pl.col("ts").is_not_null() & ~pl.col("_ts_ms").is_between(0, _TS_MS_MAX).fill_null(False))
+        .when(pl.col("ts").is_not_null() & ~pl.col("_ts_ms").is_between(0, TS_MS_MAX).fill_null(False))
         .then(pl.lit("bad timestamp"))
     )
     g = g.with_columns(_reason=reason)
@@ -132,11 +134,9 @@ def split_bad_samples(samples: pl.DataFrame, cat) -> tuple[pl.DataFrame, pl.Data
 
 def quarantine(wh, source: str, q: pl.DataFrame) -> None:
     """Bad input records of a telemetry file into etl_quarantine (source = the file)."""
-    from ops_warehouse.etl.staging import load_frames
 
     if not q.height:
         return
-    from ops_warehouse.etl.quarantine import CopyCounter
 
     now = datetime.now(timezone.utc).replace(microsecond=0)
     q = CopyCounter().number(q)  # identical bad lines of one file stay apart
@@ -230,7 +230,6 @@ def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at
 def load_samples(wh, samples: pl.DataFrame, cat, cluster: str, source: str, window: tuple[datetime, datetime]
                  ) -> dict:
     """A long sample frame (read_samples' shape) into the warehouse for the window; rollups refreshed."""
-    from ops_warehouse.etl.staging import refresh_hourly
 
     g, n, scal = families(samples, cat)
     counts = insert_frames(wh, {"gpu": [g], "node": [n, *scal], "job": [job_frame(samples)]}, cat, cluster, source,

@@ -24,8 +24,8 @@ import urllib.request
 from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
-
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
+from ops_warehouse.etl.grains import refresh_hourly
 from ops_warehouse.etl.lustre_jobs import JOB_LABELS, JOB_METRICS
 from ops_warehouse.etl.metric_catalog import POD_LABELS, Metric, catalog
 from ops_warehouse.etl.retry import Retry, Transient, first_line
@@ -154,7 +154,6 @@ def _frame(results: list[dict], name: str) -> pl.DataFrame:
 @logged_load("telemetry", lambda a: f"prometheus:{redact(a['url'])} {window_text(a)}", telemetry_counts)
 def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int = 60, cluster: str | None = None,
                     progress=None, client: PromClient | None = None) -> dict:
-    from ops_warehouse.etl.staging import refresh_hourly
 
     client = client or PromClient(url)
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))

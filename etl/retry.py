@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 
 T = TypeVar("T")
 MAX_WAIT_S = 600.0

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from ops_warehouse.errors import OpsError
+
 ERROR_CHARS = 1000
 
 
@@ -51,7 +53,6 @@ def failure_text(e: BaseException) -> str:
         return f"exited ({e.code})"
     text = str(e).strip()
     line = next((ln for ln in text.splitlines() if "Code:" in ln), text.splitlines()[0] if text else "")
-    from ops_warehouse import OpsError
 
     if isinstance(e, OpsError):
         return line or type(e).__name__

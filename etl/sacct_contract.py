@@ -17,8 +17,7 @@ row is read, and what the loader does when an optional field is absent (docs/sou
 from __future__ import annotations
 
 import polars as pl
-
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 
 # field (lower case) -> its name as sacct's --format spells it
 NAMES = {
@@ -40,14 +39,17 @@ JSON_KEYS = {
     "reqcpus": ("required", "CPUs"), "reqmem": ("required", "memory"), "nodelist": ("nodes",),
     "reservation": ("reservation",), "jobname": ("name",),
 }
+# The fields ops-report asks sacct for when it runs it.
+SACCT_FORMAT = (
+    "jobidraw,jobid,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,elapsedraw,"
+    "timelimitraw,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,nodelist,reservation,jobname"
+)
 # text fields whose absence gives a report dimension the value "unknown"
 UNKNOWN_IF_ABSENT = ("account", "user", "partition", "qos")
 
 
 def hint() -> str:
     """The sacct command whose output has every field the loader reads."""
-    from ops_warehouse.etl.sacct_text import SACCT_FORMAT  # sacct_text imports this module
-
     return f"sacct --allusers --duplicates --parsable2 --format={SACCT_FORMAT}"
 
 

@@ -14,7 +14,6 @@ import json
 from datetime import datetime, timezone
 
 import polars as pl
-
 from ops_warehouse.etl import sacct_contract
 
 FIELDS = [

@@ -17,13 +17,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
-
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.etl import sacct_contract, sacct_json, sacct_text
+from ops_warehouse.etl.grains import history_as_of, refresh_after_jobs
 from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
 from ops_warehouse.etl.quarantine import CopyCounter
 from ops_warehouse.etl.run_log import logged_run
 from ops_warehouse.etl.staging import stage_and_load, staging_dir
+from ops_warehouse.etl.watermarks import set_extracted_through
 
 
 @dataclass
@@ -40,6 +41,15 @@ class LoadResult:
     # what was filled in for optional fields the input lacks ("account=unknown (no Account field)"), once
     # per load (etl/sacct_contract.py)
     defaults: list[str] = field(default_factory=list)
+    first_ts: datetime | None = None  # the earliest start (or submit) of the runs written
+    extracted_through: datetime | None = None  # how far the source was complete when read, where known
+
+    def saw_runs(self, runs: pl.DataFrame) -> None:
+        """Count a frame of runs written and keep the earliest time they hold (for the grains' refresh)."""
+        self.jobs_loaded += runs.height
+        lo = runs.select(pl.coalesce("start_ts", "submit_ts").min()).item() if runs.height else None
+        if lo is not None and (self.first_ts is None or lo < self.first_ts):
+            self.first_ts = lo
 
     @property
     def loaded(self) -> int:
@@ -80,21 +90,31 @@ def _chunks(path: Path, fmt: str, delimiter: str, fields: list[str] | None
 
 def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
                fields: list[str] | None = None, tz: str | None = None, cluster: str | None = None,
-               source: str | None = None, label: str | None = None, progress: Callable[[int, int], None] | None = None) -> LoadResult:
+               source: str | None = None, label: str | None = None, progress: Callable[[int, int], None] | None = None,
+               refresh: bool = True, extracted_through: datetime | None = None) -> LoadResult:
     """Load one sacct output file (text with or without header, or --json). Returns what happened.
 
     ``source`` names where the records come from (stored with every row; default the file's path): a
     source that re-reads overlapping windows (running sacct nightly) keeps one name, so a bad line read
     again is the same quarantined record. ``label`` is what the run log calls this load (default
-    ``source``), e.g. with the window. The run log gets one row however the load ends (etl/run_log.py)."""
+    ``source``), e.g. with the window. The run log gets one row however the load ends (etl/run_log.py).
+    ``refresh``: bring the hourly capacity grain up to date for the hours the runs cover (etl/grains.py);
+    a caller that loads several sources and refreshes once passes False. ``extracted_through``: the time the
+    records are complete through (a sacct window run by the product: its end, or when sacct ran), recorded
+    for the history's as-of time (etl/watermarks.py)."""
     path = Path(path)
     result = LoadResult(source=source or str(path.resolve()))
     with logged_run(wh, "sacct", label or result.source) as run:
+        old = history_as_of(wh)
         try:
             _load_sacct(wh, path, result, fmt=fmt, delimiter=delimiter, fields=fields, tz=tz, cluster=cluster,
                         progress=progress)
         finally:
             run.count(result.records_read, result.loaded, result.quarantined)
+        if extracted_through is not None:
+            set_extracted_through(wh, cluster or wh.cfg.default_cluster, result.source, extracted_through)
+        if refresh and (result.jobs_loaded or extracted_through is not None):
+            refresh_after_jobs(wh, result.first_ts, old)
     return result
 
 
@@ -132,14 +152,14 @@ def _load_sacct(wh, path: Path, result: LoadResult, *, fmt: str, delimiter: str,
             result.records_read += records.height + bad.height
             del records
             quarantine = copies.number(pl.concat([bad.cast(QUARANTINE_SCHEMA), q]))
-            result.jobs_loaded += runs.height
+            result.saw_runs(runs)
             result.steps_loaded += steps.height
             result.quarantined += quarantine.height
             for r in quarantine.get_column("reason").str.replace(r" '.*'$", "").to_list():
                 result.reasons[r] = result.reasons.get(r, 0) + 1
             if pending is not None:
                 pending.result()
-            pending = pool.submit(_stage_and_load, wh, stage, i, runs, steps, quarantine, source)
+            pending = pool.submit(stage_job_frames, wh, stage, i, runs, steps, quarantine, source)
             if progress:
                 progress(min(total, (i + 1) * sacct_text.CHUNK_BYTES), total)
         if pending is not None:
@@ -152,7 +172,7 @@ def _load_sacct(wh, path: Path, result: LoadResult, *, fmt: str, delimiter: str,
         result.seconds = time.time() - started
 
 
-def _stage_and_load(wh, stage: Path, i: int, runs, steps, quarantine, source: str) -> None:
+def stage_job_frames(wh, stage: Path, i: int, runs, steps, quarantine, source: str) -> None:
     now = datetime.now(timezone.utc).replace(microsecond=0)
     frames = {"slurm_job_run": runs, "slurm_job_step": steps}
     if quarantine.height:

@@ -14,9 +14,9 @@ import tempfile
 from datetime import date, timedelta
 from pathlib import Path
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.retry import Retry, Transient
-from ops_warehouse.etl.sacct_text import SACCT_FORMAT
+from ops_warehouse.etl.sacct_contract import SACCT_FORMAT
 
 
 def sacct_argv(command: list[str], date_from: date, date_to: date) -> list[str]:

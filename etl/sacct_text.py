@@ -15,20 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.etl import sacct_contract
 from ops_warehouse.etl.frames import fmt
+from ops_warehouse.etl.sacct_contract import SACCT_FORMAT
 
 # The field list Open XDMoD runs sacct with (and the shared fixtures were written with).
 XDMOD_FIELDS = (
     "jobid,jobidraw,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,elapsed,"
     "exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,timelimit,nodelist,jobname"
-)
-# The fields ops-report asks sacct for when it runs it.
-SACCT_FORMAT = (
-    "jobidraw,jobid,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,elapsedraw,"
-    "timelimitraw,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,nodelist,reservation,jobname"
 )
 KNOWN_FIELDS = set(XDMOD_FIELDS.split(",")) | set(SACCT_FORMAT.split(",")) | {"ntasks"}
 # sacct fields that are another name for one the loader reads: AllocCPUS is NCPUS (sacct's own words);
@@ -97,7 +92,7 @@ def detect_layout(first_line: str, delimiter: str, fields: list[str] | None,
     return Layout(_column_names(fields), delimiter, votes[True] > votes[False], 0)
 
 
-def _decode(block: bytes, first_line_no: int) -> tuple[list[str], list[tuple[int, str, str]]]:
+def decode_lines(block: bytes, first_line_no: int) -> tuple[list[str], list[tuple[int, str, str]]]:
     """Lines of a block; invalid UTF-8 lines come back separately (rare, so a Python pass is fine there)."""
     try:
         return block.decode("utf-8").split("\n"), []
@@ -233,7 +228,7 @@ def read_text(path: Path, delimiter: str = "|", fields: list[str] | None = None,
             yield fast, pl.DataFrame(schema={"line_no": pl.UInt64, "reason": pl.String, "raw": pl.String}), \
                 raw_line(layout)
             continue
-        lines, bad_utf8 = _decode(block, start)
+        lines, bad_utf8 = decode_lines(block, start)
         records, bad = split_lines(lines, start, layout)
         if bad_utf8:
             bad = pl.concat([bad, pl.DataFrame(bad_utf8, schema=bad.schema, orient="row")])

@@ -2,7 +2,7 @@
 slurmdbd answer sacct calls.
 
 The engine reads the database itself (the `mysql()` table function) with a read-only user, and
-sql/load/slurmdbd_records.sql turns the job and step tables into the records sacct would print for the
+sql/staging/slurmdbd_records.sql turns the job and step tables into the records sacct would print for the
 same jobs (decoding epoch times, TRES id lists, raw exit codes and state words with the SQL functions of
 sql/functions/slurm_decoding.sql). From there the sacct path's normalization and staging take over, so both
 sources give the same warehouse facts. Node events (`<cluster>_event_table`) and reservations
@@ -17,19 +17,22 @@ from __future__ import annotations
 import grp
 import os
 import re
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote, urlsplit
 
 import polars as pl
-
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
+from ops_warehouse.etl.grains import history_as_of, refresh_after_jobs
 from ops_warehouse.etl.hostlist import expand_one
 from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
 from ops_warehouse.etl.retry import Retry, Transient
 from ops_warehouse.etl.run_log import logged_run
-from ops_warehouse.etl.sacct_load import LoadResult, _stage_and_load
+from ops_warehouse.etl.sacct_load import LoadResult, stage_job_frames
 from ops_warehouse.etl.staging import load_frames, staged
+from ops_warehouse.etl.watermarks import set_extracted_through, set_watermark, watermark
+from ops_warehouse.sqlfiles import split_statements, sql_text
 
 _MYSQL = re.compile(r"\{\{mysql (\w+)\}\}")
 NOT_INCREMENTAL = 2**64 - 1  # modified_since that selects by the window alone
@@ -99,7 +102,6 @@ _PERMANENT = re.compile(r"ERROR 10(44|45|49)\b|Access denied|Unknown database")
 
 def _query(wh, db: DbUrl, password: str, cluster: str, relpath: str, params: dict,
            retry: Retry | None = None) -> pl.DataFrame:
-    from ops_warehouse.migrations import split_statements, sql_text
 
     (stmt,) = split_statements(sql_text(relpath))
     sql, tables = _render(stmt, cluster)
@@ -125,7 +127,7 @@ def read_records(wh, db: DbUrl, password: str, cluster: str, w0: datetime, w1: d
     """The sacct-shaped records (text fields, line_no, raw) of the jobs and steps of [w0, w1)."""
     if not _NAME.match(cluster):
         raise OpsError(f"not a Slurm cluster name: {cluster!r}")
-    df = _query(wh, db, password, cluster, "load/slurmdbd_records.sql", {
+    df = _query(wh, db, password, cluster, "staging/slurmdbd_records.sql", {
         "from_ts": w0, "to_ts": w1, "now_ts": datetime.now(timezone.utc), "modified_since": modified_since}, retry)
     # sacct prints the group's name as this host resolves it (NSS); the database holds the gid
     names = {}
@@ -147,34 +149,42 @@ def watermark_key(db: DbUrl, cluster: str) -> str:
 
 
 def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, cluster: str,
-                  password: str | None = None, retry: Retry | None = None) -> LoadResult:
+                  password: str | None = None, retry: Retry | None = None, refresh: bool = True) -> LoadResult:
     """Jobs and steps, node events and reservations of ``cluster`` for [w0, w1) into the warehouse; with
     no window, incrementally: every job changed since the last load's newest change (less an overlap), and
     the node events and reservations of the days since. Each query to the database is tried again as
-    ``retry`` says when the connection fails (default: not); the watermark moves only once all answered."""
-    import time
+    ``retry`` says when the connection fails (default: not); the watermark moves only once all answered.
+    ``refresh``: bring the hourly capacity grain up to date for the hours the load covers (etl/grains.py)."""
 
     db = parse_db_url(url)
     source = f"slurmdbd:{db}"
     result = LoadResult(source=source)
     started = time.time()
     with logged_run(wh, "slurmdbd", source, started) as run:
+        old = history_as_of(wh)
         try:
             password = db_password(wh.cfg) if password is None else password
             _load(wh, db, password, cluster, w0, w1, retry, result)
         finally:
             result.seconds = time.time() - started
             run.count(result.records_read, result.loaded, result.quarantined)
+        if result.extracted_through is not None:
+            set_extracted_through(wh, cluster, source, result.extracted_through)
+        if refresh:
+            # node events and reservations change the hours they cover, which the window bounds
+            refresh_after_jobs(wh, min((t for t in (result.first_ts, w0) if t is not None), default=None), old)
     return result
 
 
 def _load(wh, db: DbUrl, password: str, cluster: str, w0: datetime | None, w1: datetime | None,
           retry: Retry | None, result: LoadResult) -> None:
-    from ops_warehouse.etl.watermarks import set_watermark, watermark
 
     source = result.source
     since = NOT_INCREMENTAL
     job_window = (w0, w1)
+    # how far the records are complete (the history's as-of time): a window's end, or now if earlier; an
+    # incremental load, the database's newest change (stable when nothing changed, so reruns agree)
+    result.extracted_through = min(w1, datetime.now(timezone.utc).replace(microsecond=0)) if w0 and w1 else None
     if w0 is None or w1 is None:
         mark = watermark(wh, watermark_key(db, cluster))
         since = 0 if mark is None else max(0, int(mark.timestamp()) - OVERLAP_S)
@@ -185,18 +195,19 @@ def _load(wh, db: DbUrl, password: str, cluster: str, w0: datetime | None, w1: d
         w0 = datetime.fromtimestamp(since, timezone.utc) - timedelta(days=1) if mark else datetime(1970, 1, 2, tzinfo=timezone.utc)
     # the newest change before reading: whatever changes while the load reads (or waits to retry) is newer
     # and read again next time, however long the retries take (the 10-minute overlap is not what covers it)
-    newest = _query(wh, db, password, cluster, "load/slurmdbd_mod_time.sql", {}, retry)
+    newest = _query(wh, db, password, cluster, "staging/slurmdbd_mod_time.sql", {}, retry)
     records = read_records(wh, db, password, cluster, *job_window, modified_since=since, retry=retry)
     runs, steps, q = normalize(records, tz="UTC", cluster=cluster, source=source)
     result.records_read = records.height
-    result.jobs_loaded, result.steps_loaded, result.quarantined = runs.height, steps.height, q.height
+    result.saw_runs(runs)
+    result.steps_loaded, result.quarantined = steps.height, q.height
     for r in q.get_column("reason").to_list():
         result.reasons[r] = result.reasons.get(r, 0) + 1
     with staged(wh) as stage:
-        _stage_and_load(wh, stage, 0, runs, steps, q.cast(QUARANTINE_SCHEMA), source)
+        stage_job_frames(wh, stage, 0, runs, steps, q.cast(QUARANTINE_SCHEMA), source)
     now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
-    events = _query(wh, db, password, cluster, "load/slurmdbd_events.sql", {"from_ts": w0, "to_ts": w1}, retry)
-    resv = _query(wh, db, password, cluster, "load/slurmdbd_reservations.sql", {"from_ts": w0, "to_ts": w1}, retry)
+    events = _query(wh, db, password, cluster, "staging/slurmdbd_events.sql", {"from_ts": w0, "to_ts": w1}, retry)
+    resv = _query(wh, db, password, cluster, "staging/slurmdbd_reservations.sql", {"from_ts": w0, "to_ts": w1}, retry)
     resv = resv.with_columns(nodes=pl.col("nodelist").map_elements(
         lambda h: expand_one(h) if h else [], return_dtype=pl.List(pl.String))).drop("nodelist")
     load_frames(wh, {"node_event": events.with_columns(now, source=pl.lit(source)),
@@ -204,3 +215,5 @@ def _load(wh, db: DbUrl, password: str, cluster: str, w0: datetime | None, w1: d
     result.events_loaded, result.reservations_loaded = events.height, resv.height
     if newest.height and newest.item() is not None:
         set_watermark(wh, watermark_key(db, cluster), newest.item())
+        if result.extracted_through is None:
+            result.extracted_through = newest.item()

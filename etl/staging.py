@@ -61,11 +61,3 @@ def load_frames(wh, frames: dict[str, pl.DataFrame]) -> None:
     """stage_and_load in a staging folder of its own, removed afterwards."""
     with staged(wh) as stage:
         stage_and_load(wh, stage, "0", frames)
-
-
-def refresh_hourly(wh, w0, w1) -> None:
-    """Recompute the hourly telemetry rollups of [w0, w1) (sql/refresh/telemetry_hourly.sql)."""
-    from ops_warehouse.migrations import split_statements, sql_text
-
-    for stmt in split_statements(sql_text("refresh/telemetry_hourly.sql")):
-        wh.command(stmt, {"from_ts": w0, "to_ts": w1})

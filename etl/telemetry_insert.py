@@ -1,12 +1,12 @@
 """Exporter-shaped Parquet -> gpu_sample, xid_event, node_sample and lustre_job_io, by the engine
-(sql/load/*.sql).
+(sql/staging/*.sql).
 
 Every telemetry source ends here. A source hands over exporter-shaped files: a ``timestamp`` column, the
 exporter's label columns and one column per metric named as the exporter names it (the generator's and a
 site's day files are this shape already; the Prometheus, VictoriaMetrics and text sources stage their frames
 as such files). This module only renders the ``{{input}}`` relation of the SQL templates from the metric
 catalog (which exporter name becomes which warehouse column, at what scale); the rules (counter steps, node
-names, Xid events, how a node's series are put together) are SQL: sql/load/ and sql/functions/.
+names, Xid events, how a node's series are put together) are SQL: sql/staging/ and sql/functions/.
 
 Counters are seeded by the series' last sample before the window: ``seed`` files are read for that sample
 only (the engine reads a handful of their columns).
@@ -20,10 +20,11 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
-
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.lustre_jobs import JOB_METRICS
 from ops_warehouse.etl.metric_catalog import GPU_COLUMNS, NODE_MAP_COLUMNS, NODE_SCALAR_COLUMNS, Metric
+from ops_warehouse.etl.staging import staged
+from ops_warehouse.sqlfiles import split_statements, sql_text
 
 NODE_COLUMNS = NODE_MAP_COLUMNS + NODE_SCALAR_COLUMNS
 # warehouse columns whose table definition is "amount in the step": their exporter metric must be a counter
@@ -219,7 +220,6 @@ def infer_step_s(paths: list[Path]) -> int:
 def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str, source: str,
                   window: tuple[datetime, datetime], step_s: int | None = None) -> dict:
     """Insert the window's rows of every table the files feed; returns the row counts inserted."""
-    from ops_warehouse.migrations import split_statements, sql_text
 
     check_catalog(cat)
     rel = _Relations(wh)
@@ -248,7 +248,7 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                            "AND ts < {to_ts:DateTime('UTC')} AND node != ''")
             step = step_s or infer_step_s(main)
             for table in tables:
-                (sql,) = split_statements(sql_text(f"load/{table}.sql"))
+                (sql,) = split_statements(sql_text(f"staging/{table}.sql"))
                 wh.client.command(sql.replace("{{input}}", relation).rstrip(";"),
                                   parameters={**params, "step_s": step}, settings={"optimize_on_insert": 0})
             if kind == "gpu":
@@ -275,7 +275,6 @@ def _count(wh, sql: str, params: dict) -> int:
 def insert_frames(wh, frames: dict[str, list[pl.DataFrame | None]], cat: dict[str, Metric], cluster: str,
                   source: str, window: tuple[datetime, datetime], step_s: int | None = None) -> dict:
     """A source's frames (``{"gpu": [...], "node": [...]}``) staged as exporter files and inserted."""
-    from ops_warehouse.etl.staging import staged
 
     with staged(wh) as stage:
         return insert_window(wh, stage_frames(stage, frames), cat, cluster, source, window, step_s=step_s)

@@ -5,7 +5,7 @@ folder of node-level metrics the catalog knows; a folder whose files have a ``jo
 job_stats, loaded into ``lustre_job_io``: etl/lustre_jobs.py), each file exporter-shaped: a ``timestamp`` column, the
 exporter's labels and one column per metric under the exporter's name (the generator writes this; so does a
 VictoriaMetrics or Prometheus export turned wide). The engine reads the files itself
-(etl/telemetry_insert.py, sql/load/): a day at a time, the day before seeding its counters, then the hourly
+(etl/telemetry_insert.py, sql/staging/): a day at a time, the day before seeding its counters, then the hourly
 rollups of the whole load once.
 """
 
@@ -16,10 +16,11 @@ from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
-
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
+from ops_warehouse.etl.grains import refresh_hourly
 from ops_warehouse.etl.metric_catalog import catalog
 from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
+from ops_warehouse.etl.staging import staged
 from ops_warehouse.etl.telemetry_insert import ExporterFiles, insert_window
 
 GPU_FAMILY = "dcgm"
@@ -50,7 +51,6 @@ def _as_parquet(p: Path, stage: Path) -> Path:
 def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cluster: str | None = None,
                      progress=None) -> dict:
     """Load the exporter day files of whole days ``date_from`` .. ``date_to``."""
-    from ops_warehouse.etl.staging import refresh_hourly, staged
 
     root = Path(root)
     if (root / "telemetry").is_dir():

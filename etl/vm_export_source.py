@@ -22,15 +22,21 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
-
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.lustre_jobs import JOB_METRICS
 from ops_warehouse.etl.metric_catalog import POD_LABELS, catalog
 from ops_warehouse.etl.openmetrics_source import (
-    _TS_MS_MAX, LABELS, QUARANTINE_SCHEMA, clip_raw, load_samples, quarantine, split_bad_samples,
+    LABELS,
+    QUARANTINE_SCHEMA,
+    TS_MS_MAX,
+    clip_raw,
+    load_samples,
+    quarantine,
+    split_bad_samples,
 )
+from ops_warehouse.etl.prometheus_source import PromClient
 from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
-from ops_warehouse.warehouse import redact as _redact
+from ops_warehouse.warehouse import redact
 
 _SERIES_SCHEMA = {"metric": pl.String, **{k: pl.String for k in LABELS}, "values": pl.List(pl.Float64),
                   "timestamps": pl.List(pl.Int64), "_pods": pl.UInt32, "line_no": pl.UInt64}
@@ -91,7 +97,7 @@ def _series_fast(data: bytes) -> pl.DataFrame | None:
         pl.col("metric").is_not_null().all()
         & (pl.col("values").list.len() == pl.col("timestamps").list.len()).all()
         & (pl.col("values").list.eval(pl.element().is_null()).list.any().not_()).all()
-        & pl.col("timestamps").list.eval(pl.element().is_between(0, _TS_MS_MAX)).list.all().all()
+        & pl.col("timestamps").list.eval(pl.element().is_between(0, TS_MS_MAX)).list.all().all()
     ).item()
     return df.select(list(_SERIES_SCHEMA)) if ok else None
 
@@ -132,7 +138,7 @@ def _one_series(line: bytes) -> dict:
         raise ValueError("values and timestamps are not lists of the same length")
     if not all(_number(v) for v in values):
         raise ValueError("a value is not a number")
-    if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t <= _TS_MS_MAX for t in stamps):
+    if not all(isinstance(t, int) and not isinstance(t, bool) and 0 <= t <= TS_MS_MAX for t in stamps):
         raise ValueError("a timestamp is not milliseconds between 1970 and 2105")
     try:
         floats = [float(v) for v in values]
@@ -150,7 +156,6 @@ def _one_series(line: bytes) -> dict:
 
 def fetch_export(url: str, match: str, start: datetime, end: datetime, timeout_s: float = 600) -> Path:
     """Stream /api/v1/export for the window to a temporary file (it can be large)."""
-    from ops_warehouse.etl.prometheus_source import PromClient
 
     q = urllib.parse.urlencode({"match[]": match, "start": int(start.timestamp()), "end": int(end.timestamp())})
     client = PromClient(url, timeout_s=timeout_s)
@@ -166,7 +171,7 @@ def fetch_export(url: str, match: str, start: datetime, end: datetime, timeout_s
     return Path(tmp)
 
 
-@logged_load("telemetry", lambda a: f"vm-export:{_redact(str(a['source']))} {window_text(a)}", telemetry_counts)
+@logged_load("telemetry", lambda a: f"vm-export:{redact(str(a['source']))} {window_text(a)}", telemetry_counts)
 def load_vm_export(wh, source: str | Path, date_from: date, date_to: date, *, cluster: str | None = None) -> dict:
     """Load an export: a URL (fetched for the window plus the day before, to seed counters) or a file."""
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
@@ -194,7 +199,6 @@ def load_vm_export(wh, source: str | Path, date_from: date, date_to: date, *, cl
     finally:
         if tmp:
             tmp.unlink(missing_ok=True)
-    from ops_warehouse.warehouse import redact
 
     quarantine(wh, redact(str(source)) if tmp else str(Path(source).resolve()), bad)
     counts = load_samples(wh, samples.drop("line_no"), cat, cluster, f"vm-export:{source}", window)

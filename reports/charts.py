@@ -62,7 +62,7 @@ def runtime_cdf(r: dict) -> bytes | None:
 
 
 def capacity_timeline(r: dict) -> bytes | None:
-    rows = r["daily"]
+    rows = r["utilization_daily"]
     if not rows:
         return None
     days = [row["day"] for row in rows]
@@ -135,12 +135,9 @@ def failures(r: dict) -> bytes | None:
     a1.barh([s["state"] for s in states], [s["gpu_hours"] or 0 for s in states], color="#4a5568")
     a1.set_xlabel("GPU-hours")
     a1.set_title("How runs ended (GPU-hours)")
-    by_code: dict[int, int] = {}
-    for x in r["xid_events"]:
-        by_code[x["xid"]] = by_code.get(x["xid"], 0) + x["events"]
-    if by_code:
-        codes = sorted(by_code)
-        a2.bar([str(c) for c in codes], [by_code[c] for c in codes], color="#c53030")
+    codes = sorted(r["xid_codes"], key=lambda x: x["xid"])
+    if codes:
+        a2.bar([str(x["xid"]) for x in codes], [x["events"] for x in codes], color="#c53030")
     a2.set_xlabel("Xid")
     a2.set_title("Xid events by code")
     return _png(fig)

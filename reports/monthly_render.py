@@ -31,16 +31,20 @@ def _hours(seconds) -> str:
     return f"{s:.0f} s" if s < 120 else (f"{s / 60:.0f} min" if s < 7200 else f"{s / 3600:.1f} h")
 
 
+def _bytes(v, unit: str, digits: int) -> str:
+    """Bytes in a decimal unit (TB, PB) for display."""
+    return _num(None if v is None else v / _BYTE_UNITS[unit], digits)
+
+
+_BYTE_UNITS = {"TB": 10 ** 12, "PB": 10 ** 15}
+
+
 def _delta(now, before, pct_points: bool = False) -> str:
     if now is None or before is None:
         return "–"
     if pct_points:
         return f"{100 * (now - before):+.1f} pp"
     return "–" if not before else f"{100 * (now / before - 1):+.1f}%"
-
-
-def _add(a, b):
-    return None if a is None or b is None else a + b
 
 
 def _one(rows: list[dict], **match) -> dict:
@@ -70,8 +74,6 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
     cur = cost_all.get("currency") or ""
     out = []
 
-    own_alloc = sum(p["allocated_gpu_h"] or 0 for p in r["projects"])
-    own_cost = sum(p["cost"] or 0 for p in r["projects"])
     partial = _partial(r)
     if partial:
         partial += (": every figure stops where the loaded job history does; the rest of the month is not "
@@ -85,15 +87,17 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
             ["utilization", _pct(cl.get("utilization")), _pct(cl_prev.get("utilization"))],
             ["total cost", f"{_num(cost_all.get('total_cost'))} {cur}", f"{_num(cost_prev.get('total_cost'))} {cur}"]]
     if r["scope"] == "project":
-        prev_alloc = sum(p["allocated_gpu_h"] or 0 for p in r["projects_previous"])
-        if not r["previous_month_has_data"]:
-            prev_alloc = None
-        rows += [[f"project {r['project']}: allocated GPU-hours", _num(own_alloc), _num(prev_alloc)],
-                 [f"project {r['project']}: share of available", _pct(own_alloc / cl["available_gpu_h"])
-                  if cl.get("available_gpu_h") else "–",
-                  _pct(prev_alloc / cl_prev["available_gpu_h"]) if prev_alloc is not None and cl_prev.get("available_gpu_h") else "–"],
-                 [f"project {r['project']}: cost (chargeback)", f"{_num(own_cost)} {cur}",
-                  f"{_num(sum(p['cost'] or 0 for p in r['projects_previous']) if prev_alloc is not None else None)} {cur}"]]
+        # no row: the project held no GPU in that month (nothing to show where no jobs are loaded at all)
+        nothing = {"allocated_gpu_h": 0.0, "share_of_available": 0.0, "cost": 0.0}
+        own = _one(r["chargeback_totals"], project=r["project"]) or nothing
+        own_prev = _one(r["chargeback_totals_previous"], project=r["project"]) or (
+            nothing if r["previous_month_has_data"] else {})
+        rows += [[f"project {r['project']}: allocated GPU-hours", _num(own.get("allocated_gpu_h")),
+                  _num(own_prev.get("allocated_gpu_h"))],
+                 [f"project {r['project']}: share of available", _pct(own.get("share_of_available")),
+                  _pct(own_prev.get("share_of_available"))],
+                 [f"project {r['project']}: cost (chargeback)", f"{_num(own.get('cost'))} {cur}",
+                  f"{_num(own_prev.get('cost'))} {cur}"]]
     out.append(("Summary", lead, ["", r["month"], r["previous_month"]], rows, None))
 
     rows = [[u["level"] if u["level"] == "cluster" else f"{u['level']} {u['key']}", _num(u["capacity_gpu_h"]),
@@ -123,12 +127,11 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
             ["tensor active", _num(eff.get("tensor_active"), 3), _num(eff_prev.get("tensor_active"), 3)],
             ["DRAM active", _num(eff.get("dram_active"), 3), _num(eff_prev.get("dram_active"), 3)],
             ["GPU energy (kWh)", _num(eff.get("gpu_energy_kwh")), _num(eff_prev.get("gpu_energy_kwh"))],
-            ["delivered tensor compute (PFLOP-days)", _num(eff.get("delivered_pflop") and eff["delivered_pflop"] / 86400, 1),
-             _num(eff_prev.get("delivered_pflop") and eff_prev["delivered_pflop"] / 86400, 1)],
-            ["NIC received (PB)", _num(eff.get("nic_rx_bytes") and eff["nic_rx_bytes"] / 1e15, 2),
-             _num(eff_prev.get("nic_rx_bytes") and eff_prev["nic_rx_bytes"] / 1e15, 2)],
-            ["storage written (TB)", _num(eff.get("storage_write_bytes") and eff["storage_write_bytes"] / 1e12, 1),
-             _num(eff_prev.get("storage_write_bytes") and eff_prev["storage_write_bytes"] / 1e12, 1)]]
+            ["delivered tensor compute (PFLOP-days)", _num(eff.get("delivered_pflop_days"), 1),
+             _num(eff_prev.get("delivered_pflop_days"), 1)],
+            ["NIC received (PB)", _bytes(eff.get("nic_rx_bytes"), "PB", 2), _bytes(eff_prev.get("nic_rx_bytes"), "PB", 2)],
+            ["storage written (TB)", _bytes(eff.get("storage_write_bytes"), "TB", 1),
+             _bytes(eff_prev.get("storage_write_bytes"), "TB", 1)]]
     out.append(("Efficiency", f"Time-weighted over the GPU time of {who}'s jobs with telemetry.",
                 ["", r["month"], r["previous_month"]], rows, "gpu_heatmap"))
     if r["efficiency_by_project"]:
@@ -171,7 +174,8 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
     rows = [[s_["node"], _num(s_["multi_node_runs"]), _num(s_["runs_behind"]), _num(s_["util_vs_peers"], 2),
              _num(s_["util_pct"], 1)] for s_ in r["stragglers"][:30]]
     out.append(("Reliability: straggler nodes", "A node is behind in a multi-node job when its GPUs' utilization "
-                "is under 0.8 of the median of the job's nodes: every GPU of a synchronous job waits for it.",
+                f"is under {r['behind_ratio']:g} of the median of the job's nodes: every GPU of a synchronous job "
+                "waits for it.",
                 ["node", "multi-node runs", "behind", "util vs peers", "util %"], rows, None))
 
     rows = [[v["reservation"], ", ".join(v["accounts"]), _num(v["reserved_gpu_h"]), _num(v["used_gpu_h"]),
@@ -194,8 +198,7 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
            ("free GPU-hours", cl.get("free_gpu_h"), cl_prev.get("free_gpu_h"), _num, False),
            ("reserved but unused GPU-hours", cl.get("reserved_idle_gpu_h"), cl_prev.get("reserved_idle_gpu_h"), _num, False),
            ("allocated but idle GPU-hours", cl.get("allocated_idle_gpu_h"), cl_prev.get("allocated_idle_gpu_h"), _num, False),
-           ("down + drained GPU-hours", _add(cl.get("down_gpu_h"), cl.get("drained_gpu_h")),
-            _add(cl_prev.get("down_gpu_h"), cl_prev.get("drained_gpu_h")), _num, False),
+           ("down + drained GPU-hours", cl.get("unavailable_gpu_h"), cl_prev.get("unavailable_gpu_h"), _num, False),
            (f"total cost ({cur})", cost_all.get("total_cost"), cost_prev.get("total_cost"), _num, False),
            (f"cost per allocated GPU-hour ({cur})", cost_all.get("cost_per_allocated_gpu_h"),
             cost_prev.get("cost_per_allocated_gpu_h"), lambda v: _num(v, 2), False),
@@ -210,12 +213,12 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
     out.append(("Month over month", "" if r["previous_month_has_data"] else f"No jobs are loaded for {r['previous_month']}.",
                 ["", r["month"], r["previous_month"], "change"], rows, None))
 
-    prev = {(p["project"], p["gpu_model"]): p for p in r["projects_previous"]}
+    prev = {(p["project"], p["gpu_model"]): p for p in r["chargeback_previous"]}
     rows = [[p["project"], p["gpu_model"], _num(p["runs"]), _num(p["allocated_gpu_h"]),
              _pct(p["share_of_model_allocation"]), _num(p["cost"]),
              _delta(p["allocated_gpu_h"], prev.get((p["project"], p["gpu_model"]), {}).get("allocated_gpu_h"))]
-            for p in r["projects"]]
-    out.append(("Use and cost by project", "Cost at the GPU model's cost per allocated GPU-hour (chargeback).",
+            for p in r["chargeback"]]
+    out.append(("Chargeback: use and cost by project", "Cost at the GPU model's cost per allocated GPU-hour.",
                 ["project", "GPU model", "runs", "GPU-hours", "share of model", f"cost {cur}",
                  f"GPU-h vs {r['previous_month']}"], rows, None))
     if r["users"]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ops_warehouse.config import Config
-from ops_warehouse.warehouse import close_embedded, connect
+from ops_warehouse.warehouse import close_embedded, open_warehouse
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -43,7 +43,7 @@ def cfg(tmp_path) -> Config:
 
 @pytest.fixture
 def wh(cfg):
-    w = connect(cfg)
+    w = open_warehouse(cfg)
     yield w
     close_embedded()
 
@@ -79,7 +79,7 @@ def table_checksums(wh) -> dict[str, tuple]:
 def warehouse_checksums(path) -> dict[str, tuple]:
     """table_checksums of the embedded warehouse at ``path`` (opened and closed again, so that an
     ops-report subprocess can use it next)."""
-    wh = connect(Config(dsn=f"chdb://{path}"), migrate=False)
+    wh = open_warehouse(Config(dsn=f"chdb://{path}"), migrate=False)
     try:
         return table_checksums(wh)
     finally:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections import Counter
 
 from ops_warehouse.config import Config
-from ops_warehouse.warehouse import close_embedded, connect
+from ops_warehouse.warehouse import close_embedded, open_warehouse
 
 
 def scratch_warehouse(tmp_path_factory, name: str):
     """Generator for a module-scoped fixture: (warehouse, its folder), closed at the end."""
     d = tmp_path_factory.mktemp(name)
-    w = connect(Config(dsn=f"chdb://{d / 'wh'}"))
+    w = open_warehouse(Config(dsn=f"chdb://{d / 'wh'}"))
     yield w, d
     close_embedded()
 

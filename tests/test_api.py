@@ -1,4 +1,4 @@
-"""The analysts' Python API (ops_warehouse.api) on the demo's warehouse: its docstring examples run as
+"""The analysts' Python API (ops_warehouse.analytics.api) on the demo's warehouse: its docstring examples run as
 doctests; its functions give the monthly report's numbers (the report calls them); `ops-report export`
 writes Parquet that DuckDB reads back to the same numbers."""
 
@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import ops_warehouse
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.warehouse import close_embedded
 from tests.test_cli import ops
 
@@ -36,7 +36,7 @@ def api(demo):
 
 
 def test_docstring_examples_run(api, demo):
-    import ops_warehouse.api as module
+    import ops_warehouse.analytics.api as module
 
     result = doctest.testmod(module, extraglobs={"wh": api, "DSN": demo[0]}, optionflags=doctest.ELLIPSIS,
                              verbose=False)
@@ -95,7 +95,7 @@ def test_export_reads_back_in_duckdb_with_the_reports_numbers(demo, tmp_path):
     assert util == pytest.approx(next(r["utilization"] for r in cluster["utilization"] if r["level"] == "cluster"),
                                  rel=1e-9)
     (charge,), = q("SELECT sum(cost) FROM '@/chargeback.parquet'")
-    assert charge == pytest.approx(sum(r["cost"] for r in report["projects"]), rel=1e-9)
+    assert charge == pytest.approx(sum(r["cost"] for r in report["chargeback"]), rel=1e-9)
     # project isolation: only project A's jobs and users in the export
     assert q("SELECT DISTINCT project FROM '@/job_efficiency.parquet'") == [("A",)]
     assert {u for (u,) in q("SELECT user FROM '@/users.parquet'")} == {r["user"] for r in report["users"]}

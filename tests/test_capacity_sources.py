@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.capacity_sources import load_capacity, read_events, read_inventory, read_reservations
 
 UTC = timezone.utc

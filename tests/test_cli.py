@@ -115,7 +115,7 @@ def test_schema_command_prints_cluster_ddl():
 def test_one_import_namespace_and_sql_shipped(tmp_path):
     """Nothing generic (`cli`, `etl`) is importable outside the source tree; the SQL ships with the package."""
     code = ("import importlib.util as u, importlib.resources as r; "
-            "print([m for m in ('cli', 'etl', 'sql', 'reports', 'core') if u.find_spec(m)]); "
-            "print(r.files('ops_warehouse.sql').joinpath('stats/summary.sql').is_file())")
+            "print([m for m in ('cli', 'etl', 'sql', 'reports', 'core', 'analytics', 'generate') if u.find_spec(m)]); "
+            "print(r.files('ops_warehouse.sql').joinpath('marts/summary.sql').is_file())")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert p.stdout.split("\n")[:2] == ["[]", "True"], p.stderr

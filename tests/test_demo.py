@@ -76,9 +76,9 @@ def test_monthly_report_of_the_demo_matches_the_ground_truth(demo_runs):
     t1 = t0 + DAYS * 86400  # the history ends here: jobs still running count to it
     own = runs.filter(pl.col("account") == "proja", pl.col("start").is_not_null(), pl.col("start") < t1)
     gpu_h = ((pl.min_horizontal(pl.col("end").fill_null(t1), pl.lit(t1)) - pl.col("start")) * pl.col("gpus")).sum()
-    assert sum(p["allocated_gpu_h"] for p in a["projects"]) == pytest.approx(own.select(gpu_h).item() / 3600,
+    assert sum(p["allocated_gpu_h"] for p in a["chargeback"]) == pytest.approx(own.select(gpu_h).item() / 3600,
                                                                              rel=1e-9)
-    assert {p["project"] for p in a["projects"]} == {"A"} and a["month_complete"] is False  # 3 days of October
+    assert {p["project"] for p in a["chargeback"]} == {"A"} and a["month_complete"] is False  # 3 days of October
     inv = pl.read_parquet(base / "a" / "data" / "truth" / "inventory.parquet")
     # October is in progress in the loaded data: its capacity runs from each node's entry into service (or
     # October 1) to the end of the loaded history, t1 (the last nightly extract, 2026-10-04 00:00, where
@@ -90,7 +90,7 @@ def test_monthly_report_of_the_demo_matches_the_ground_truth(demo_runs):
                      .sum()).item() / 3600
     cl = next(u for u in a["utilization"] if u["level"] == "cluster")
     assert cl["capacity_gpu_h"] == pytest.approx(cap, rel=1e-12)
-    assert a["period"]["partial_through"] == "2026-10-04T00:00:00+00:00" and a["schema_version"] == "1.1"
+    assert a["period"]["partial_through"] == "2026-10-04T00:00:00+00:00" and a["schema_version"] == "2.0"
     md = outs[0]["monthly-ai1-A-2026-10.md"].decode()
     assert "Monthly report 2026-10 (partial, through 2026-10-04 00:00 UTC): ai1, project A" in md
-    assert len(a["daily"]) == DAYS  # the timeline stops with the data
+    assert len(a["utilization_daily"]) == DAYS  # the timeline stops with the data

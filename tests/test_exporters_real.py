@@ -260,7 +260,7 @@ def test_job_stats_through_a_real_prometheus(cfg, tmp_path):
     into Debian's Prometheus with promtool and loaded through query_range: the totals of the raw lines, plus
     the MiB."""
     from ops_warehouse.etl.prometheus_source import load_prometheus
-    from ops_warehouse.warehouse import close_embedded, connect
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
 
     t0 = int(datetime(2026, 10, 1, 10, 0, tzinfo=timezone.utc).timestamp())
     fams = defaultdict(list)
@@ -276,7 +276,7 @@ def test_job_stats_through_a_real_prometheus(cfg, tmp_path):
     p = ph.Prometheus(tmp_path / "tsdb").start()
     try:
         cfg.dsn = f"chdb://{tmp_path / 'wh'}"
-        w = connect(cfg)
+        w = open_warehouse(cfg)
         c = load_prometheus(w, p.url, DAY, DAY, step_s=60, cluster="c1")
         got = dict(w.query_rows("SELECT job_id, sumIf(bytes, operation = 'write_bytes') FROM lustre_job_io FINAL "
                                 "GROUP BY job_id"))

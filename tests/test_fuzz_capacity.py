@@ -21,10 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.config import Config
 from ops_warehouse.etl.capacity_sources import load_capacity, read_events, read_inventory, read_reservations
-from ops_warehouse.warehouse import close_embedded, connect
+from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.fuzz_support import print_figures
 
 FUZZ = dict(deadline=None, derandomize=True, database=None,
@@ -281,7 +281,7 @@ def test_capacity_garbage_files(tmp_path):
 
 def test_capacity_load_of_fuzzed_good_files(tmp_path):
     """Good generated files through load_capacity into the warehouse: every record there, twice loaded once."""
-    w = connect(Config(dsn=f"chdb://{tmp_path / 'wh'}"))
+    w = open_warehouse(Config(dsn=f"chdb://{tmp_path / 'wh'}"))
     try:
         inv = tmp_path / "nodes.txt"
         inv.write_text("".join(_node_block(f"gpu-{i:03d}", 112, g, f"rack{i:02d}", "h100", "'; DROP TABLE x; --")

@@ -35,7 +35,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.etl import sacct_json, sacct_text
 from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
 from ops_warehouse.etl.sacct_load import load_sacct

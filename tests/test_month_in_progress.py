@@ -5,7 +5,7 @@ Cluster p1, two 8-GPU H100 nodes n1, n2 in service since 2025. The sacct extract
   J1 7001  8 GPUs n1      10-01 00:00 .. 10-11 00:00 COMPLETED           240 h × 8  = 1,920 GPU-h
   J2 7002 16 GPUs n[1-2]  10-14 12:00 .. RUNNING, elapsed 24 h 30 min      24.5 h × 16 =   392
   J3 7003  8 GPUs         submitted 10-15 11:00, PENDING (holds nothing)
-so the as-of time of the loaded history (sql/models/cluster_as_of.sql) is J2's start + elapsed = 10-15 12:30.
+so the as-of time of the loaded history (sql/intermediate/cluster_as_of.sql) is J2's start + elapsed = 10-15 12:30.
   hours of October known   14 days × 24 + 12.5 h                          = 348.5 h
   capacity                 2 nodes × 8 GPUs × 348.5 h                     = 5,576 GPU-h
   drained                  n2 DRAIN 10-11 00:00 .. 10-12 00:00: 24 h × 8  =   192
@@ -33,8 +33,10 @@ import pytest
 from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
-from ops_warehouse.marts import refresh_capacity, run_mart
-from ops_warehouse.monthly import monthly_report
+from ops_warehouse.analytics.marts import run_mart
+from ops_warehouse.etl.grains import refresh_capacity
+from ops_warehouse.analytics.api import Connection
+from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.reports.monthly_render import to_html, to_json, to_markdown
 
 UTC = timezone.utc
@@ -76,10 +78,10 @@ def _telemetry(root):
 
 @pytest.fixture
 def in_progress(tmp_path, cfg):
-    from ops_warehouse.warehouse import connect
+    from ops_warehouse.warehouse import open_warehouse
 
     cfg.projects = {"proja": "A"}
-    wh = connect(cfg)
+    wh = open_warehouse(cfg)
     (tmp_path / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
                                             "n1,h100,8,gpu,r1,2025-01-01\nn2,h100,8,gpu,r1,2025-01-01\n")
     (tmp_path / "events.psv").write_text(
@@ -153,13 +155,13 @@ def test_the_grain_and_the_marts_stop_at_the_as_of_time(in_progress):
 
 
 def test_the_report_says_partial_through_the_as_of_time(in_progress):
-    r = monthly_report(in_progress, month=date(2026, 10, 1), cluster="p1")
-    assert r["schema_version"] == "1.1" and r["month_complete"] is False
+    r = monthly_report(Connection(in_progress), month=date(2026, 10, 1), cluster="p1")
+    assert r["schema_version"] == "2.0" and r["month_complete"] is False
     assert r["period"] == {"as_of": "2026-10-15T12:30:00+00:00", "partial_through": "2026-10-15T12:30:00+00:00"}
     cl = next(u for u in r["utilization"] if u["level"] == "cluster")
     assert (cl["capacity_gpu_h"], cl["available_gpu_h"], cl["allocated_gpu_h"]) == pytest.approx((5576, 5384, 2312))
     assert cl["utilization"] == pytest.approx(2312 / 5384)
-    assert sum(p["allocated_gpu_h"] for p in r["projects"]) == pytest.approx(2312)
+    assert sum(p["allocated_gpu_h"] for p in r["chargeback"]) == pytest.approx(2312)
     assert json.loads(to_json(r))["period"]["partial_through"] == "2026-10-15T12:30:00+00:00"
     md, page = to_markdown(r), to_html(r, charts={})
     assert md.startswith("# Monthly report 2026-10 (partial, through 2026-10-15 12:30 UTC): p1, cluster\n")
@@ -167,6 +169,6 @@ def test_the_report_says_partial_through_the_as_of_time(in_progress):
     assert "**42.9%**" in md
     assert "<title>Monthly report 2026-10 (partial, through 2026-10-15 12:30 UTC): p1, cluster</title>" in page
     # September is complete (no jobs loaded in it): no partial mark
-    s = monthly_report(in_progress, month=date(2026, 9, 1), cluster="p1")
+    s = monthly_report(Connection(in_progress), month=date(2026, 9, 1), cluster="p1")
     assert s["period"]["partial_through"] is None and s["month_complete"] is True
     assert "partial" not in to_markdown(s)

@@ -20,8 +20,9 @@ from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.generate import generate
-from ops_warehouse.marts import refresh_capacity, run_mart
-from ops_warehouse.warehouse import close_embedded, connect
+from ops_warehouse.analytics.marts import run_mart
+from ops_warehouse.etl.grains import refresh_capacity
+from ops_warehouse.warehouse import close_embedded, open_warehouse
 
 UTC = timezone.utc
 W0, W1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 15, tzinfo=UTC)  # inside the 14 days
@@ -33,7 +34,7 @@ def site(tmp_path_factory):
     h = generate(out, start=W0, days=14, jobs_per_day=250, nodes=24, seed=11, metrics_step_s=1800)
     cfg = Config(dsn=f"chdb://{out / 'warehouse'}")
     cfg.projects = {f"proj{c}": c.upper() for c in "abcdef"}
-    wh = connect(cfg)
+    wh = open_warehouse(cfg)
     load_sacct(wh, out / "sacct" / "sacct.psv")
     load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
                   reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
@@ -173,11 +174,12 @@ def test_html_report_in_headless_chromium(site, tmp_path):
     import json
     import re
 
-    from ops_warehouse.monthly import monthly_report
+    from ops_warehouse.analytics.api import Connection
+    from ops_warehouse.analytics.monthly import monthly_report
     from ops_warehouse.reports.monthly_render import write
 
     wh, cluster = site[:2]
-    r = monthly_report(wh, project="A", cluster=cluster, month=date(2026, 10, 1))
+    r = monthly_report(Connection(wh), project="A", cluster=cluster, month=date(2026, 10, 1))
     (html_path,) = write(r, tmp_path / "out", ["html"])
     text = html_path.read_text()
     assert "src=\"http" not in text and "<link" not in text  # one self-contained file

@@ -32,9 +32,11 @@ import pytest
 from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
-from ops_warehouse.marts import refresh_capacity, run_mart
-from ops_warehouse.monthly import monthly_report, pseudonym
-from ops_warehouse.pseudonyms import pseudonym_key
+from ops_warehouse.analytics.marts import run_mart
+from ops_warehouse.etl.grains import refresh_capacity
+from ops_warehouse.analytics.api import Connection
+from ops_warehouse.analytics.monthly import monthly_report, pseudonym
+from ops_warehouse.analytics.pseudonyms import pseudonym_key
 from ops_warehouse.reports.monthly_render import to_html, to_json, to_markdown
 
 UTC = timezone.utc
@@ -98,10 +100,10 @@ def _telemetry(root):
 
 @pytest.fixture
 def scenario(tmp_path, cfg):
-    from ops_warehouse.warehouse import connect
+    from ops_warehouse.warehouse import open_warehouse
 
     cfg.projects = {"proja": "A", "projb": "B", "projc": "C"}
-    wh = connect(cfg)
+    wh = open_warehouse(cfg)
     _sacct(tmp_path / "sacct.psv")
     (tmp_path / "inventory.csv").write_text(
         "node,gpu_model,gpus,partition,rack,in_service_date\n"
@@ -197,42 +199,96 @@ def test_reservation_efficiency_and_cost(scenario):
     assert c["capex"] == pytest.approx(CAPACITY * capex_rate)
     assert c["idle_cost"] == pytest.approx((AVAILABLE - ALLOCATED) * capex_rate)
     assert c["cost_per_allocated_gpu_h"] == pytest.approx(c["total_cost"] / ALLOCATED)
-    p = {x["project"]: x for x in mart(scenario, "projects").to_dicts()}
+    p = {x["project"]: x for x in mart(scenario, "chargeback").to_dicts()}
     assert p["A"]["allocated_gpu_h"] == pytest.approx(226) and p["B"]["allocated_gpu_h"] == pytest.approx(104)
     assert sum(x["cost"] for x in p.values()) == pytest.approx(c["total_cost"])
 
 
 def test_project_report_isolation_and_formats(scenario):
-    r = monthly_report(scenario, project="A", cluster="t1")
+    r = monthly_report(Connection(scenario), project="A", cluster="t1")
     assert r["month"] == "2026-10" and r["scope"] == "project" and r["month_complete"]  # J3 ends in November
     # month over month: September holds J0's first four hours
     prev = next(u for u in r["utilization_previous"] if u["level"] == "cluster")
     assert (prev["capacity_gpu_h"], prev["allocated_gpu_h"]) == (17_280, 32) and r["previous_month_has_data"]
-    assert r["projects_previous"] == [{**r["projects_previous"][0], "project": "A", "allocated_gpu_h": 32.0}]
+    assert r["chargeback_previous"] == [{**r["chargeback_previous"][0], "project": "A", "allocated_gpu_h": 32.0}]
     text = to_json(r) + to_markdown(r) + to_html(r, charts={})
     assert "alice" in text
     for other in ("bob", "carol", "1002", "1004", "1005", "projb", "projc"):
         assert other not in text, other
     assert {x["user"] for x in r["users"]} == {"alice"}
-    anon = monthly_report(scenario, project="A", cluster="t1", anonymize_users=True)
+    anon = monthly_report(Connection(scenario), project="A", cluster="t1", anonymize_users=True)
     text = to_json(anon) + to_markdown(anon)
     assert "alice" not in text and pseudonym("alice", pseudonym_key(scenario)) in text
-    cl = monthly_report(scenario, cluster="t1")
-    assert {p["project"] for p in cl["projects"]} == {"A", "B", "C"} and cl["users"] == []
+    cl = monthly_report(Connection(scenario), cluster="t1")
+    assert {p["project"] for p in cl["chargeback"]} == {"A", "B", "C"} and cl["users"] == []
 
 
 def test_project_text_is_a_parameter_never_sql(scenario):
     """A project name that looks like SQL matches no project and changes no query: every mart takes it as a
     query parameter, and the report refuses a project with no jobs."""
-    from ops_warehouse import OpsError
+    from ops_warehouse.errors import OpsError
 
     evil = "A' OR 1=1 --"
-    for name in ("job_sizes", "end_states", "users", "projects"):
+    for name in ("job_sizes", "end_states", "users", "chargeback"):
         df = mart(scenario, name, project=evil)
-        rows = df.filter(pl.col("project") == evil) if name == "projects" else df
-        assert rows.height == 0 or name == "projects", name
+        rows = df.filter(pl.col("project") == evil) if name == "chargeback" else df
+        assert rows.height == 0 or name == "chargeback", name
     assert mart(scenario, "job_efficiency", project=evil).height == 0
     with pytest.raises(OpsError, match="no jobs of project"):
-        monthly_report(scenario, project=evil, cluster="t1")
+        monthly_report(Connection(scenario), project=evil, cluster="t1")
     # and the real project is untouched by the attempt
     assert mart(scenario, "job_sizes", project="A")["jobs"].sum() == 2  # J1, J3 (J0 started in September)
+
+
+def test_what_the_report_shows_is_computed_in_the_marts(scenario):
+    """Shares, totals, groupings, filters and thresholds the report shows come from the marts (sql/README.md:
+    every statistic once, in SQL): the renderers only format them."""
+    idle = mart(scenario, "idle_capacity").filter(pl.col("level") == "cluster").row(0, named=True)
+    assert idle["free_share"] == pytest.approx(FREE / CAPACITY)
+    assert idle["reserved_idle_share"] == pytest.approx(RESERVED_IDLE / CAPACITY)
+    assert idle["allocated_idle_share"] == pytest.approx(104 / CAPACITY)
+    assert (idle["down_share"], idle["drained_share"]) == pytest.approx((DOWN / CAPACITY, DRAINED / CAPACITY))
+    u = mart(scenario, "utilization").filter(pl.col("level") == "cluster").row(0, named=True)
+    assert u["unavailable_gpu_h"] == pytest.approx(DOWN + DRAINED) and u["idle_util_pct"] == 5.0
+    # chargeback: the project's rows only, with the project's totals over GPU models
+    assert mart(scenario, "chargeback", project="A")["project"].to_list() == ["A"]
+    t = mart(scenario, "chargeback_totals", project="A").row(0, named=True)
+    cost = mart(scenario, "cost").filter(pl.col("model") == "all").row(0, named=True)
+    assert t["project"] == "A" and t["allocated_gpu_h"] == pytest.approx(226)
+    assert t["share_of_available"] == pytest.approx(226 / AVAILABLE)
+    assert t["cost"] == pytest.approx(cost["total_cost"] * 226 / ALLOCATED)
+    assert mart(scenario, "chargeback_totals")["project"].to_list() == ["A", "B", "C"]
+    # reservations: a project's are those held for its accounts
+    assert mart(scenario, "reservations", project="A")["reservation"].to_list() == ["resA"]
+    assert mart(scenario, "reservations", project="B").height == 0
+    # Xid events by code; the largest jobs; stragglers only where a node was behind (J2's nodes were both idle)
+    assert [(x["xid"], x["events"], x["nodes"], x["hardware"]) for x in mart(scenario, "xid_codes").to_dicts()] == [
+        (79, 1, 1, 1)]
+    top = run_mart(scenario, "largest_jobs", cluster="t1", window=OCT, top_jobs=2)
+    assert top["job_id"].to_list() == ["1001", "1005"] and "submit_ts" not in top.columns
+    assert mart(scenario, "stragglers").height == 0
+    eff = mart(scenario, "efficiency").filter(pl.col("project_key") == "").row(0, named=True)
+    assert eff["delivered_pflop_days"] == pytest.approx(eff["delivered_pflop"] / 86400) and eff["delivered_pflop_days"] > 0
+    # the report carries them, and the thresholds the marts ran with
+    r = monthly_report(Connection(scenario), project="A", cluster="t1", behind_ratio=0.7)
+    assert (r["schema_version"], r["behind_ratio"], r["top_jobs"], r["idle_util_pct"]) == ("2.0", 0.7, 15, 5.0)
+    assert r["chargeback_totals"] == [{**r["chargeback_totals"][0], "project": "A"}]
+    assert [x["reservation"] for x in r["reservations"]] == ["resA"] and r["xid_codes"][0]["xid"] == 79
+    md = to_markdown(r)
+    assert "under 0.7 of the median" in md and f"| project A: share of available | {100 * 226 / AVAILABLE:.1f}% |" in md
+
+
+def test_one_name_per_statistic(scenario, tmp_path):
+    """A statistic has one name (sql/README.md): each list of the report and each file of the export is
+    named after its mart (sql/marts/<name>.sql) and the API function that runs it."""
+    from ops_warehouse.analytics.export import export_month
+    from tests.conftest import REPO
+
+    marts = {p.stem for p in (REPO / "sql" / "marts").glob("*.sql")}
+    r = monthly_report(Connection(scenario), project="A", cluster="t1")
+    names = {k.removesuffix("_previous") for k, v in r.items() if isinstance(v, list)}
+    names.discard("efficiency_by_project")  # the per-project rows of the efficiency mart (cluster reports)
+    assert names <= marts and all(callable(getattr(Connection, n, None)) for n in names), names - marts
+    files = export_month(Connection(scenario), tmp_path, "2026-10", project="A", cluster="t1")["files"]
+    assert {f["file"] for f in files.values()} == {f"{n}.parquet" for n in files}
+    assert set(files) <= marts and all(callable(getattr(Connection, n, None)) for n in files), set(files) - marts

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.prometheus_source import PromClient
 from ops_warehouse.etl.retry import Retry, Transient
 from tests import prometheus_harness as ph
@@ -83,7 +83,7 @@ def _config(path: Path, wh: Path, site: Path, url: str, *, retries: int, backoff
 def _nightly(config: Path, wh: Path):
     """One nightly run in this process (the fault threads need to see its requests)."""
     from ops_warehouse.config import load_config
-    from ops_warehouse.nightly import run_nightly
+    from ops_warehouse.etl.nightly import run_nightly
     from ops_warehouse.warehouse import close_embedded
 
     cfg = load_config(config)
@@ -172,9 +172,9 @@ def test_prometheus_down_for_the_whole_run(prom, clean, tmp_path):
     assert f"nightly capacity {CLUSTER} whole files: ok" in r.stdout
     from ops_warehouse.config import Config
     from ops_warehouse.etl.watermarks import watermark
-    from ops_warehouse.warehouse import close_embedded, connect
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
 
-    w = connect(Config(dsn=f"chdb://{wh}"), migrate=False)
+    w = open_warehouse(Config(dsn=f"chdb://{wh}"), migrate=False)
     try:
         log = w.query_rows("SELECT source_kind, status, error FROM etl_run_log WHERE source_kind LIKE 'nightly:%' "
                            "ORDER BY started_at")
@@ -447,9 +447,9 @@ def test_slurm_database_and_slurmdbd_down(tmp_path):
             assert slurm_harness.READ_ONLY_PASSWORD not in r.stdout + r.stderr
             from ops_warehouse.config import Config
             from ops_warehouse.etl.watermarks import watermark
-            from ops_warehouse.warehouse import close_embedded, connect
+            from ops_warehouse.warehouse import close_embedded, open_warehouse
 
-            w = connect(Config(dsn=f"chdb://{tmp_path / 'wh'}"), migrate=False)
+            w = open_warehouse(Config(dsn=f"chdb://{tmp_path / 'wh'}"), migrate=False)
             try:
                 log = w.query_rows("SELECT source_kind, status FROM etl_run_log WHERE source_kind LIKE 'nightly:%' "
                                    "ORDER BY started_at")
@@ -477,12 +477,12 @@ def _not_retried(sc) -> None:
     fail at once, no retry."""
     from ops_warehouse.config import Config
     from ops_warehouse.etl.slurmdbd_source import load_slurmdbd
-    from ops_warehouse.warehouse import close_embedded, connect
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
 
     url = f"mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db"
     lines: list[str] = []
     retry = Retry(3, 0.01, "slurmdbd x", log=lines.append)
-    wh = connect(Config(dsn=f"chdb://{sc.base / 'wh_not_retried'}"))
+    wh = open_warehouse(Config(dsn=f"chdb://{sc.base / 'wh_not_retried'}"))
     try:
         with pytest.raises(OpsError, match="Access denied"):
             load_slurmdbd(wh, url, None, None, cluster=slurm_harness.CLUSTER, password="wrong", retry=retry)

@@ -78,7 +78,7 @@ def test_utilization_notebook_matches_the_report(executed):
     assert s["allocated_gpu_h"] == pytest.approx(c["allocated_gpu_h"], abs=1e-3)
     assert s["free_gpu_h"] == pytest.approx(c["free_gpu_h"], abs=1e-2)
     assert s["reserved_idle_gpu_h"] == pytest.approx(c["reserved_idle_gpu_h"], abs=1e-2)
-    assert s["project_allocated_gpu_h"] == pytest.approx(sum(d["project_allocated_gpu_h"] for d in report["daily"]), abs=1e-2)
+    assert s["project_allocated_gpu_h"] == pytest.approx(sum(d["project_allocated_gpu_h"] for d in report["utilization_daily"]), abs=1e-2)
     assert _images(nb) == 2
 
 
@@ -119,5 +119,5 @@ def test_investment_notebook_matches_the_report(executed):
     # that was allocated at all (a model no job used is nobody's to pay)
     used = [r for r in cluster["cost"] if r["model"] != "all" and r["allocated_gpu_h"] > 0]
     assert s["chargeback_total"] == pytest.approx(sum(r["total_cost"] for r in used), abs=0.05)
-    assert s["project_cost"] == pytest.approx(sum(r["cost"] for r in report["projects"]), abs=0.01)
+    assert s["project_cost"] == pytest.approx(sum(r["cost"] for r in report["chargeback"]), abs=0.01)
     assert _images(nb) == 2

@@ -18,9 +18,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.config import Config
-from ops_warehouse.warehouse import close_embedded, connect
+from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import LIVE
 
 MONTH = "2026-11"
@@ -39,13 +39,13 @@ def unkeyed(user: str) -> str:
 def anonymized(path: Path, out: Path, report: bool = False) -> tuple[dict[int, str], set[str]]:
     """(job id -> user pseudonym of the export's job_efficiency, user pseudonyms of the cluster's monthly
     report if ``report``) of the embedded warehouse at ``path`` (loaded with the real sacct output if new)."""
-    from ops_warehouse.api import Connection
+    from ops_warehouse.analytics.api import Connection
     from ops_warehouse.etl.sacct_load import load_sacct
-    from ops_warehouse.export import export_month
-    from ops_warehouse.monthly import monthly_report
+    from ops_warehouse.analytics.export import export_month
+    from ops_warehouse.analytics.monthly import monthly_report
 
     cfg = Config(dsn=f"chdb://{path}")
-    wh = connect(cfg)
+    wh = open_warehouse(cfg)
     try:
         if not wh.query_rows("SELECT count() FROM slurm_job_run")[0][0]:
             load_sacct(wh, LIVE / "sacct.psv", cluster="c1")
@@ -53,7 +53,7 @@ def anonymized(path: Path, out: Path, report: bool = False) -> tuple[dict[int, s
         jobs = pl.read_parquet(Path(m["folder"]) / "job_efficiency.parquet")
         users = set()
         if report:
-            r = monthly_report(wh, month=date(2026, 11, 1), cluster="c1", anonymize_users=True)
+            r = monthly_report(Connection(wh), month=date(2026, 11, 1), cluster="c1", anonymize_users=True)
             users = {j["user"] for j in r["largest_jobs"]}
         return dict(zip(jobs.get_column("job_id").to_list(), jobs.get_column("user").to_list())), users
     finally:
@@ -80,10 +80,10 @@ def test_pseudonyms_are_keyed_per_warehouse_and_stable(tmp_path):
 
 
 def test_a_configured_key_is_used_and_no_file_is_made(tmp_path):
-    from ops_warehouse.monthly import pseudonym
-    from ops_warehouse.pseudonyms import pseudonym_key
+    from ops_warehouse.analytics.monthly import pseudonym
+    from ops_warehouse.analytics.pseudonyms import pseudonym_key
 
-    wh = connect(Config(dsn=f"chdb://{tmp_path / 'w'}", pseudonym_key="site-key-from-the-config"))
+    wh = open_warehouse(Config(dsn=f"chdb://{tmp_path / 'w'}", pseudonym_key="site-key-from-the-config"))
     try:
         assert pseudonym_key(wh) == "site-key-from-the-config"
         assert pseudonym("alice", pseudonym_key(wh)) == "user-" + hmac.new(
@@ -100,7 +100,7 @@ def server(dsn: str, **cfg):
 
 
 def test_a_server_warehouse_keeps_its_key_in_the_users_config_folder(tmp_path, monkeypatch):
-    from ops_warehouse.pseudonyms import key_path, pseudonym_key
+    from ops_warehouse.analytics.pseudonyms import key_path, pseudonym_key
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     one = server("http://ops:pw-one-secret@ch.example:8123/ops")
@@ -116,7 +116,7 @@ def test_a_server_warehouse_keeps_its_key_in_the_users_config_folder(tmp_path, m
 
 
 def test_a_key_others_can_read_or_that_cannot_be_made_is_refused(tmp_path, monkeypatch):
-    from ops_warehouse.pseudonyms import pseudonym_key
+    from ops_warehouse.analytics.pseudonyms import pseudonym_key
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     wh = server("http://ops@ch.example:8123/ops")

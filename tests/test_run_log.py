@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ops_warehouse.config import Config
-from ops_warehouse.warehouse import close_embedded, connect
+from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import DATA, LIVE, REPO
 from tests.test_cli import OPS, ops
 
@@ -36,7 +36,7 @@ def run_log(wh) -> list[tuple]:
 
 
 def run_log_at(path: Path) -> list[tuple]:
-    w = connect(Config(dsn=f"chdb://{path}"), migrate=False)
+    w = open_warehouse(Config(dsn=f"chdb://{path}"), migrate=False)
     try:
         return run_log(w)
     finally:
@@ -82,7 +82,7 @@ def test_sacct_engine_error_is_logged_failed(wh):
 
 
 def test_sacct_ok_and_refused_file(wh, tmp_path):
-    from ops_warehouse import OpsError
+    from ops_warehouse.errors import OpsError
     from ops_warehouse.etl.sacct_load import load_sacct
 
     load_sacct(wh, LIVE / "sacct.psv")
@@ -166,7 +166,7 @@ def test_nightly_interrupted_is_logged_failed(tmp_path):
 
 def test_nightly_engine_error_is_logged_failed(wh, tmp_path):
     """A capacity source whose insert the engine refuses: the load and the nightly source both say failed."""
-    from ops_warehouse.nightly import run_nightly
+    from ops_warehouse.etl.nightly import run_nightly
 
     inv = tmp_path / "inventory.csv"
     inv.write_text("node,gpu_model,gpus,partition\nn1,h100,8,gpu\nn2,h100,8,gpu\n")
@@ -175,7 +175,7 @@ def test_nightly_engine_error_is_logged_failed(wh, tmp_path):
     cfg = Config(dsn=wh.dsn, nightly={"capacity": {"cluster": "c1", "inventory": str(inv)}})
     (o,) = run_nightly(cfg, log=lambda line: None)
     assert o.status == "failed" and ENGINE_ERROR in o.detail
-    w = connect(cfg, migrate=False)
+    w = open_warehouse(cfg, migrate=False)
     assert sorted((k, s, ENGINE_ERROR in e) for k, s, e, _ in run_log(w)) == [
         ("capacity", "failed", True), ("nightly:capacity", "failed", True)]
 
@@ -216,7 +216,7 @@ def test_telemetry_loads_are_logged(wh, site):
 
 
 def test_capacity_loads_are_logged(wh, tmp_path):
-    from ops_warehouse import OpsError
+    from ops_warehouse.errors import OpsError
     from ops_warehouse.etl.capacity_sources import load_capacity
 
     inv = tmp_path / "inventory.csv"

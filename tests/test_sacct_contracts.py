@@ -24,7 +24,7 @@ from ops_warehouse.config import Config
 from ops_warehouse.etl import sacct_text
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.sacct_text import XDMOD_FIELDS, parse_fields
-from ops_warehouse.warehouse import close_embedded, connect
+from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import LIVE, XDMOD, rows
 
 XD = XDMOD_FIELDS.split(",")
@@ -66,7 +66,7 @@ def counts(w) -> dict[str, int]:
 
 
 def warehouse_counts(dsn_path: Path) -> dict[str, int]:
-    w = connect(Config(dsn=f"chdb://{dsn_path}"))
+    w = open_warehouse(Config(dsn=f"chdb://{dsn_path}"))
     try:
         return counts(w)
     finally:
@@ -135,7 +135,7 @@ def test_json_document_without_required_keys_is_refused_but_one_bad_job_is_quara
     del doc["jobs"][2]["state"]
     one = tmp_path / "one.json"
     one.write_text(json.dumps(doc), "utf-8")
-    w = connect(Config(dsn=f"chdb://{tmp_path / 'wh2'}"))
+    w = open_warehouse(Config(dsn=f"chdb://{tmp_path / 'wh2'}"))
     try:
         r = load_sacct(w, one, cluster="testclu")
         assert (r.jobs_loaded, r.steps_loaded, r.quarantined) == (14, 16 - n_steps, 1 + n_steps)

@@ -158,12 +158,12 @@ KEY_COLUMNS = ["job_id", "job_id_raw", "array_job_id", "array_task_id", "job_nam
 def test_json_2205_gives_the_same_facts_as_parsable2(cfg, tmp_path):
     """Same 15 jobs through both paths; the documented 22.05 JSON bugs (exit codes, reservation name,
     unlimited time limits) are the only differences."""
-    from ops_warehouse.warehouse import close_embedded, connect
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
 
     results = {}
     for name, path in (("psv", LIVE / "sacct.psv"), ("json", LIVE / "sacct.json")):
         cfg.dsn = f"chdb://{tmp_path / name}"
-        w = connect(cfg)
+        w = open_warehouse(cfg)
         r = load_sacct(w, path, cluster="testclu")
         assert r.quarantined == 0
         cols = ", ".join(KEY_COLUMNS)

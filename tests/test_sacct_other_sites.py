@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.sacct_text import parse_fields
 from tests.conftest import SACCT, rows

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ops_warehouse.etl.sacct_load import load_sacct
-from ops_warehouse.summary import summary
+from ops_warehouse.analytics.summary import summary
 from tests.conftest import rows, table_checksums
 
 HEADER = ("JobIDRaw|JobID|Cluster|Partition|QOS|Account|Group|User|Submit|Eligible|Start|End|ElapsedRaw|"
@@ -169,10 +169,10 @@ def test_timezone_of_input_and_of_periods(wh, tmp_path):
 
 
 def test_projects_map_accounts_from_config(cfg, tmp_path):
-    from ops_warehouse.warehouse import close_embedded, connect
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
 
     cfg.projects = {"proja": "A"}
-    w = connect(cfg)
+    w = open_warehouse(cfg)
     p = write(tmp_path, "pr.psv",
               line(1, 1, "2026-10-01T00:00:00", "2026-10-01T00:00:00", "2026-10-01T01:00:00", 3600, "COMPLETED"),
               line(2, 2, "2026-10-01T00:00:00", "2026-10-01T00:00:00", "2026-10-01T01:00:00", 3600, "COMPLETED",
@@ -186,7 +186,7 @@ def test_projects_map_accounts_from_config(cfg, tmp_path):
 def test_fast_and_line_by_line_paths_give_the_same_facts(cfg, tmp_path):
     """A one-byte delimiter with exact field counts takes the multi-threaded read; the same records with a
     multi-byte delimiter take the line-by-line path. Same facts either way."""
-    from ops_warehouse.warehouse import close_embedded, connect
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
     from tests.conftest import LIVE
 
     text = (LIVE / "sacct.psv").read_text(encoding="utf-8")
@@ -195,7 +195,7 @@ def test_fast_and_line_by_line_paths_give_the_same_facts(cfg, tmp_path):
     sums = []
     for name, path, delim in (("fast", LIVE / "sacct.psv", "|"), ("slow", snow, "☃")):
         cfg.dsn = f"chdb://{tmp_path / name}"
-        w = connect(cfg)
+        w = open_warehouse(cfg)
         r = load_sacct(w, path, delimiter=delim, cluster="testclu", source="same")
         assert (r.records_read, r.quarantined) == (31, 0)
         sums.append(table_checksums(w))

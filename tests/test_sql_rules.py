@@ -12,9 +12,9 @@ from importlib.resources import as_file, files
 from pathlib import Path
 
 from ops_warehouse.config import Config
-from ops_warehouse.marts import run_mart
+from ops_warehouse.analytics.marts import run_mart
 from ops_warehouse.migrations import Deployment, apply_migrations, rendered_schema
-from ops_warehouse.warehouse import close_embedded, connect
+from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import REPO
 
 RULE_FILES = sorted(p.name for p in (REPO / "sql" / "functions").glob("*.sql"))
@@ -104,7 +104,7 @@ def test_a_warehouse_built_with_the_versioned_function_migrations_upgrades(tmp_p
     (old / "functions").mkdir()
 
     dsn = f"chdb://{tmp_path / 'wh'}"
-    wh = connect(Config(dsn=dsn), migrate=False)
+    wh = open_warehouse(Config(dsn=dsn), migrate=False)
     try:
         assert "0005_functions.sql" in apply_migrations(wh, root=old)
         assert _one(wh, "SELECT xid_is_hardware(13)") == 1
@@ -112,7 +112,7 @@ def test_a_warehouse_built_with_the_versioned_function_migrations_upgrades(tmp_p
                              {"n": FUNCTIONS})[0][0] == len(FUNCTIONS)
     finally:
         close_embedded()
-    wh = connect(Config(dsn=dsn))  # the upgrade, as any command runs it
+    wh = open_warehouse(Config(dsn=dsn))  # the upgrade, as any command runs it
     try:
         names = dict(wh.query_rows("SELECT name, kind FROM schema_migrations FINAL"))
         assert {f"functions/{n}" for n in RULE_FILES} <= set(names)

@@ -9,7 +9,7 @@ import pytest
 
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.sacct_text import XDMOD_FIELDS, parse_fields
-from ops_warehouse.summary import summary
+from ops_warehouse.analytics.summary import summary
 from tests.conftest import XDMOD
 from tests.xdmod_reference import reference_summary
 

@@ -10,7 +10,7 @@ import pytest
 
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.generate import generate
-from ops_warehouse.telemetry import telemetry
+from ops_warehouse.analytics.telemetry import telemetry
 from tests.conftest import rows, table_checksums
 
 STEP_S = 600
@@ -105,7 +105,7 @@ def test_hourly_rollups_add_up_to_the_fine_rows(site, wh):
 
 def test_csv_files_give_the_rows_of_the_parquet_files(site, cfg, tmp_path):
     """The same exporter columns as CSV (ISO timestamps) load to the same rows."""
-    from ops_warehouse.warehouse import close_embedded, connect
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
 
     csv_root = tmp_path / "csv"
     for fam_dir in (site / "telemetry").iterdir():
@@ -116,7 +116,7 @@ def test_csv_files_give_the_rows_of_the_parquet_files(site, cfg, tmp_path):
     out = []
     for name, root in (("p", site), ("c", csv_root)):
         cfg.dsn = f"chdb://{tmp_path / name}"
-        w = connect(cfg)
+        w = open_warehouse(cfg)
         load_parquet_dir(w, root, date(2026, 10, 1), date(2026, 10, 2), cluster="ai1")
         out.append((w.query_rows("SELECT * EXCEPT source FROM gpu_sample FINAL ORDER BY node, gpu, ts"),
                     w.query_rows("SELECT * EXCEPT source FROM node_sample FINAL ORDER BY node, ts")))

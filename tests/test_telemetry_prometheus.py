@@ -7,11 +7,11 @@ from datetime import date, datetime, timezone
 
 import pytest
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.prometheus_source import PromClient, load_prometheus
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.generate import generate
-from ops_warehouse.warehouse import close_embedded, connect
+from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import require
 from tests import prometheus_harness as ph
 
@@ -35,7 +35,7 @@ def prom(tmp_path_factory):
 
 def _rows(cfg, tmp_path, name, load):
     cfg.dsn = f"chdb://{tmp_path / name}"
-    w = connect(cfg)
+    w = open_warehouse(cfg)
     load(w)
     out = {
         "gpu": w.query_rows(f"SELECT {COLS} FROM gpu_sample FINAL ORDER BY node, gpu, ts"),
@@ -75,7 +75,7 @@ def test_query_range_gives_the_rows_of_the_files(prom, cfg, tmp_path, monkeypatc
 def test_reload_is_idempotent_and_survives_a_restart(prom, cfg, tmp_path):
     site, p = prom
     cfg.dsn = f"chdb://{tmp_path / 'wh'}"
-    w = connect(cfg)
+    w = open_warehouse(cfg)
     load_prometheus(w, p.url, DAY, DAY, step_s=60, cluster="c")
     once = w.query_rows("SELECT count(), sum(cityHash64(*)) FROM gpu_sample FINAL")
     # restart the server while a load is retrying: the client backs off and carries on
@@ -96,7 +96,7 @@ def test_reload_is_idempotent_and_survives_a_restart(prom, cfg, tmp_path):
 
 def test_unreachable_server_is_one_clear_error(cfg, tmp_path):
     cfg.dsn = f"chdb://{tmp_path / 'x'}"
-    w = connect(cfg)
+    w = open_warehouse(cfg)
     with pytest.raises(OpsError, match=r"prometheus at http://127.0.0.1:\d+ unreachable after 2 tries"):
         load_prometheus(w, f"http://127.0.0.1:{ph.free_port()}", DAY, DAY,
                         client=PromClient(f"http://127.0.0.1:{ph.free_port()}", retries=1, backoff_s=0.1))

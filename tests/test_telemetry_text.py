@@ -8,7 +8,7 @@ from datetime import date, datetime, timezone
 from ops_warehouse.etl.openmetrics_source import load_text_files, read_samples
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.generate import generate
-from ops_warehouse.warehouse import close_embedded, connect
+from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import DATA, rows
 
 SCRAPE = DATA / "metrics" / "dcgm-exporter-scrape-t4.txt"
@@ -41,7 +41,7 @@ def test_openmetrics_files_give_the_rows_of_the_parquet_files(cfg, tmp_path):
     out = []
     for name in ("parquet", "text"):
         cfg.dsn = f"chdb://{tmp_path / name}"
-        w = connect(cfg)
+        w = open_warehouse(cfg)
         if name == "parquet":
             load_parquet_dir(w, site, date(2026, 10, 1), date(2026, 10, 1), cluster="c")
         else:

@@ -10,7 +10,7 @@ import pytest
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.etl.vm_export_source import load_vm_export
 from ops_warehouse.generate import generate
-from ops_warehouse.warehouse import close_embedded, connect
+from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import require
 from tests import prometheus_harness as ph
 
@@ -32,7 +32,7 @@ def vm(tmp_path_factory):
 
 def _rows(cfg, path, load):
     cfg.dsn = f"chdb://{path}"
-    w = connect(cfg)
+    w = open_warehouse(cfg)
     load(w)
     out = (w.query_rows("SELECT * EXCEPT source FROM gpu_sample FINAL ORDER BY node, gpu, ts"),
            w.query_rows("SELECT node, ts, arraySort(nic_device), arraySum(nic_rx_bytes), arraySum(nic_tx_bytes), "

@@ -7,15 +7,15 @@ import sys
 
 import pytest
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 from ops_warehouse.config import Config
 from ops_warehouse.migrations import Deployment, apply_migrations, rendered_schema
-from ops_warehouse.warehouse import close_embedded, connect, redact
+from ops_warehouse.warehouse import close_embedded, open_warehouse, redact
 from tests.conftest import rows
 
 
 def test_migrations_apply_once_and_are_recorded(wh):
-    assert apply_migrations(wh) == []  # connect() already applied them
+    assert apply_migrations(wh) == []  # open_warehouse() already applied them
     names = [n for (n,) in rows(wh, "SELECT name FROM schema_migrations FINAL ORDER BY name")]
     assert "0001_slurm_accounting.sql" in names and "fct_job_run.sql" in names
     tables = {t for (t,) in rows(wh, "SELECT name FROM system.tables WHERE database = currentDatabase()")}
@@ -60,20 +60,20 @@ def test_second_process_gets_one_clear_line(wh, cfg):
 
 def test_unsupported_dsn_and_password_redaction():
     with pytest.raises(OpsError, match="unsupported warehouse DSN"):
-        connect(Config(dsn="postgres://u:secret@h/db"))
+        open_warehouse(Config(dsn="postgres://u:secret@h/db"))
     assert redact("http://ops:s3cret@ch:8123/db") == "http://ops:***@ch:8123/db"
 
 
 def test_unreachable_server_is_one_line(tmp_path):
     with pytest.raises(OpsError, match=r"cannot reach warehouse http://ops:\*\*\*@127.0.0.1:9/db"):
-        connect(Config(dsn="http://ops:s3cret@127.0.0.1:9/db"))
+        open_warehouse(Config(dsn="http://ops:s3cret@127.0.0.1:9/db"))
 
 
 def test_fine_telemetry_ttl_from_config(cfg):
     from ops_warehouse.warehouse import close_embedded
 
     cfg.telemetry_ttl_days = 90
-    w = connect(cfg)
+    w = open_warehouse(cfg)
     ddl = dict(rows(w, "SELECT name, create_table_query FROM system.tables WHERE database = currentDatabase() "
                        "AND name IN ('gpu_sample', 'node_sample', 'gpu_hour')"))
     assert "TTL ts + toIntervalDay(90)" in ddl["gpu_sample"] and "TTL ts + toIntervalDay(90)" in ddl["node_sample"]
@@ -93,9 +93,9 @@ def test_a_connection_without_the_sites_config_keeps_its_projects_and_cost_model
     dsn = f"chdb://{tmp_path / 'wh'}"
     cfg = load_config(site)
     cfg.dsn = dsn
-    connect(cfg)
+    open_warehouse(cfg)
     close_embedded()
-    wh = connect(Config(dsn=dsn))  # no config: the defaults would say nothing of projects, h100 at list price
+    wh = open_warehouse(Config(dsn=dsn))  # no config: the defaults would say nothing of projects, h100 at list price
     try:
         assert wh.query_rows("SELECT account, project FROM account_project FINAL") == [("proja", "A")]
         assert warehouse_cost_model(wh) == {"h100": {"node_price": 123456.0, "amortization_years": 4.0,
@@ -103,7 +103,7 @@ def test_a_connection_without_the_sites_config_keeps_its_projects_and_cost_model
                                                      "peak_bf16_tflops": 989.0, "currency": "EUR"}}
     finally:
         close_embedded()
-    fresh = connect(Config(dsn=f"chdb://{tmp_path / 'fresh'}"))  # an empty warehouse gets the defaults
+    fresh = open_warehouse(Config(dsn=f"chdb://{tmp_path / 'fresh'}"))  # an empty warehouse gets the defaults
     try:
         assert set(warehouse_cost_model(fresh)) == set(DEFAULT_COST_MODEL)
     finally:
@@ -111,7 +111,7 @@ def test_a_connection_without_the_sites_config_keeps_its_projects_and_cost_model
 
 
 def test_init_without_the_sites_config_keeps_its_projects_and_cost_model(tmp_path):
-    """`ops-report init` (issue 13) keeps what connect() keeps: run without [projects] or [cost.*] it leaves
+    """`ops-report init` (issue 13) keeps what open_warehouse() keeps: run without [projects] or [cost.*] it leaves
     the mapping and the cost model the site's config gave (before: it emptied account_project)."""
     from tests.test_cli import ops
 
@@ -127,7 +127,7 @@ def test_init_without_the_sites_config_keeps_its_projects_and_cost_model(tmp_pat
     def state():
         from ops_warehouse.migrations import warehouse_cost_model
 
-        wh = connect(Config(dsn=dsn), migrate=False)
+        wh = open_warehouse(Config(dsn=dsn), migrate=False)
         try:
             return (wh.query_rows("SELECT account, project FROM account_project FINAL ORDER BY account"),
                     warehouse_cost_model(wh).get("h100", {}).get("node_price"))

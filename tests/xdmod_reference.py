@@ -1,5 +1,5 @@
 """An independent implementation of Open XDMoD's Jobs-realm statistics in DuckDB, straight from the raw
-sacct dumps (no code shared with ops_warehouse), to cross-check sql/stats/summary.sql.
+sacct dumps (no code shared with ops_warehouse), to cross-check sql/marts/summary.sql.
 
 Definitions (Open XDMoD, Jobs realm): usage hours = resources x overlap of [Start, End] with the period;
 a job that spans periods is split; wait = Start - Submit in the period the job started; jobs with node list

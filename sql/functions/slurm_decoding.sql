@@ -1,5 +1,5 @@
 -- How Slurm's accounting database encodes a job, decoded the way sacct prints it, so that reading
--- slurmdbd's tables directly (etl/slurmdbd_source.py, sql/load/slurmdbd_records.sql) gives the same
+-- slurmdbd's tables directly (etl/slurmdbd_source.py, sql/staging/slurmdbd_records.sql) gives the same
 -- records as running sacct. Constants from Slurm's slurm.h (22.05).
 
 -- Epoch seconds -> sacct's time text; 0 means not (yet) known.

@@ -7,20 +7,20 @@
 -- the run's GPU time with telemetry; energy in kWh; delivered compute = tensor activity × the GPU model's
 -- peak dense BF16 rate (cost_model.peak_bf16_tflops), in PFLOP. slowest_node / median_node_util_pct show
 -- stragglers: one node of a synchronous job well below its peers slows them all.
+-- runs: the runs that held GPUs in the window (those run_node_hour spreads, and any that held them for no
+-- time at all: listed with nothing); pieces: their GPU time per node and hour (run_node_hour)
 WITH runs AS (
     SELECT cluster, job_id, submit_ts, user, account, project, partition, state, gpus, nnodes, start_ts, end_ts,
-           wall_s, is_superseded, nodes, gpus / length(nodes) AS gpus_per_node,
-           greatest(usage_start_ts, {from_ts:DateTime('UTC')}) AS s, least(usage_end_ts, {to_ts:DateTime('UTC')}) AS e
+           wall_s, is_superseded, nodes
     FROM fct_job_run
     WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
       AND NOT never_ran AND gpus > 0 AND length(nodes) > 0
       AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
 ),
 pieces AS (
-    SELECT cluster, job_id, submit_ts, node, hour, gpus_per_node * overlap_s(hour, hour + 3600, s, e) AS gpu_s
-    FROM runs
-    ARRAY JOIN nodes AS node
-    ARRAY JOIN hours_touched(s, e) AS hour
+    SELECT cluster, job_id, submit_ts, node, hour, gpu_s
+    FROM ({{intermediate run_node_hour}})
+    WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
 ),
 shared AS (
     SELECT p.cluster AS cluster, p.job_id AS job_id, p.submit_ts AS submit_ts, p.node AS node,

@@ -1,7 +1,8 @@
 -- GPUs that ran with a thermal or power clock-event reason set in [from_ts, to_ts) (DCGM throttle bits
--- 0x04 SW power cap, 0x08 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake: see sql/refresh/
--- telemetry_hourly.sql), hours per GPU, with its peak temperature. Hours that ended by the time the loaded
--- data reaches (data_through.sql), as in capacity_node_hour.
+-- 0x04 SW power cap, 0x08 HW slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake: the rule
+-- sql/functions/gpu_is_throttled.sql, counted into gpu_hour by sql/intermediate/telemetry_hourly.sql),
+-- hours per GPU, with its peak temperature. Hours that ended by the time the loaded data reaches
+-- (data_through.sql), as in capacity_node_hour.
 SELECT node, gpu, any(model_name) AS gpu_model, sum(throttled_s) / 3600 AS throttled_hours,
        max(temp_c_max) AS temp_c_max
 FROM gpu_hour FINAL

@@ -1,15 +1,17 @@
 -- Capacity, availability, allocation and idle capacity of [from_ts, to_ts), from capacity_node_hour, for
 -- the cluster and by GPU model and partition (level says which rows are which). GPU-hours throughout.
---   available       = capacity − down − drained
+--   available       = capacity − down − drained (unavailable = down + drained)
 --   utilization     = allocated ÷ available
 --   reserved_idle   = usable reserved time allocated to nobody
 --   free            = usable time, not reserved, allocated to nobody
 --   (so available = allocated + reserved_idle + free, hour by hour)
 --   allocated_idle  = allocated GPU-hours the telemetry saw idle (mean GPU utilization under the
 --                     threshold): allocated − busy, since no work runs on an unallocated GPU; only where
---                     telemetry covers the hour
+--                     telemetry covers the hour (sql/functions/allocated_idle_gpu_s.sql)
+--   idle_util_pct   = the idle threshold (percent) the grain's busy hours were computed with (the highest,
+--                     should hours of the window have been refreshed under different settings)
 -- A month in progress counts to the time the loaded job history reaches, not to its end: the grain is
--- cut there (sql/refresh/capacity_node_hour.sql, data_through.sql).
+-- cut there (sql/intermediate/capacity_node_hour.sql, data_through.sql).
 SELECT
     multiIf(grouping(gpu_model) = 0, 'gpu_model', grouping(partition) = 0, 'partition', 'cluster') AS level,
     if(grouping(gpu_model) = 0, gpu_model, if(grouping(partition) = 0, partition, '')) AS key,
@@ -17,16 +19,18 @@ SELECT
     sum(down_gpu_s) / 3600 AS down_gpu_h,
     sum(drained_gpu_s) / 3600 AS drained_gpu_h,
     (sum(capacity_gpu_s) - sum(down_gpu_s) - sum(drained_gpu_s)) / 3600 AS available_gpu_h,
+    (sum(down_gpu_s) + sum(drained_gpu_s)) / 3600 AS unavailable_gpu_h,
     sum(allocated_gpu_s) / 3600 AS allocated_gpu_h,
     sum(reserved_gpu_s) / 3600 AS reserved_gpu_h,
     sum(reserved_idle_gpu_s) / 3600 AS reserved_idle_gpu_h,
     sum(free_gpu_s) / 3600 AS free_gpu_h,
-    sumIf(greatest(0, allocated_gpu_s - busy_gpu_s), covered_gpu_s > 0) / 3600 AS allocated_idle_gpu_h,
+    sum(allocated_idle_gpu_s(allocated_gpu_s, busy_gpu_s, covered_gpu_s)) / 3600 AS allocated_idle_gpu_h,
     sumIf(allocated_gpu_s, covered_gpu_s > 0) / 3600 AS allocated_observed_gpu_h,
     allocated_gpu_h / nullIf(available_gpu_h, 0) AS utilization,
     sum(busy_gpu_s) / 3600 AS busy_gpu_h,
     sum(covered_gpu_s) / 3600 AS telemetry_gpu_h,
-    sum(gpu_energy_j) / 3.6e6 AS gpu_energy_kwh
+    sum(gpu_energy_j) / 3.6e6 AS gpu_energy_kwh,
+    max(idle_util_pct) AS idle_util_pct
 FROM capacity_node_hour FINAL
 WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}
 GROUP BY GROUPING SETS ((), (gpu_model), (partition))

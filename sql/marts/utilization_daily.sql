@@ -2,16 +2,9 @@
 -- GPU-hours (the stacked timeline of the monthly report), with {project}'s own allocation ('' for none).
 -- A month in progress has days up to the time the loaded data reaches (data_through.sql).
 WITH project_alloc AS (
-    SELECT toDate(hour) AS day, sum(gpus_per_node * overlap_s(hour, hour + 3600, s, e)) / 3600 AS gpu_h
-    FROM (
-        SELECT nodes, gpus / length(nodes) AS gpus_per_node,
-               greatest(usage_start_ts, {from_ts:DateTime('UTC')}) AS s, least(usage_end_ts, {to_ts:DateTime('UTC')}) AS e
-        FROM fct_job_run
-        WHERE cluster = {cluster:String} AND project = {project:String} AND NOT never_ran AND gpus > 0
-          AND length(nodes) > 0 AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
-    )
-    ARRAY JOIN nodes AS node
-    ARRAY JOIN hours_touched(s, e) AS hour
+    SELECT toDate(hour) AS day, sum(gpu_s) / 3600 AS gpu_h
+    FROM ({{intermediate run_node_hour}})
+    WHERE cluster = {cluster:String} AND project = {project:String}
     GROUP BY day
 )
 SELECT
@@ -25,7 +18,7 @@ FROM (
            sum(capacity_gpu_s) / 3600 AS capacity_gpu_h, sum(down_gpu_s) / 3600 AS down_gpu_h,
            sum(drained_gpu_s) / 3600 AS drained_gpu_h, sum(allocated_gpu_s) / 3600 AS allocated_gpu_h,
            sum(reserved_idle_gpu_s) / 3600 AS reserved_idle_gpu_h, sum(free_gpu_s) / 3600 AS free_gpu_h,
-           sumIf(greatest(0, allocated_gpu_s - busy_gpu_s), covered_gpu_s > 0) / 3600 AS allocated_idle_gpu_h
+           sum(allocated_idle_gpu_s(allocated_gpu_s, busy_gpu_s, covered_gpu_s)) / 3600 AS allocated_idle_gpu_h
     FROM capacity_node_hour FINAL
     WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}
       AND hour < (SELECT through_ts FROM ({{mart data_through}}))

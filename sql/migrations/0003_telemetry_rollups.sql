@@ -1,5 +1,5 @@
 -- Hourly rollups of the telemetry, kept for years after the fine rows expire (TTL, set from the config).
--- They are refreshed by the engine from the fine tables for each loaded window (sql/refresh/
+-- They are refreshed by the engine from the fine tables for each loaded window (sql/intermediate/
 -- telemetry_hourly.sql), not by a materialized view on insert: an insert-triggered view would count a
 -- reloaded window twice, and every load here must be idempotent. Rows are keyed by series and hour.
 

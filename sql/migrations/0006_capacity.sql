@@ -1,5 +1,5 @@
 -- Capacity: what was bought (the node inventory), when it could not be used (node state events), and what
--- was set aside (reservations). Raw layer; sql/models/ builds the facts on top.
+-- was set aside (reservations). Raw layer; sql/intermediate/ builds the facts on top.
 
 -- One row per node: its GPUs and where it sits. in_service_ts / retired_ts bound the time it counts as
 -- capacity. A later load of the same node replaces the row (loaded_at).

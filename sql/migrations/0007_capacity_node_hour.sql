@@ -1,7 +1,7 @@
 -- capacity_node_hour: the hourly grain every capacity, utilization, idle and cost model reads (mart layer).
 -- One row per node in service and hour: its GPUs' time split into what was bought, unusable, reserved and
 -- allocated, and what the telemetry saw them do. Refreshed by the engine per window from the raw and fact
--- layers (sql/refresh/capacity_node_hour.sql): recomputing an hour replaces its row.
+-- layers (sql/intermediate/capacity_node_hour.sql): recomputing an hour replaces its row.
 -- Units: GPU-seconds (*_gpu_s; a GPU over an hour is 3600), joules, bytes.
 CREATE TABLE IF NOT EXISTS capacity_node_hour{{local}} {{on_cluster}}
 (

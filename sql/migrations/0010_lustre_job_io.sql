@@ -1,5 +1,5 @@
 -- Lustre I/O per job, from the servers' job_stats (HPE/GSI lustre_exporter, whamcloud lustrefs-exporter:
--- lustre_job_{read,write}_{bytes,samples}_total, lustre_job_stats_total), loaded by sql/load/lustre_job_io.sql.
+-- lustre_job_{read,write}_{bytes,samples}_total, lustre_job_stats_total), loaded by sql/staging/lustre_job_io.sql.
 -- One row per job, file system, component (ost/mdt), operation, jobid string and step ending at ts: bytes and
 -- operations in that step, summed over the file system's targets; steps without I/O are not stored. job_id is
 -- the Slurm job id the jobid label carries (SLURM_JOB_ID, so slurm_job_run.job_id_raw; 0 for a jobid that is

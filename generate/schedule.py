@@ -18,9 +18,16 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-
-from ops_warehouse.generate.model import (GPU_ALLOC_SCHEMA, GPU_MODELS, INVENTORY_SCHEMA, NODE_EVENT_SCHEMA,
-                                          THROTTLE_SCHEMA, TS, XID_SCHEMA, ClusterSpec)
+from ops_warehouse.generate.model import (
+    GPU_ALLOC_SCHEMA,
+    GPU_MODELS,
+    INVENTORY_SCHEMA,
+    NODE_EVENT_SCHEMA,
+    THROTTLE_SCHEMA,
+    TS,
+    XID_SCHEMA,
+    ClusterSpec,
+)
 from ops_warehouse.generate.workload import draw_jobs
 
 FAILURES_PER_1000_NODE_DAYS = 4.0

@@ -12,7 +12,6 @@ from datetime import datetime
 
 import numpy as np
 import polars as pl
-
 from ops_warehouse.generate.model import ClusterSpec
 
 # GPUs per job and their probabilities.

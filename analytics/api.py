@@ -1,6 +1,6 @@
 """The Python API for analysts: one connection, SQL in and polars out, and the marts of the monthly report
 as functions taking a period, a project and filters. The report calls these very functions
-(ops_warehouse.monthly), so a notebook and `ops-report monthly` cannot disagree.
+(ops_warehouse.analytics.monthly), so a notebook and `ops-report monthly` cannot disagree.
 
     >>> import ops_warehouse as ow
     >>> wh = ow.connect(DSN)                       # same DSN rules as the CLI: None -> OPS_WAREHOUSE / config
@@ -20,42 +20,25 @@ window ``start=..., end=...`` (``[start, end)``, UTC). Every function returns a 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime
 from pathlib import Path
 
 import polars as pl
-
-from ops_warehouse import OpsError
-
-
-@dataclass(frozen=True)
-class Period:
-    """One cluster over ``[start, end)``, UTC; ``month`` names it when it is a calendar month."""
-
-    cluster: str
-    start: datetime
-    end: datetime
-    month: str | None = None
-
-    def previous(self) -> "Period":
-        """The period of the same length just before (the month before, for a month)."""
-        if self.month:
-            from ops_warehouse.monthly import month_window
-
-            m = (self.start.date() - timedelta(days=1)).replace(day=1)
-            w = month_window(m)
-            return Period(self.cluster, w[0], w[1], f"{m:%Y-%m}")
-        return Period(self.cluster, self.start - (self.end - self.start), self.start)
-
-
-@lru_cache(maxsize=None)
-def _reads_capacity_grain(name: str) -> bool:
-    """Whether a mart reads capacity_node_hour, which must then be refreshed for its period first."""
-    from ops_warehouse.marts import mart_sql
-
-    return "capacity_node_hour" in mart_sql(name)
+from ops_warehouse.analytics.export import export_month
+from ops_warehouse.analytics.marts import run_mart
+from ops_warehouse.analytics.monthly import monthly_report
+from ops_warehouse.analytics.periods import (
+    Period,
+    history_span,
+    last_complete_month,
+    month_window,
+    parse_month,
+    resolve_cluster,
+    utc_time,
+)
+from ops_warehouse.config import load_config
+from ops_warehouse.errors import OpsError
+from ops_warehouse.warehouse import open_warehouse
 
 
 class Connection:
@@ -63,7 +46,6 @@ class Connection:
 
     def __init__(self, wh):
         self._wh = wh
-        self._fresh: set[tuple[str, datetime, datetime]] = set()
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -93,7 +75,6 @@ class Connection:
         >>> wh.projects()[:3]
         ['A', 'B', 'C']
         """
-        from ops_warehouse.monthly import resolve_cluster
 
         c = resolve_cluster(self._wh, cluster)
         return [r[0] for r in self._wh.query_rows(
@@ -107,8 +88,6 @@ class Connection:
         >>> (p.cluster, p.start.isoformat(), p.end.isoformat())
         ('ai1', '2026-10-01T00:00:00+00:00', '2026-11-01T00:00:00+00:00')
         """
-        from ops_warehouse.monthly import (history_span, last_complete_month, month_window, parse_month,
-                                           resolve_cluster)
 
         if isinstance(month, Period):
             return month
@@ -116,7 +95,7 @@ class Connection:
         if start is not None or end is not None:
             if month is not None or start is None or end is None:
                 raise OpsError("give a month, or both start and end")
-            s, e = _utc(start, "start"), _utc(end, "end")
+            s, e = utc_time(start, "start"), utc_time(end, "end")
             if e <= s:
                 raise OpsError(f"end {e:%Y-%m-%d %H:%M} is not after start {s:%Y-%m-%d %H:%M}")
             return Period(c, s, e)
@@ -130,20 +109,18 @@ class Connection:
         return Period(c, w[0], w[1], f"{m:%Y-%m}")
 
     def mart(self, name: str, month=None, *, project: str | None = None, cluster: str | None = None,
-             start=None, end=None, **filters) -> pl.DataFrame:
-        """Any mart of sql/marts/ by name, for a period and optionally a project; ``filters`` keep the rows
-        whose column equals the value (or is in a list of values), e.g. ``gpu_model="h100"``.
+             start=None, end=None, params: dict | None = None, **filters) -> pl.DataFrame:
+        """Any mart of sql/marts/ by name, for a period and optionally a project; ``params`` sets the mart's
+        other query parameters (ops_warehouse.analytics.marts.PARAMETERS: ``behind_ratio``, ``top_jobs``);
+        ``filters`` keep the rows whose column equals the value (or is in a list of values), e.g.
+        ``gpu_model="h100"``.
 
         >>> wh.mart("end_states", "2026-10", state="COMPLETED")["state"].to_list()
         ['COMPLETED']
         """
-        from ops_warehouse.marts import refresh_capacity, run_mart
-
         p = self.period(month, start=start, end=end, cluster=cluster)
-        if (p.cluster, p.start, p.end) not in self._fresh and _reads_capacity_grain(name):
-            refresh_capacity(self._wh, p.cluster, p.start, p.end)
-            self._fresh.add((p.cluster, p.start, p.end))
-        df = run_mart(self._wh, name, cluster=p.cluster, window=(p.start, p.end), project=project or "")
+        df = run_mart(self._wh, name, cluster=p.cluster, window=(p.start, p.end), project=project or "",
+                      **{k: v for k, v in (params or {}).items() if v is not None})
         for col, want in filters.items():
             if want is None:
                 continue
@@ -172,24 +149,14 @@ class Connection:
     def idle_capacity(self, month=None, *, cluster=None, start=None, end=None, level: str | None = None) -> pl.DataFrame:
         """Where capacity that could have been used went unused, GPU-hours: free (no job, no reservation),
         reserved but unused, allocated but idle (a job held the GPU, telemetry saw it under the idle threshold),
-        and down or drained, with each as a share of capacity.
+        and down or drained, with each as a share of capacity (``idle_capacity``).
 
         >>> i = wh.idle_capacity("2026-10", level="cluster")
         >>> round(i["free_share"].item() + i["reserved_idle_share"].item() + i["allocated_idle_share"].item()
         ...       + i["down_share"].item() + i["drained_share"].item(), 6) <= 1
         True
         """
-        u = self.utilization(month, cluster=cluster, start=start, end=end, level=level)
-        cap = pl.col("capacity_gpu_h")
-        return u.select(
-            "level", "key", "capacity_gpu_h", "free_gpu_h", "reserved_idle_gpu_h", "allocated_idle_gpu_h",
-            "down_gpu_h", "drained_gpu_h",
-            (pl.col("free_gpu_h") / cap).alias("free_share"),
-            (pl.col("reserved_idle_gpu_h") / cap).alias("reserved_idle_share"),
-            (pl.col("allocated_idle_gpu_h") / cap).alias("allocated_idle_share"),
-            (pl.col("down_gpu_h") / cap).alias("down_share"),
-            (pl.col("drained_gpu_h") / cap).alias("drained_share"),
-        )
+        return self.mart("idle_capacity", month, cluster=cluster, start=start, end=end, level=level)
 
     # ------------------------------------------------------------------ jobs
     def job_sizes(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
@@ -206,19 +173,33 @@ class Connection:
         """Runs and GPU-hours by final state (COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ...)."""
         return self.mart("end_states", month, project=project, cluster=cluster, start=start, end=end)
 
-    def efficiency(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                   per_job: bool = False) -> pl.DataFrame:
+    def efficiency(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
         """How well allocated GPUs were used: GPU utilization, SM/tensor/DRAM activity, energy, bytes moved,
-        delivered PFLOP; per project (``project_key``, "" is everything) or, with ``per_job``, per job."""
-        name = "job_efficiency" if per_job else "efficiency_summary"
-        return self.mart(name, month, project=project, cluster=cluster, start=start, end=end)
+        delivered PFLOP and PFLOP-days; per project (``project_key``) and in total (``project_key`` "")."""
+        return self.mart("efficiency", month, project=project, cluster=cluster, start=start, end=end)
+
+    def job_efficiency(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """The same per job run: GPU-hours, efficiency, energy, bytes, delivered PFLOP, and its least active
+        node against the median of its nodes."""
+        return self.mart("job_efficiency", month, project=project, cluster=cluster, start=start, end=end)
+
+    def largest_jobs(self, month=None, *, project=None, cluster=None, start=None, end=None,
+                     top_jobs: int | None = None) -> pl.DataFrame:
+        """The runs holding the most GPU-hours (``top_jobs``, default 15: the monthly report's), as
+        :meth:`job_efficiency` gives them.
+
+        >>> wh.largest_jobs("2026-10", top_jobs=3).height
+        3
+        """
+        return self.mart("largest_jobs", month, project=project, cluster=cluster, start=start, end=end,
+                         params={"top_jobs": top_jobs})
 
     def users(self, month=None, *, project: str, cluster=None, start=None, end=None) -> pl.DataFrame:
         """A project's users: runs, GPU-hours, efficiency (a project is required: users are per project)."""
         return self.mart("users", month, project=project, cluster=cluster, start=start, end=end)
 
     # ------------------------------------------------------------------ reliability
-    def reliability(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+    def failures_by_size(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
         """Failures by job size: runs, node-days, NODE_FAIL runs and hardware failures, failures per 1,000
         node-days, the observed mean time to failure and the model's (domain.md: MTTF falls as 1/nodes),
         GPU-hours lost to NODE_FAIL and after a hardware Xid."""
@@ -228,6 +209,10 @@ class Connection:
         """Xid events per node, GPU and code, with whether the code means hardware."""
         return self.mart("xid_events", month, cluster=cluster, start=start, end=end, hardware=hardware)
 
+    def xid_codes(self, month=None, *, cluster=None, start=None, end=None, hardware: bool | None = None) -> pl.DataFrame:
+        """Xid events per code: events, nodes and GPUs that logged it, whether the code means hardware."""
+        return self.mart("xid_codes", month, cluster=cluster, start=start, end=end, hardware=hardware)
+
     def node_failures(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
         """DOWN and DRAIN events and hours per node, their reasons, and ``repeated``: lemon-node candidates."""
         return self.mart("node_failures", month, cluster=cluster, start=start, end=end)
@@ -236,9 +221,16 @@ class Connection:
         """GPUs that spent hours throttled (thermal or power), with their peak temperature."""
         return self.mart("throttling", month, cluster=cluster, start=start, end=end)
 
-    def stragglers(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
-        """Nodes that ran behind their peers in multi-node jobs (utilization against the job's median node)."""
-        return self.mart("stragglers", month, project=project, cluster=cluster, start=start, end=end)
+    def stragglers(self, month=None, *, project=None, cluster=None, start=None, end=None,
+                   behind_ratio: float | None = None) -> pl.DataFrame:
+        """Nodes that ran behind their peers in at least one multi-node job: GPU utilization under
+        ``behind_ratio`` (default 0.8, the report's) of the job's median node."""
+        return self.mart("stragglers", month, project=project, cluster=cluster, start=start, end=end,
+                         params={"behind_ratio": behind_ratio})
+
+    def gpu_heatmap(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """Mean GPU utilization per GPU (rack, node, index)."""
+        return self.mart("gpu_heatmap", month, cluster=cluster, start=start, end=end)
 
     # ------------------------------------------------------------------ investment
     def cost(self, month=None, *, cluster=None, start=None, end=None, gpu_model: str | None = None) -> pl.DataFrame:
@@ -249,27 +241,36 @@ class Connection:
     def chargeback(self, month=None, *, cluster=None, start=None, end=None, project: str | None = None) -> pl.DataFrame:
         """Each project's allocated GPU-hours by GPU model, its share of that model's allocation, and the cost
         charged to it (the model's cost split by share: the shares add up to the model's total cost)."""
-        df = self.mart("projects", month, cluster=cluster, start=start, end=end)
-        return df.filter(pl.col("project") == project) if project is not None else df
+        return self.mart("chargeback", month, project=project, cluster=cluster, start=start, end=end)
 
-    def reservations(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
-        """Reservations in the period: reserved, used and idle GPU-hours, use ratio."""
-        return self.mart("reservations", month, cluster=cluster, start=start, end=end)
+    def chargeback_totals(self, month=None, *, cluster=None, start=None, end=None,
+                          project: str | None = None) -> pl.DataFrame:
+        """Each project's chargeback over all GPU models: allocated GPU-hours, their share of the cluster's
+        available GPU-hours, and the cost charged.
+
+        >>> t = wh.chargeback_totals("2026-10", project="A").row(0, named=True)
+        >>> round(t["cost"], 6) == round(wh.chargeback("2026-10", project="A")["cost"].sum(), 6)
+        True
+        """
+        return self.mart("chargeback_totals", month, project=project, cluster=cluster, start=start, end=end)
+
+    def reservations(self, month=None, *, cluster=None, start=None, end=None, project: str | None = None) -> pl.DataFrame:
+        """Reservations in the period: reserved, used and idle GPU-hours, use ratio; with ``project``, those
+        held for one of the project's accounts."""
+        return self.mart("reservations", month, project=project, cluster=cluster, start=start, end=end)
 
     # ------------------------------------------------------------------ the report and exports
     def monthly(self, month=None, *, project: str | None = None, cluster: str | None = None,
                 anonymize_users: bool = False) -> dict:
         """The monthly report as the JSON document of docs/monthly.md (what `ops-report monthly` renders)."""
-        from ops_warehouse.monthly import monthly_report, parse_month
 
         m = None if month is None else (month.replace(day=1) if isinstance(month, date) else parse_month(str(month)))
-        return monthly_report(self._wh, month=m, project=project, cluster=cluster, anonymize_users=anonymize_users)
+        return monthly_report(self, month=m, project=project, cluster=cluster, anonymize_users=anonymize_users)
 
     def export(self, out: str | Path, month=None, *, project: str | None = None, cluster: str | None = None,
                anonymize_users: bool = False) -> dict:
         """Write the report's marts for a month as Parquet files, one per mart, and manifest.json, into
-        ``out/<cluster>-<project or cluster>-<YYYY-MM>/`` (ops_warehouse.export); returns the manifest."""
-        from ops_warehouse.export import export_month
+        ``out/<cluster>-<project or cluster>-<YYYY-MM>/`` (ops_warehouse.analytics.export); returns the manifest."""
 
         return export_month(self, Path(out), month, project=project, cluster=cluster,
                             anonymize_users=anonymize_users)
@@ -279,23 +280,8 @@ def connect(dsn: str | None = None, *, config: str | Path | None = None) -> Conn
     """Open the warehouse as the CLI does: ``dsn`` (``chdb:///path`` or ``http(s)://user@host:8123/db``),
     else OPS_WAREHOUSE, else the config's (``config``, OPS_CONFIG, ./ops-warehouse.toml, ...), else the
     embedded ``./warehouse``. Passwords come from OPS_WAREHOUSE_PASSWORD or the config, never the DSN text."""
-    from ops_warehouse.config import load_config
-    from ops_warehouse.warehouse import connect as open_warehouse
 
     cfg = load_config(config)
     if dsn:
         cfg.dsn = dsn
     return Connection(open_warehouse(cfg))
-
-
-def _utc(value, what: str) -> datetime:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
-    if isinstance(value, date):
-        return datetime.combine(value, datetime.min.time(), timezone.utc)
-    try:
-        text = str(value)
-        d = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)  # 3.10 reads no Z
-    except ValueError:
-        raise OpsError(f"{what} must be a date or time (YYYY-MM-DD[THH:MM]), not {value!r}") from None
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)

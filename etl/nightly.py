@@ -36,7 +36,18 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
+from ops_warehouse.etl.capacity_sources import load_capacity
+from ops_warehouse.etl.prometheus_source import PromClient, load_prometheus
+from ops_warehouse.etl.retry import Retry
+from ops_warehouse.etl.run_log import logged_run
+from ops_warehouse.etl.sacct_load import load_sacct
+from ops_warehouse.etl.sacct_run import run_sacct
+from ops_warehouse.etl.slurmdbd_source import load_slurmdbd
+from ops_warehouse.etl.telemetry_load import load_parquet_dir
+from ops_warehouse.etl.watermarks import days_since, extract_end, set_watermark
+from ops_warehouse.progress import count_progress, file_progress, step_progress
+from ops_warehouse.warehouse import embedded_path, open_warehouse
 
 OVERLAP_DAYS = 2
 
@@ -88,7 +99,6 @@ def configured_sources(cfg) -> list[Source]:
 
 
 def lock_path(cfg) -> Path:
-    from ops_warehouse.warehouse import embedded_path
 
     p = embedded_path(cfg.dsn)
     if p is not None:
@@ -123,14 +133,10 @@ class NightlyLock:
 
 
 def _day_window(wh, s: Source, date_from: date | None, date_to: date | None) -> tuple[date, date]:
-    from ops_warehouse.etl.watermarks import watermark
 
     if date_from and date_to:
         return date_from, date_to
-    yesterday = datetime.now(timezone.utc).date() - timedelta(days=1)
-    mark = watermark(wh, s.key)
-    start = (mark.date() - timedelta(days=OVERLAP_DAYS)) if mark else yesterday - timedelta(days=OVERLAP_DAYS)
-    return min(start, yesterday), yesterday
+    return days_since(wh, s.key, OVERLAP_DAYS)
 
 
 def plan(wh, sources: list[Source], date_from: date | None, date_to: date | None) -> list[tuple[Source, str]]:
@@ -150,7 +156,6 @@ def plan(wh, sources: list[Source], date_from: date | None, date_to: date | None
 def _progress(s: Source, window: str, unit: str, log):
     """A bar on a terminal (days, or bytes of sacct output); under cron a log line at most every 10 s."""
     if sys.stderr.isatty():
-        from ops_warehouse.progress import count_progress, file_progress
 
         with (file_progress if unit == "bytes" else count_progress)(f"{s.kind} {s.cluster} {window}") as cb:
             yield cb
@@ -168,23 +173,19 @@ def _progress(s: Source, window: str, unit: str, log):
 
 def _retry(cfg, s: Source):
     """How a network source retries: [nightly] retries, backoff_s (etl/retry.py); each retry a line on stderr."""
-    from ops_warehouse.etl.retry import Retry
 
     return Retry(cfg.nightly_retries, cfg.nightly_backoff_s, f"{s.kind} {s.cluster}")
 
 
 def _run_one(wh, s: Source, window: str, date_from: date | None, date_to: date | None, log=print) -> str:
-    from ops_warehouse.etl.watermarks import set_watermark
 
     p = s.params
     if s.kind == "capacity":
-        from ops_warehouse.etl.capacity_sources import load_capacity
 
         c = load_capacity(wh, inventory=p.get("inventory"), events=p.get("events"),
                           reservations=p.get("reservations"), cluster=s.cluster)
         return ", ".join(f"{t} {n}" for t, n in c.items())
     if s.kind == "slurmdbd":
-        from ops_warehouse.etl.slurmdbd_source import load_slurmdbd
 
         w0 = w1 = None
         if date_from and date_to:
@@ -195,25 +196,22 @@ def _run_one(wh, s: Source, window: str, date_from: date | None, date_to: date |
                 f"quarantined {r.quarantined}, {r.events_loaded} node events, {r.reservations_loaded} reservations")
     d0, d1 = (date.fromisoformat(x) for x in window.split(".."))
     if s.kind == "sacct":
-        from ops_warehouse.etl.sacct_load import load_sacct
-        from ops_warehouse.etl.sacct_run import run_sacct
 
+        through = extract_end(d1)
         path = run_sacct(wh.cfg.sacct_command, d0, d1, retry=_retry(wh.cfg, s))
         try:
             with _progress(s, window, "bytes", log) as progress:
                 r = load_sacct(wh, path, cluster=s.cluster, source=f"sacct:{s.cluster}", label=f"sacct {d0}..{d1}",
-                               progress=progress)
+                               progress=progress, extracted_through=through)
         finally:
             path.unlink(missing_ok=True)
         detail = f"read {r.records_read}, loaded {r.loaded}, quarantined {r.quarantined}"
     elif s.kind == "telemetry-file":
-        from ops_warehouse.etl.telemetry_load import load_parquet_dir
 
         with _progress(s, window, "days", log) as progress:
             c = load_parquet_dir(wh, p["path"], d0, d1, cluster=s.cluster, progress=progress)
         detail = f"{c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples"
     else:
-        from ops_warehouse.etl.prometheus_source import PromClient, load_prometheus
 
         with _progress(s, window, "days", log) as progress:
             c = load_prometheus(wh, p["url"], d0, d1, step_s=int(p.get("step_s", 60)), cluster=s.cluster,
@@ -230,7 +228,6 @@ def _spinner(s: Source, window: str):
     if not sys.stderr.isatty() or s.kind not in ("slurmdbd", "capacity"):
         yield
         return
-    from ops_warehouse.progress import step_progress
 
     with step_progress(f"{s.kind} {s.cluster} {window}"):
         yield
@@ -239,12 +236,10 @@ def _spinner(s: Source, window: str):
 def run_nightly(cfg, *, date_from: date | None = None, date_to: date | None = None, dry_run: bool = False,
                 log=print) -> list[Outcome]:
     """Run every configured source; returns one outcome per source (never raises for a failing source)."""
-    from ops_warehouse.etl.run_log import logged_run
-    from ops_warehouse.warehouse import connect
 
     sources = configured_sources(cfg)
     with NightlyLock(lock_path(cfg)):
-        wh = connect(cfg)
+        wh = open_warehouse(cfg)
         outcomes = []
         for s, window in plan(wh, sources, date_from, date_to):
             o = Outcome(s, window)
@@ -267,18 +262,5 @@ def run_nightly(cfg, *, date_from: date | None = None, date_to: date | None = No
             log(f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%S} nightly {s.kind} {s.cluster} {window}: "
                 f"{o.status} {o.detail} ({o.seconds:.1f} s)")
             outcomes.append(o)
-        if not dry_run:
-            _refresh(wh, outcomes, date_from, date_to)
+        # no refresh here: each load brings the hourly grains up to date for what it changed (etl/grains.py)
         return outcomes
-
-
-def _refresh(wh, outcomes: list[Outcome], date_from, date_to) -> None:
-    """Bring the hourly capacity grain up to date for the days the loads touched (the last 31 by default)."""
-    from ops_warehouse.marts import refresh_capacity
-
-    if not any(o.status == "ok" for o in outcomes):
-        return
-    end = (date_to or datetime.now(timezone.utc).date()) + timedelta(days=1)
-    start = date_from or end - timedelta(days=31)
-    refresh_capacity(wh, "", datetime.combine(start, datetime.min.time(), timezone.utc),
-                     datetime.combine(end, datetime.min.time(), timezone.utc))

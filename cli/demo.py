@@ -9,8 +9,19 @@ import time
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
+from ops_warehouse.analytics.api import Connection
+from ops_warehouse.analytics.export import export_month
+from ops_warehouse.analytics.monthly import monthly_report
+from ops_warehouse.analytics.summary import summary
+from ops_warehouse.analytics.telemetry import telemetry
 from ops_warehouse.config import DEFAULT_DSN, Config
+from ops_warehouse.etl.capacity_sources import load_capacity
+from ops_warehouse.etl.sacct_load import load_sacct
+from ops_warehouse.etl.telemetry_load import load_parquet_dir
+from ops_warehouse.progress import count_progress
+from ops_warehouse.reports.monthly_render import write
 from ops_warehouse.reports.tabular import render
+from ops_warehouse.warehouse import open_warehouse, redact
 
 DEMO_START = date(2026, 10, 1)
 # (file stem, --by keys, period)
@@ -30,13 +41,7 @@ def _stage(label: str):
 
 def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int = 900, seed: int = 7,
              metrics_step_s: int = 300) -> Path:
-    from ops_warehouse.etl.sacct_load import load_sacct
-    from ops_warehouse.etl.telemetry_load import load_parquet_dir
-    from ops_warehouse.telemetry import telemetry
-    from ops_warehouse.generate import generate
-    from ops_warehouse.progress import count_progress
-    from ops_warehouse.summary import summary
-    from ops_warehouse.warehouse import connect, redact
+    from ops_warehouse.generate import generate  # slow optional subsystem: imported when the demo runs
 
     directory = directory.resolve()
     data, out = directory / "data", directory / "out"
@@ -56,7 +61,7 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     done(f" ({h.runs.height} job runs, {h.node_events.height} node events -> {data})")
 
     done = _stage(f"nightly loads (sacct, telemetry) into {redact(cfg.dsn)}")
-    wh = connect(cfg)
+    wh = open_warehouse(cfg)
     nightly = sorted((data / "sacct" / "nightly").glob("*.psv"))
     read = jobs = steps = quarantined = gpu_rows = 0
     with count_progress("nights") as progress:
@@ -71,7 +76,6 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
          f"{quarantined}; {gpu_rows} GPU telemetry samples)")
 
     done = _stage("capacity sources (inventory, sacctmgr node events, scontrol reservations)")
-    from ops_warehouse.etl.capacity_sources import load_capacity
 
     c = load_capacity(wh, inventory=data / "inventory.csv", events=data / "slurm" / "events.psv",
                       reservations=data / "slurm" / "reservations.txt", cluster=h.spec.name)
@@ -89,19 +93,15 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     done(f" -> {out}")
 
     done = _stage("monthly reports (ops-report monthly --cluster / --project A, md + html + json)")
-    from ops_warehouse.monthly import monthly_report
-    from ops_warehouse.reports.monthly_render import write
 
     month = DEMO_START.replace(day=1)
     reports = []
     for project in (None, "A"):
-        r = monthly_report(wh, month=month, project=project, cluster=h.spec.name)
+        r = monthly_report(Connection(wh), month=month, project=project, cluster=h.spec.name)
         reports.append(r)
         write(r, out, ["md", "html", "json"])
     done(f" -> {out}")
     done = _stage("Parquet exports for analysts (ops-report export --month, --project A)")
-    from ops_warehouse.api import Connection
-    from ops_warehouse.export import export_month
 
     exports = directory / "exports"  # apart from out/: Parquet float bytes may differ in the last bit
     for project in (None, "A"):
@@ -116,13 +116,13 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     print(render(df, "table"))
     cl = next(u for u in reports[0]["utilization"] if u["level"] == "cluster")
     cost = next(c for c in reports[0]["cost"] if c["model"] == "all")
-    a = reports[1]["projects"]
+    a = next(t for t in reports[1]["chargeback_totals"] if t["project"] == "A")
     print(f"\nMonthly report {month:%Y-%m} (ops-report monthly --cluster): utilization {100 * cl['utilization']:.1f}% "
           f"of {cl['available_gpu_h']:,.0f} available GPU-hours; idle: {cl['free_gpu_h']:,.0f} free, "
           f"{cl['reserved_idle_gpu_h']:,.0f} reserved but unused, {cl['allocated_idle_gpu_h']:,.0f} allocated but "
           f"idle; cost {cost['total_cost']:,.0f} {cost['currency']} ({cost['cost_per_allocated_gpu_h']:.2f} per "
-          f"allocated GPU-hour). Project A: {sum(p['allocated_gpu_h'] for p in a):,.0f} GPU-hours, "
-          f"{sum(p['cost'] for p in a):,.0f} {cost['currency']}.")
+          f"allocated GPU-hour). Project A: {a['allocated_gpu_h']:,.0f} GPU-hours, "
+          f"{a['cost']:,.0f} {cost['currency']}.")
     print(f"Reports: {out} (open monthly-*.html in a browser); Parquet marts for DuckDB/polars: {exports}\n"
           f"Notebooks: OPS_WAREHOUSE=chdb://{(directory / 'warehouse').resolve()} jupyter lab notebooks/ "
           f"(notebooks/README.md)\nGenerated site files (sacct, node events, reservations, inventory, telemetry): {data}")

@@ -90,7 +90,6 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-
 from ops_warehouse.generate.model import GPU_MODELS, ClusterSpec
 
 WINDOW_S = 7200  # promtool builds 2-hour blocks

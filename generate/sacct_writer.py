@@ -1,5 +1,9 @@
 """Simulated runs -> what `sacct --parsable2 --duplicates` prints, as of a given time, for a window.
 
+The one sacct writer of the package: the scheduled generator (``generate.generate``) and the volume dump
+for benchmarks (``generate.volume.write_sacct_dump``) both hand it a frame of runs (the columns of
+``History.runs``, see :func:`sacct_lines`) and it prints the job and step lines.
+
 The nightly cron runs sacct for the day just ended; a job still running then shows RUNNING with End
 Unknown, and the next nights' extracts show it again until it ends. ``sacct_text(..., as_of, window)``
 reproduces that: runs that were pending or running in the window, each in the state it had at ``as_of``.
@@ -8,12 +12,11 @@ reproduces that: runs that were pending or running in the window, each in the st
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
-from pathlib import Path
 
 import polars as pl
-
-from ops_warehouse.etl.sacct_text import SACCT_FORMAT
+from ops_warehouse.etl.sacct_contract import SACCT_FORMAT
 
 HEADER_NAMES = {
     "jobidraw": "JobIDRaw", "jobid": "JobID", "cluster": "Cluster", "partition": "Partition", "qos": "QOS",
@@ -57,9 +60,20 @@ def _ts(e: pl.Expr) -> pl.Expr:
     return pl.from_epoch(e, "s").dt.strftime("%Y-%m-%dT%H:%M:%S")
 
 
-def sacct_lines(runs: pl.DataFrame, *, cluster: str, cpus_per_gpu: int, mem_per_gpu_mib: int, as_of: int,
-               window: tuple[int, int] | None = None, steps: bool = True) -> str:
-    """sacct --parsable2 output (with header) for the runs, in their state at ``as_of`` (epoch s)."""
+def sacct_lines(runs: pl.DataFrame, *, cluster: str, as_of: int, cpus_per_gpu: int | None = None,
+                mem_per_gpu_mib: int | None = None, window: tuple[int, int] | None = None,
+                steps: bool = True) -> pl.DataFrame:
+    """The sacct --parsable2 lines (one column ``line``, no header) of the runs, in their state at ``as_of``.
+
+    ``runs`` has the columns of ``History.runs`` (generate/schedule.py): run_idx (output order), job_id_raw,
+    job_id (``123_4`` for an array task), array_job_id (0 if none), name, user, uid, account, gid,
+    partition (also the GPU type in the TRES), qos, submit, start, end (epoch s; start null if the job never
+    started, end null if it had not ended), state (the final one), exit, gpus, timelimit_min (null:
+    UNLIMITED), nodes (list of node names; empty if it never ran) and reservation. Optional columns override
+    what is otherwise derived: cpus and mem_mib per run (else gpus × ``cpus_per_gpu`` / ``mem_per_gpu_mib``),
+    group (else the account) and cancelled_by (the uid in ``CANCELLED by``; else the job's own uid).
+    Each run that ran also gets ``.batch`` and ``.extern`` step lines, and a multi-node one ``.0``.
+    """
     r = runs.filter(pl.col("submit") <= as_of)
     if window is not None:
         w0, w1 = window
@@ -82,8 +96,10 @@ def sacct_lines(runs: pl.DataFrame, *, cluster: str, cpus_per_gpu: int, mem_per_
     S = lambda c: pl.col(c).cast(pl.String)  # noqa: E731
     nnodes = pl.col("nodes").list.len()
     nnodes_req = (pl.col("gpus") + 7) // 8
-    cpus = pl.col("gpus") * cpus_per_gpu
-    mem = (pl.col("gpus") * mem_per_gpu_mib).cast(pl.String) + "M"
+    if ("cpus" not in r.columns and cpus_per_gpu is None) or ("mem_mib" not in r.columns and mem_per_gpu_mib is None):
+        raise ValueError("runs without cpus/mem_mib columns need cpus_per_gpu and mem_per_gpu_mib")
+    cpus = pl.col("cpus") if "cpus" in r.columns else pl.col("gpus") * cpus_per_gpu
+    mem = (pl.col("mem_mib") if "mem_mib" in r.columns else pl.col("gpus") * mem_per_gpu_mib).cast(pl.String) + "M"
     gtype = pl.col("partition")
     alloc = ("billing=" + S("_cpus") + ",cpu=" + S("_cpus") + ",gres/gpu:" + gtype + "=" + S("gpus")
              + ",gres/gpu=" + S("gpus") + ",mem=" + mem + ",node=" + nnodes.cast(pl.String))
@@ -92,7 +108,8 @@ def sacct_lines(runs: pl.DataFrame, *, cluster: str, cpus_per_gpu: int, mem_per_
     end_shown = pl.when(pl.col("_ended")).then(pl.col("end")).otherwise(None)
     elapsed = pl.when(pl.col("_ended") & pl.col("_started")).then(pl.col("end") - pl.col("start")) \
         .when(pl.col("_started")).then(as_of - pl.col("start")).otherwise(0)
-    state_txt = pl.when(pl.col("_state") == "CANCELLED").then("CANCELLED by " + S("uid")).otherwise("_state")
+    cancelled_by = S("cancelled_by") if "cancelled_by" in r.columns else S("uid")
+    state_txt = pl.when(pl.col("_state") == "CANCELLED").then("CANCELLED by " + cancelled_by).otherwise("_state")
     r = r.with_columns(_cpus=cpus, _elapsed=elapsed, _end=end_shown)
     jobid = pl.when(pl.col("array_job_id") > 0).then(pl.col("job_id")).otherwise(S("job_id_raw"))
     start_txt = pl.when(pl.col("_started")).then(_ts(pl.col("start")))
@@ -102,7 +119,8 @@ def sacct_lines(runs: pl.DataFrame, *, cluster: str, cpus_per_gpu: int, mem_per_
     end_txt = pl.when(pl.col("_ended")).then(_ts(pl.col("end"))).otherwise(pl.lit("Unknown"))
     job = dict(
         jobidraw=S("job_id_raw"), jobid=jobid, cluster=pl.lit(cluster), partition=pl.col("partition"),
-        qos=pl.col("qos"), account=pl.col("account"), group=pl.col("account"), gid=S("gid"), user=pl.col("user"),
+        qos=pl.col("qos"), account=pl.col("account"),
+        group=pl.col("group") if "group" in r.columns else pl.col("account"), gid=S("gid"), user=pl.col("user"),
         uid=S("uid"), submit=_ts(pl.col("submit")), eligible=_ts(pl.col("submit")), start=start_txt, end=end_txt,
         elapsedraw=S("_elapsed"),
         timelimitraw=pl.when(pl.col("timelimit_min").is_null()).then(pl.lit("UNLIMITED")).otherwise(S("timelimit_min")),
@@ -113,7 +131,10 @@ def sacct_lines(runs: pl.DataFrame, *, cluster: str, cpus_per_gpu: int, mem_per_
         nodelist=pl.when(pl.col("_ran")).then(pl.col("_nodelist")).otherwise(pl.lit("None assigned")),
         reservation=pl.col("reservation"), jobname=pl.col("name"),
     )
-    frames = [r.select(pl.col("run_idx").alias("_k"), pl.lit(0).alias("_s"), *[job[f].alias(f) for f in FIELDS])]
+    def line(d: dict) -> pl.Expr:
+        return pl.concat_str([d[f] for f in FIELDS], separator="|").alias("line")
+
+    frames = [r.select(pl.col("run_idx").alias("_k"), pl.lit(0).alias("_s"), line(job))]
     if steps:
         s = r.filter(pl.col("_ran"))
         blank = {f: pl.lit("") for f in ("partition", "qos", "group", "gid", "user", "uid", "timelimitraw",
@@ -135,16 +156,15 @@ def sacct_lines(runs: pl.DataFrame, *, cluster: str, cpus_per_gpu: int, mem_per_
                   "jobname": pl.lit("extern"), "exitcode": pl.lit("0:0"),
                   "state": pl.when(pl.col("_ended")).then(pl.lit("COMPLETED")).otherwise(pl.lit("RUNNING"))}
         frames.append(s.select(pl.col("run_idx").alias("_k"), pl.lit(1).alias("_s"),
-                               *[batch[f].alias(f) for f in FIELDS]))
+                               line(batch)))
         frames.append(s.select(pl.col("run_idx").alias("_k"), pl.lit(2).alias("_s"),
-                               *[extern[f].alias(f) for f in FIELDS]))
+                               line(extern)))
         m = s.filter(nnodes > 1)
         srun = {**base, "jobidraw": S("job_id_raw") + ".0", "jobid": jobid + ".0", "jobname": pl.lit("python"),
                 "state": step_state}
         frames.append(m.select(pl.col("run_idx").alias("_k"), pl.lit(3).alias("_s"),
-                               *[srun[f].alias(f) for f in FIELDS]))
-    return pl.concat(frames).sort("_k", "_s").select(
-        pl.concat_str([pl.col(f) for f in FIELDS], separator="|").alias("line"))
+                               line(srun)))
+    return pl.concat(frames).sort("_k", "_s").select("line")
 
 
 def sacct_text(runs: pl.DataFrame, **kw) -> str:
@@ -154,13 +174,22 @@ def sacct_text(runs: pl.DataFrame, **kw) -> str:
 
 
 def write_sacct(path, runs: pl.DataFrame | pl.LazyFrame, *, chunk_runs: int = 25_000, **kw) -> int:
-    """The sacct text of many runs, written chunk by chunk straight from polars (memory stays at one chunk)."""
+    """The sacct text of many runs, written chunk by chunk straight from polars (memory stays at one chunk).
+    Returns the file size."""
     lazy = runs.lazy()
     n = lazy.select(pl.len()).collect().item()
+    return write_sacct_chunks(path, (lazy.slice(k, chunk_runs).collect() for k in range(0, n, chunk_runs)), **kw)[1]
+
+
+def write_sacct_chunks(path, chunks: Iterable[pl.DataFrame], **kw) -> tuple[int, int]:
+    """The header, then :func:`sacct_lines` of each frame of runs in turn (``kw`` as for it); the frames may be
+    made one at a time by a generator, so memory stays at one chunk. Returns (lines written, file size)."""
+    lines = 0
     with open(path, "wb") as f:
         f.write((HEADER + "\n").encode())
-        for k in range(0, n, chunk_runs):
+        for runs in chunks:
             # sacct does not quote: neither do we (job names may hold anything but the delimiter and newlines)
-            sacct_lines(lazy.slice(k, chunk_runs).collect(), **kw).write_csv(f, include_header=False,
-                                                                              quote_style="never")
-    return Path(path).stat().st_size
+            text = sacct_lines(runs, **kw)
+            text.write_csv(f, include_header=False, quote_style="never")
+            lines += text.height
+        return lines, f.tell()

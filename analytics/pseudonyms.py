@@ -26,7 +26,7 @@ import stat
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ops_warehouse import OpsError
+from ops_warehouse.errors import OpsError
 
 KEY_FILE = "pseudonym.key"
 

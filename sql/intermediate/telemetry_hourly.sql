@@ -11,7 +11,7 @@ SELECT
     avg(power_w), max(power_w),
     sum(energy_j),
     max(temp_c),
-    sum(if(bitAnd(ifNull(throttle_reasons, 0), 0xEC) != 0, step_s, 0)) AS throttled_s,
+    sum(if(gpu_is_throttled(throttle_reasons), step_s, 0)) AS throttled_s,
     now64(3)
 FROM gpu_sample FINAL
 WHERE ts >= toStartOfHour({from_ts:DateTime('UTC')}) AND ts < {to_ts:DateTime('UTC')}

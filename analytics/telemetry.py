@@ -1,13 +1,12 @@
-"""Telemetry quick look (`ops-report telemetry`); the SQL is sql/stats/telemetry.sql."""
+"""Telemetry quick look (`ops-report telemetry`); the SQL is sql/marts/telemetry.sql."""
 
 from __future__ import annotations
 
 from datetime import date
 
 import polars as pl
-
-from ops_warehouse import OpsError
-from ops_warehouse.migrations import sql_text
+from ops_warehouse.errors import OpsError
+from ops_warehouse.sqlfiles import sql_text
 
 # --by key -> (expression over gpu_sample rows, expression over a node's rows). Only these reach the SQL.
 BY_KEYS = {
@@ -28,7 +27,7 @@ def telemetry(wh, date_from: date, date_to: date, by: str = "cluster") -> pl.Dat
     # node-level metrics have no meaning per GPU: null there
     node_metrics = "".join(
         (f"n.{m} AS {m},\n    " if node_key else f"CAST(NULL AS Nullable(Float64)) AS {m},\n    ") for m in NODE_METRICS)
-    sql = (sql_text("stats/telemetry.sql").replace("{{gpu_key}}", gpu_key)
+    sql = (sql_text("marts/telemetry.sql").replace("{{gpu_key}}", gpu_key)
            .replace("{{node_key}}", node_key or "''").replace("{{node_metrics}}", node_metrics))
     df = pl.from_arrow(wh.query_arrow(sql, {"from_date": date_from, "to_date": date_to}))
     return df.rename({"key": by})

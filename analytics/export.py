@@ -16,14 +16,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
+from ops_warehouse.analytics.pseudonyms import pseudonym, pseudonym_key
+from ops_warehouse.errors import OpsError
 
-from ops_warehouse import OpsError
-
-EXPORT_VERSION = "1.0"
+EXPORT_VERSION = "2.0"
 
 
 def _marts(api, per, project: str | None) -> dict[str, pl.DataFrame]:
     proj = project
+    # each file is named after its mart (sql/marts/<name>.sql) and the API function that runs it
     out = {
         "utilization": api.utilization(per),
         "idle_capacity": api.idle_capacity(per),
@@ -32,15 +33,18 @@ def _marts(api, per, project: str | None) -> dict[str, pl.DataFrame]:
         "run_times": api.run_times(per, project=proj),
         "end_states": api.end_states(per, project=proj),
         "efficiency": api.efficiency(per, project=proj),
-        "job_efficiency": api.efficiency(per, project=proj, per_job=True),
-        "reliability": api.reliability(per, project=proj),
+        "job_efficiency": api.job_efficiency(per, project=proj),
+        "failures_by_size": api.failures_by_size(per, project=proj),
         "xid_events": api.xid_events(per),
+        "xid_codes": api.xid_codes(per),
         "node_failures": api.node_failures(per),
         "throttling": api.throttling(per),
         "stragglers": api.stragglers(per, project=proj),
+        "gpu_heatmap": api.gpu_heatmap(per),
         "cost": api.cost(per),
-        "chargeback": api.chargeback(per, project=project),
-        "reservations": api.reservations(per),
+        "chargeback": api.chargeback(per, project=proj),
+        "chargeback_totals": api.chargeback_totals(per, project=proj),
+        "reservations": api.reservations(per, project=proj),
     }
     if project is not None:
         out["users"] = api.users(per, project=project)
@@ -51,7 +55,6 @@ def export_month(api, out: Path, month=None, *, project: str | None = None, clus
                  anonymize_users: bool = False, progress=None) -> dict:
     """Write the marts of ``month`` (default: the last complete month) for ``project`` or the whole cluster
     under ``out``; returns the manifest."""
-    from ops_warehouse.pseudonyms import pseudonym, pseudonym_key
 
     per = api.period(month, cluster=cluster)
     if project is not None:

@@ -21,10 +21,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
-
 from ops_warehouse.generate.model import ClusterSpec, Partition
 from ops_warehouse.generate.sacct_writer import compress_hostlist, sacct_text, write_sacct
 from ops_warehouse.generate.schedule import History, simulate
+from ops_warehouse.generate.telemetry import write_telemetry
 
 __all__ = ["ClusterSpec", "History", "generate", "scaled_spec", "simulate"]
 
@@ -107,7 +107,6 @@ def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: i
         else:
             frame.write_parquet(out / "truth" / f"{name}.parquet")
     if telemetry:
-        from ops_warehouse.generate.telemetry import write_telemetry
 
         write_telemetry(out, spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc.lazy().collect(),
                         node_events=h.node_events,

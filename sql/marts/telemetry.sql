@@ -1,8 +1,8 @@
 -- telemetry: a quick look at what is loaded, per cluster | node | gpu | gpu_model, over [from, to+1 day).
 -- {{key}} is the validated grouping expression (ops_warehouse.telemetry.BY_KEYS). Ratios are means over
 -- samples; energy and bytes are sums of the per-step amounts; "throttled" counts samples whose clock-event
--- reasons carry a power or thermal slowdown bit (SW power cap 0x4, HW slowdown 0x8, SW thermal 0x20,
--- HW thermal 0x40, HW power brake 0x80). A metric with no samples is null.
+-- reasons carry a power or thermal slowdown bit (sql/functions/gpu_is_throttled.sql). A metric with no
+-- samples is null.
 WITH
     toDateTime({from_date:Date}, 'UTC') AS w_start,
     toDateTime({to_date:Date} + 1, 'UTC') AS w_end,
@@ -26,7 +26,7 @@ gpu_stats AS (
         sum(toInt64(round(energy_j * 1000))) / 3.6e9 AS energy_kwh,
         max(temp_c) AS temp_c_max,
         if(count(throttle_reasons) = 0, NULL,
-           sum(if(bitAnd(assumeNotNull(throttle_reasons), 0xEC) != 0, step_s, 0)) / 3600) AS throttled_hours
+           sum(if(gpu_is_throttled(throttle_reasons), step_s, 0)) / 3600) AS throttled_hours
     FROM gpu
     GROUP BY k
 ),

@@ -1,7 +1,7 @@
 -- Recompute capacity_node_hour for the whole hours of [from_ts, to_ts) (see migration 0007 for the
 -- columns). Every input is clipped to the window, so a month is exact at its boundaries.
 --   cut        nothing is known of a cluster's use after the as-of time of its loaded job history
---              (sql/models/cluster_as_of.sql): every figure stops at least(to_ts, as_of), the through_ts
+--              (sql/intermediate/cluster_as_of.sql): every figure stops at least(to_ts, as_of), the through_ts
 --              of sql/marts/data_through.sql. The hours after it keep a row with nothing in it, so a
 --              refresh replaces what an earlier refresh (or an earlier version of this file) wrote there.
 --              A cluster without job records is not cut.
@@ -11,9 +11,10 @@
 --              GPUs a draining node's running jobs still hold are allocated, not drained (as sreport)
 --   reserved   reservation: its nodes × the part of the hour it covers (to the cut), minus the unusable part
 --   idle split the usable time nobody was allocated: reserved_idle (inside a reservation), else free
---   allocated  fct_job_run: every run that held resources (superseded runs of requeued jobs included);
---              a run's GPUs are spread evenly over its nodes (sacct records the total, not per node); a
---              run counts to its end or, still running, to the time it was last seen: never past the cut
+--   allocated  the runs' GPU time on each node and hour (sql/intermediate/run_node_hour.sql: every run
+--              that held resources, superseded runs of requeued jobs included; its GPUs spread evenly over
+--              its nodes); a run counts to its end or, still running, to the time it was last seen: never
+--              past the cut
 --   telemetry  gpu_hour / node_hour rollups of the hours that ended by the cut (an hourly rollup cannot be
 --              split: the part of an hour before the cut has capacity and allocation, no telemetry); a
 --              GPU-hour is busy when its mean GPU utilization reached {idle_util_pct} percent
@@ -92,18 +93,9 @@ reserved AS (
     GROUP BY cluster, node, hour
 ),
 allocated AS (
-    SELECT cluster, node, hour,
-           sum(gpus_per_node * overlap_s(hour, hour + 3600, s, e)) AS allocated_gpu_s,
-           sumIf(gpus_per_node * overlap_s(hour, hour + 3600, s, e), reservation != '') AS allocated_resv_gpu_s
-    FROM (
-        SELECT cluster, nodes, reservation, gpus / length(nodes) AS gpus_per_node,
-               greatest(usage_start_ts, w0) AS s, least(usage_end_ts, w1) AS e
-        FROM fct_job_run
-        WHERE NOT never_ran AND gpus > 0 AND length(nodes) > 0
-          AND usage_start_ts < w1 AND usage_end_ts > w0
-    )
-    ARRAY JOIN nodes AS node
-    ARRAY JOIN hours_touched(s, e) AS hour
+    SELECT cluster, node, hour, sum(gpu_s) AS allocated_gpu_s,
+           sumIf(gpu_s, reservation != '') AS allocated_resv_gpu_s
+    FROM ({{intermediate run_node_hour}})
     GROUP BY cluster, node, hour
 ),
 gpu_tel AS (

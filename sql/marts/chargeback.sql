@@ -1,22 +1,15 @@
 -- Every project's use of [from_ts, to_ts) (the cluster report): GPU-hours allocated on each GPU model and
 -- their cost at that model's cost per allocated GPU-hour (the chargeback view: the month's capex and energy
 -- of a model shared by allocation, so idle capacity is paid by those who used the machine; cost.sql has
--- the same totals). Requeued runs count: the resources were held.
+-- the same totals). Requeued runs count: the resources were held. {project} ('' for every project) keeps
+-- one project's rows; its shares and cost are still of the whole model's allocation.
 WITH
 alloc AS (
-    SELECT project, i.gpu_model AS gpu_model,
-           sum(gpus_per_node * overlap_s(hour, hour + 3600, s, e)) / 3600 AS gpu_h,
-           uniqExact(job_id, submit_ts) AS runs
-    FROM (
-        SELECT cluster, project, job_id, submit_ts, nodes, gpus / length(nodes) AS gpus_per_node,
-               greatest(usage_start_ts, {from_ts:DateTime('UTC')}) AS s, least(usage_end_ts, {to_ts:DateTime('UTC')}) AS e
-        FROM fct_job_run
-        WHERE cluster = {cluster:String} AND NOT never_ran AND gpus > 0 AND length(nodes) > 0
-          AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
-    ) AS r
-    ARRAY JOIN nodes AS node
-    ARRAY JOIN hours_touched(s, e) AS hour
-    LEFT JOIN (SELECT node, gpu_model FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS i ON i.node = node
+    SELECT r.project AS project, i.gpu_model AS gpu_model, sum(r.gpu_s) / 3600 AS gpu_h,
+           uniqExact(r.job_id, r.submit_ts) AS runs
+    FROM ({{intermediate run_node_hour}}) AS r
+    LEFT JOIN (SELECT node, gpu_model FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS i ON i.node = r.node
+    WHERE r.cluster = {cluster:String}
     GROUP BY project, gpu_model
 ),
 model_cost AS (
@@ -35,5 +28,6 @@ SELECT a.project AS project, a.gpu_model AS gpu_model, a.runs AS runs, a.gpu_h A
        a.gpu_h / nullIf(mc.allocated_gpu_h, 0) * mc.total_cost AS cost, mc.currency AS currency
 FROM alloc AS a
 LEFT JOIN model_cost AS mc ON a.gpu_model = mc.gpu_model
+WHERE {project:String} = '' OR a.project = {project:String}
 ORDER BY project, gpu_model
 SETTINGS join_use_nulls = 1;

@@ -1,13 +1,12 @@
-"""Job-accounting summary (Open XDMoD Jobs-realm statistics); the SQL is sql/stats/summary.sql."""
+"""Job-accounting summary (Open XDMoD Jobs-realm statistics); the SQL is sql/marts/summary.sql."""
 
 from __future__ import annotations
 
 from datetime import date
 
 import polars as pl
-
-from ops_warehouse import OpsError
-from ops_warehouse.migrations import sql_text
+from ops_warehouse.errors import OpsError
+from ops_warehouse.sqlfiles import sql_text
 
 # Grouping keys: columns of the fct_job_run model. Only these names ever reach the SQL text.
 BY_KEYS = ("cluster", "account", "project", "partition", "qos", "user", "gpu_type", "gpu_count_bin",
@@ -39,7 +38,7 @@ def summary(wh, date_from: date, date_to: date, by: list[str] | None = None, per
         raise OpsError(f"--period must be one of {', '.join(PERIODS)}")
     if date_to < date_from:
         raise OpsError(f"--to {date_to} is before --from {date_from}")
-    sql = sql_text("stats/summary.sql").replace("{{by}}", "".join(f"{k}, " for k in by))
+    sql = sql_text("marts/summary.sql").replace("{{by}}", "".join(f"{k}, " for k in by))
     table = wh.query_arrow(sql, {"from_date": date_from, "to_date": date_to, "tz": tz or wh.cfg.timezone,
                                  "period": period})
     df = pl.from_arrow(table)

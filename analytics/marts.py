@@ -1,0 +1,44 @@
+"""The mart layer: parameterized SQL under sql/marts/ over the facts and the intermediate grains.
+
+Every statistic of the monthly report, and of an analyst's notebook, is one of these files run for a
+window ``[from_ts, to_ts)`` of one Slurm cluster (and a project, where the file takes one):
+
+    from ops_warehouse.analytics.marts import run_mart
+    sizes = run_mart(wh, "job_sizes", cluster="ai1", window=(w0, w1), project="A")
+
+Reads only: the grains the marts read (capacity_node_hour) are kept up to date by the loads
+(ops_warehouse.etl.grains).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+import polars as pl
+from ops_warehouse.errors import OpsError
+from ops_warehouse.sqlfiles import sql_query
+
+# parameters some marts take beyond the window and the project, with the report's values: a node is a
+# straggler under behind_ratio of its run's median node (stragglers.sql); the report's largest jobs are the
+# top_jobs runs by GPU-hours (largest_jobs.sql). The report records the values it ran with.
+PARAMETERS = {"behind_ratio": 0.8, "top_jobs": 15}
+
+
+def mart_sql(name: str) -> str:
+    """The text of sql/marts/<name>.sql, comments dropped, the marts and intermediate models it includes
+    (``{{mart name}}``, ``{{intermediate name}}``) inlined (ops_warehouse.sqlfiles.sql_query)."""
+    if not re.fullmatch(r"\w+", name):
+        raise OpsError(f"no mart named {name!r}")
+    return sql_query(f"marts/{name}.sql")
+
+
+def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",
+             **params) -> pl.DataFrame:
+    sql = mart_sql(name)
+    table = wh.query_arrow(sql, {**PARAMETERS, "cluster": cluster, "from_ts": window[0], "to_ts": window[1],
+                                 "project": project, **params})
+    df = pl.from_arrow(table)
+    # ClickHouse hands DateTime to Arrow as epoch seconds: columns named *_ts are times (UTC)
+    return df.with_columns(pl.from_epoch(pl.col(c).cast(pl.Int64), "s").dt.replace_time_zone("UTC")
+                           for c in df.columns if c.endswith("_ts") and df.schema[c].is_integer())

@@ -1,0 +1,84 @@
+"""The shipped SQL files: read one, list a folder, split a file into statements, inline the models a query
+includes.
+
+Every table and statistic is a file under sql/ (sql/README.md says which folder holds what); Python reads
+them through these functions only. A query names another file's query with ``{{mart name}}``
+(sql/marts/name.sql) or ``{{intermediate name}}`` (sql/intermediate/name.sql, e.g. run_node_hour, the
+run → node → hour fan-out); :func:`sql_statements` and :func:`sql_query` inline them, for the marts
+(analytics/) and the grains the loads refresh (etl/) alike.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib.resources import files
+
+from ops_warehouse.errors import OpsError
+
+_STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
+_INCLUDE = re.compile(r"\{\{(mart|intermediate) (\w+)\}\}")
+# the folder a marker names, and the folders whose files may include it: a layer reads its own and the ones
+# below it, never above (sql/README.md)
+_INCLUDED = {"mart": ("marts", {"marts"}), "intermediate": ("intermediate", {"marts", "intermediate"})}
+
+
+def sql_text(relpath: str) -> str:
+    """The text of a shipped SQL file, e.g. ``marts/summary.sql``."""
+    try:
+        return files("ops_warehouse.sql").joinpath(relpath).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise OpsError(f"SQL file missing from the installation: sql/{relpath}") from None
+
+
+def sql_files(folder: str, root=None) -> list[tuple[str, str]]:
+    """(name, text) of the .sql files of one folder of ``root`` (default: the installed sql/ package; any
+    folder laid out like it, e.g. a pathlib.Path, for reviewing a changed rule before shipping it)."""
+    base = (files("ops_warehouse.sql") if root is None else root).joinpath(folder)
+    names = sorted(p.name for p in base.iterdir() if p.name.endswith(".sql"))
+    return [(n, base.joinpath(n).read_text(encoding="utf-8")) for n in names]
+
+
+def split_statements(text: str) -> list[str]:
+    """Statements end with ';' at the end of a line; a '-- distributed:' line right after one belongs to it."""
+    out: list[str] = []
+    for part in _STATEMENT_END.split(text):
+        m = re.match(r"\s*(--\s*distributed:[^\n]*)", part)
+        if m and out:
+            out[-1] += "\n" + m.group(1)
+            part = part[m.end():]
+        # whole-line comments document the file; they are not sent (the directive line is kept above)
+        code = "\n".join(line for line in part.splitlines() if not line.strip().startswith("--"))
+        if code.strip():
+            out.append(code.strip())
+    return out
+
+
+def sql_statements(relpath: str) -> list[str]:
+    """The statements of a shipped SQL file (:func:`split_statements`), with the queries they include
+    (``{{mart name}}``, ``{{intermediate name}}``) inlined."""
+    return [_inline(s, relpath, ()) for s in split_statements(sql_text(relpath))]
+
+
+def sql_query(relpath: str) -> str:
+    """The one query of a shipped SQL file (a mart, an included model), without its ';', includes inlined."""
+    return _query(relpath, ())
+
+
+def _query(relpath: str, seen: tuple[str, ...]) -> str:
+    stmts = split_statements(sql_text(relpath))
+    if len(stmts) != 1:
+        raise OpsError(f"sql/{relpath} must hold one query")
+    return _inline(stmts[0].rstrip().rstrip(";"), relpath, seen)
+
+
+def _inline(sql: str, relpath: str, seen: tuple[str, ...]) -> str:
+    def one(m: re.Match) -> str:
+        folder, readers = _INCLUDED[m.group(1)]
+        target = f"{folder}/{m.group(2)}.sql"
+        if relpath.split("/")[0] not in readers:
+            raise OpsError(f"sql/{relpath} may not include sql/{target}: a layer reads its own and the ones below")
+        if target in (*seen, relpath):
+            raise OpsError(f"sql/{relpath} includes sql/{target}, which includes it")
+        return _query(target, (*seen, relpath))
+
+    return _INCLUDE.sub(one, sql)
