@@ -62,8 +62,8 @@ def test_times_with_a_trailing_z_read_on_every_version():
     """datetime.fromisoformat reads a trailing Z from 3.11 on only: the readers of user-given times add it."""
     from datetime import datetime, timezone
 
-    from ops_warehouse.analytics.api import _utc
+    from ops_warehouse.analytics.periods import utc_time
     from ops_warehouse.etl.capacity_sources import _ts
 
     t = datetime(2026, 10, 1, 12, 30, tzinfo=timezone.utc)
-    assert _ts("2026-10-01T12:30:00Z", "test") == t and _utc("2026-10-01T12:30Z", "test") == t
+    assert _ts("2026-10-01T12:30:00Z", "test") == t and utc_time("2026-10-01T12:30Z", "test") == t
