@@ -20,6 +20,7 @@ window ``start=..., end=...`` (``[start, end)``, UTC). Every function returns a 
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
 
@@ -36,22 +37,77 @@ from ops_warehouse.analytics.periods import (
     resolve_cluster,
     utc_time,
 )
-from ops_warehouse.config import load_config
+from ops_warehouse.config import Config, load_config
 from ops_warehouse.errors import OpsError
-from ops_warehouse.warehouse import open_warehouse
+from ops_warehouse.warehouse import embedded_path, open_warehouse
 
 
 class Connection:
-    """A warehouse for analysis. Make one with :func:`connect`."""
+    """A warehouse for analysis. Make one with :func:`connect`.
 
-    def __init__(self, wh):
-        self._wh = wh
+    It keeps the settings, not the engine: on the embedded warehouse every call opens the engine for its
+    work and closes it after (about 0.1 s), so an idle notebook never blocks the nightly load or a manager's
+    report, and a call made while one of them runs waits its turn (``[warehouse] wait_s``). Several calls in
+    a row can share one opening with ``with wh.session(): ...``. On a ClickHouse server the connection stays
+    open (a server serves many clients at once).
+    """
+
+    def __init__(self, source):
+        # a Config (opened per call) or an open Warehouse its caller closes (the CLI: one command, one turn)
+        if isinstance(source, Config):
+            self._cfg, self._given = source, None
+        else:
+            self._cfg, self._given = source.cfg, source
+        self._held = None  # the warehouse of the session in progress
+        self._depth = 0
+        self._server = None  # a server's warehouse, kept open
+        self._migrated = False
 
     # ------------------------------------------------------------------ plumbing
+    @contextmanager
+    def session(self):
+        """Hold the warehouse for several calls (one engine opening, one turn); calls inside reuse it.
+
+        >>> with wh.session():
+        ...     n = len(wh.clusters()) + len(wh.projects())
+        """
+        if self._given is not None:
+            yield self._given
+            return
+        if self._held is None:
+            if embedded_path(self._cfg.dsn) is None:
+                if self._server is None:
+                    self._server = open_warehouse(self._cfg)
+                self._held = self._server
+            else:
+                # the schema is brought up to date by the first call only: later calls only read
+                self._held = open_warehouse(self._cfg, migrate=not self._migrated)
+            self._migrated = True
+        self._depth += 1
+        try:
+            yield self._held
+        finally:
+            self._depth -= 1
+            if self._depth == 0:
+                held, self._held = self._held, None
+                if held is not self._server:
+                    held.close()
+
+    def close(self) -> None:
+        """Close a server connection (an embedded warehouse is closed after every call already)."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
     @property
     def warehouse(self):
-        """The low-level warehouse (ops_warehouse.warehouse.Warehouse) the CLI uses."""
-        return self._wh
+        """The low-level warehouse (ops_warehouse.warehouse.Warehouse) of the session in progress
+        (``with wh.session(): wh.warehouse...``), or the one this connection was made with."""
+        if self._given is not None:
+            return self._given
+        if self._held is None:
+            raise OpsError("the low-level warehouse is open only inside `with wh.session():`")
+        return self._held
 
     def sql(self, query: str, **params) -> pl.DataFrame:
         """Run a query; ``{name:Type}`` placeholders take ``params`` (never format values into the text).
@@ -59,7 +115,8 @@ class Connection:
         >>> wh.sql("SELECT {x:UInt8} + 1 AS y", x=41)["y"].item()
         42
         """
-        return pl.from_arrow(self._wh.query_arrow(query, params))
+        with self.session() as w:
+            return pl.from_arrow(w.query_arrow(query, params))
 
     def clusters(self) -> list[str]:
         """The Slurm clusters with jobs in the warehouse.
@@ -67,7 +124,8 @@ class Connection:
         >>> wh.clusters()
         ['ai1']
         """
-        return [r[0] for r in self._wh.query_rows("SELECT DISTINCT cluster FROM slurm_job_run ORDER BY cluster")]
+        with self.session() as w:
+            return [r[0] for r in w.query_rows("SELECT DISTINCT cluster FROM slurm_job_run ORDER BY cluster")]
 
     def projects(self, cluster: str | None = None) -> list[str]:
         """The reporting projects with jobs on a cluster (accounts map to projects in the config).
@@ -76,9 +134,10 @@ class Connection:
         ['A', 'B', 'C']
         """
 
-        c = resolve_cluster(self._wh, cluster)
-        return [r[0] for r in self._wh.query_rows(
-            "SELECT DISTINCT project FROM fct_job_run WHERE cluster = {c:String} ORDER BY project", {"c": c})]
+        with self.session() as w:
+            c = resolve_cluster(w, cluster)
+            return [r[0] for r in w.query_rows(
+                "SELECT DISTINCT project FROM fct_job_run WHERE cluster = {c:String} ORDER BY project", {"c": c})]
 
     def period(self, month: str | date | Period | None = None, *, start: datetime | str | None = None,
                end: datetime | str | None = None, cluster: str | None = None) -> Period:
@@ -91,7 +150,11 @@ class Connection:
 
         if isinstance(month, Period):
             return month
-        c = resolve_cluster(self._wh, cluster)
+        with self.session() as w:
+            return self._period(w, month, start, end, cluster)
+
+    def _period(self, w, month, start, end, cluster) -> Period:
+        c = resolve_cluster(w, cluster)
         if start is not None or end is not None:
             if month is not None or start is None or end is None:
                 raise OpsError("give a month, or both start and end")
@@ -100,13 +163,13 @@ class Connection:
                 raise OpsError(f"end {e:%Y-%m-%d %H:%M} is not after start {s:%Y-%m-%d %H:%M}")
             return Period(c, s, e)
         if month is None:
-            m = last_complete_month(*history_span(self._wh, c))
+            m = last_complete_month(*history_span(w, c))
         elif isinstance(month, date):
             m = month.replace(day=1)
         else:
             m = parse_month(str(month))
-        w = month_window(m)
-        return Period(c, w[0], w[1], f"{m:%Y-%m}")
+        start_m, end_m = month_window(m)
+        return Period(c, start_m, end_m, f"{m:%Y-%m}")
 
     def mart(self, name: str, month=None, *, project: str | None = None, cluster: str | None = None,
              start=None, end=None, params: dict | None = None, **filters) -> pl.DataFrame:
@@ -118,9 +181,10 @@ class Connection:
         >>> wh.mart("end_states", "2026-10", state="COMPLETED")["state"].to_list()
         ['COMPLETED']
         """
-        p = self.period(month, start=start, end=end, cluster=cluster)
-        df = run_mart(self._wh, name, cluster=p.cluster, window=(p.start, p.end), project=project or "",
-                      **{k: v for k, v in (params or {}).items() if v is not None})
+        with self.session() as w:
+            p = self.period(month, start=start, end=end, cluster=cluster)
+            df = run_mart(w, name, cluster=p.cluster, window=(p.start, p.end), project=project or "",
+                         **{k: v for k, v in (params or {}).items() if v is not None})
         for col, want in filters.items():
             if want is None:
                 continue
@@ -284,4 +348,7 @@ def connect(dsn: str | None = None, *, config: str | Path | None = None) -> Conn
     cfg = load_config(config)
     if dsn:
         cfg.dsn = dsn
-    return Connection(open_warehouse(cfg))
+    conn = Connection(cfg)
+    with conn.session():  # fail here, not at the first call, when the warehouse cannot be opened
+        pass
+    return conn

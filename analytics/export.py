@@ -55,6 +55,13 @@ def export_month(api, out: Path, month=None, *, project: str | None = None, clus
                  anonymize_users: bool = False, progress=None) -> dict:
     """Write the marts of ``month`` (default: the last complete month) for ``project`` or the whole cluster
     under ``out``; returns the manifest."""
+    with api.session():  # one engine opening and one turn for the whole report
+        return _export_month(api, out, month, project=project, cluster=cluster, anonymize_users=anonymize_users,
+                             progress=progress)
+
+
+def _export_month(api, out: Path, month=None, *, project: str | None = None, cluster: str | None = None,
+                 anonymize_users: bool = False, progress=None) -> dict:
 
     per = api.period(month, cluster=cluster)
     if project is not None:

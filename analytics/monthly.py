@@ -37,6 +37,15 @@ def monthly_report(api, *, month: date | None = None, project: str | None = None
     """The report of ``month`` (default: the last complete month with data) for ``project`` or, with
     ``project=None``, the whole cluster. ``behind_ratio`` and ``top_jobs`` are the straggler and
     largest-jobs marts' parameters; the report records them."""
+    with api.session():  # one engine opening and one turn for the whole report
+        return _monthly_report(api, month=month, project=project, cluster=cluster,
+                               anonymize_users=anonymize_users, progress=progress, behind_ratio=behind_ratio,
+                               top_jobs=top_jobs)
+
+
+def _monthly_report(api, *, month: date | None = None, project: str | None = None, cluster: str | None = None,
+                   anonymize_users: bool = False, progress=None, behind_ratio: float = PARAMETERS["behind_ratio"],
+                   top_jobs: int = PARAMETERS["top_jobs"]) -> dict:
     wh = api.warehouse
     cluster = resolve_cluster(wh, cluster)
     latest, first = history_span(wh, cluster)

@@ -61,6 +61,7 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     done(f" ({h.runs.height} job runs, {h.node_events.height} node events -> {data})")
 
     done = _stage(f"nightly loads (sacct, telemetry) into {redact(cfg.dsn)}")
+    cfg.purpose = "ops-report demo"
     wh = open_warehouse(cfg)
     nightly = sorted((data / "sacct" / "nightly").glob("*.psv"))
     read = jobs = steps = quarantined = gpu_rows = 0
@@ -72,6 +73,7 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
             day = date.fromisoformat(f.stem)
             gpu_rows += load_parquet_dir(wh, data, day, day, cluster=h.spec.name)["gpu_rows"]
             progress(k, len(nightly))
+            wh.between_steps()  # a night is loaded: a report or notebook waiting for the warehouse goes now
     done(f" ({len(nightly)} nights: sacct read {read}, {jobs} job-run records, {steps} steps, quarantined "
          f"{quarantined}; {gpu_rows} GPU telemetry samples)")
 
@@ -123,7 +125,8 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
           f"idle; cost {cost['total_cost']:,.0f} {cost['currency']} ({cost['cost_per_allocated_gpu_h']:.2f} per "
           f"allocated GPU-hour). Project A: {a['allocated_gpu_h']:,.0f} GPU-hours, "
           f"{a['cost']:,.0f} {cost['currency']}.")
+    wh.close()
     print(f"Reports: {out} (open monthly-*.html in a browser); Parquet marts for DuckDB/polars: {exports}\n"
-          f"Notebooks: OPS_WAREHOUSE=chdb://{(directory / 'warehouse').resolve()} jupyter lab notebooks/ "
-          f"(notebooks/README.md)\nGenerated site files (sacct, node events, reservations, inventory, telemetry): {data}")
+          f"Notebooks: pip install '.[notebooks]', then OPS_WAREHOUSE=chdb://{(directory / 'warehouse').resolve()} "
+          f"jupyter lab notebooks/ (notebooks/README.md; the notebook and ops-report take turns on the warehouse)\nGenerated site files (sacct, node events, reservations, inventory, telemetry): {data}")
     return out

@@ -53,12 +53,20 @@ WarehouseOpt = Annotated[Optional[str], typer.Option(
 
 @app.callback()
 def _main(
+    ctx: typer.Context,
     warehouse: WarehouseOpt = None,
     config: Annotated[Optional[Path], typer.Option(
         "--config", "-c", envvar="OPS_CONFIG", help="Config file (TOML). Default ./ops-warehouse.toml, "
         "then ~/.config/ops-warehouse/config.toml.")] = None,
+    wait: Annotated[Optional[bool], typer.Option(
+        "--wait/--no-wait", help="When another process has the embedded warehouse (the nightly load, a report, a "
+        "notebook call), wait for it (up to the config's warehouse.wait_s, default 1800 s) or fail at once.")] = None,
 ):
     cfg = load_config(config)
+    if wait is False:
+        cfg.wait_s = 0
+    cfg.purpose = f"ops-report {ctx.invoked_subcommand or ''}".strip()
+    ctx.call_on_close(_close_wh)
     if warehouse:
         from urllib.parse import urlsplit
 
@@ -70,7 +78,17 @@ def _main(
 
 
 def _wh():
-    return open_warehouse(_state["cfg"])
+    """The command's warehouse: opened at its first use, closed when the command ends (on the embedded
+    engine that ends this process's turn)."""
+    if "wh" not in _state:
+        _state["wh"] = open_warehouse(_state["cfg"])
+    return _state["wh"]
+
+
+def _close_wh():
+    wh = _state.pop("wh", None)
+    if wh is not None:
+        wh.close()
 
 
 def _retry(label: str):
@@ -93,8 +111,8 @@ def init():
     """Create or upgrade the warehouse schema (idempotent; ETL commands do this too)."""
 
     # what every connection does: the mapping and cost model are replaced only by a config that names them
-    wh = open_warehouse(_state["cfg"], migrate=False)
-    applied = bring_up_to_date(wh)
+    with open_warehouse(_state["cfg"], migrate=False) as wh:
+        applied = bring_up_to_date(wh)
 
     print(f"warehouse {redact(wh.dsn)}: " + (f"applied {', '.join(applied)}" if applied else "schema up to date"))
 
@@ -133,7 +151,6 @@ def etl_sacct(
     field_list = None
     if fields:
         field_list = parse_fields(XDMOD_FIELDS if fields.strip().lower() == "xdmod" else fields)
-    wh = _wh()
     inputs: list[tuple[Path, str | None, bool]] = [(f, None, False) for f in files or []]
     through = None
     if date_from or date_to:
@@ -149,7 +166,9 @@ def etl_sacct(
         timezone = "UTC"
     if not inputs:
         raise OpsError("nothing to load: give sacct output files, or --from and --to to run sacct")
+    wh = _wh()  # after sacct ran: its minutes do not hold the embedded warehouse from others
     for path, source, temporary in inputs:
+        wh.between_steps()  # whole files only: a report waiting for the warehouse goes between two
         try:
             with file_progress(f"loading {source or path}") as progress:
                 r = load_sacct(wh, path, fmt=fmt, delimiter=delimiter, fields=field_list, tz=timezone,

@@ -42,6 +42,11 @@ class Config:
     # "single" (one server or embedded) or "cluster" (ON CLUSTER, Replicated*MergeTree + Distributed).
     deployment: str = "single"
     cluster_name: str = "ops"
+    # how long a command waits for its turn on a busy embedded warehouse ([warehouse] wait_s; --no-wait: 0);
+    # generous so that a cron job started during a long backfill still runs (core/turns.py)
+    wait_s: float = 1800.0
+    # what this process is, for the line another process prints while it waits for us
+    purpose: str = "ops-warehouse"
     timezone: str = "UTC"
     default_cluster: str = "cluster"
     sacct_command: list[str] = field(default_factory=lambda: ["sacct"])
@@ -120,6 +125,11 @@ def _apply_file(cfg: Config, p: Path) -> None:
             cfg.warehouse_password = str(wh["password"])
     cfg.deployment = wh.get("deployment", cfg.deployment)
     cfg.cluster_name = wh.get("cluster_name", cfg.cluster_name)
+    if "wait_s" in wh:
+        try:
+            cfg.wait_s = float(wh["wait_s"])
+        except (TypeError, ValueError):
+            raise OpsError(f"{p}: warehouse.wait_s must be a number of seconds, not {wh['wait_s']!r}") from None
     if cfg.deployment not in ("single", "cluster"):
         raise OpsError(f"{p}: warehouse.deployment must be 'single' or 'cluster', not {cfg.deployment!r}")
     cfg.timezone = data.get("timezone", cfg.timezone)

@@ -22,6 +22,14 @@ from ops_warehouse.sqlfiles import split_statements, sql_files
 _CREATE_TABLE = re.compile(r"CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+?)(?:\{\{local\}\})?\s", re.IGNORECASE)
 _MERGETREE = re.compile(r"\{\{(mergetree|mergetree_all) ([A-Za-z]*MergeTree)(?:\(([^)]*)\))?\}\}")
 _DISTRIBUTED = re.compile(r"^--\s*distributed:\s*(.+)$", re.MULTILINE)
+# INSERT INTO {{sharded T KEY}}: T on one server; on a cluster T_local of every shard, each row sent to the
+# shard KEY picks (the cluster() table function, synchronously), for an insert into a table that has no
+# Distributed table in front (migration 0009's rebuilt table)
+_SHARDED = re.compile(r"\{\{sharded (\w+) ([^{}]+)\}\}")
+# a statement starting with {{cluster_only}} is rendered on a cluster only (about a Distributed table in
+# front, which on one server is the table itself)
+_CLUSTER_ONLY = "{{cluster_only}}"
+_DROP_TABLE = re.compile(r"DROP\s+TABLE\b", re.IGNORECASE)
 _CREATE_FUNCTION = re.compile(r"CREATE\s+OR\s+REPLACE\s+FUNCTION\s+(\w+)", re.IGNORECASE)
 # applied in this order: the rules first (a migration or a view may use them), then tables, then views
 SCHEMA_FOLDERS = ("functions", "migrations", "intermediate")
@@ -42,8 +50,13 @@ def _schema_files(folder: str, root=None) -> list[tuple[str, str]]:
 
 
 def render(statement: str, dep: Deployment) -> list[str]:
-    """One template statement -> the statements to run for this deployment."""
+    """One template statement -> the statements to run for this deployment (none for a
+    ``{{cluster_only}}`` statement on one server)."""
     cluster = dep.mode == "cluster"
+    if statement.lstrip().startswith(_CLUSTER_ONLY):
+        if not cluster:
+            return []
+        statement = statement.lstrip()[len(_CLUSTER_ONLY):]
     m = _CREATE_TABLE.search(statement)
     table = m.group(1) if m else None
     dist = _DISTRIBUTED.search(statement)
@@ -61,6 +74,19 @@ def render(statement: str, dep: Deployment) -> list[str]:
         return f"Replicated{name}({zk}{', ' + args if args else ''})"
 
     stmt = _MERGETREE.sub(engine, stmt)
+
+    def sharded(mt: re.Match) -> str:
+        name, key = mt.group(1), mt.group(2).strip()
+        return f"FUNCTION cluster('{dep.cluster}', currentDatabase(), '{name}_local', {key})" if cluster else name
+
+    stmt, n_sharded = _SHARDED.subn(sharded, stmt)
+    if cluster and n_sharded:
+        # the insert returns once every shard has its rows (not queued on this node to be sent later)
+        stmt += " SETTINGS insert_distributed_sync = 1"
+    if cluster and _DROP_TABLE.match(stmt):
+        # a Replicated table's Keeper path is freed before the statement returns, so a table of that name
+        # (and path) can be created again right after (a rerun of an interrupted migration)
+        stmt += " SYNC"
     out = [stmt]
     if cluster and dist and table:
         key = dist.group(1).strip()
@@ -95,10 +121,14 @@ def apply_migrations(wh, root=None) -> list[str]:
         "ReplicatedReplacingMergeTree('/clickhouse/tables/all/{database}/schema_migrations', '{replica}', applied_at)"
         if dep.mode == "cluster" else "ReplacingMergeTree(applied_at)"
     )
-    wh.command(
-        f"CREATE TABLE IF NOT EXISTS schema_migrations {oc} (name String, kind LowCardinality(String), "
-        f"checksum String, applied_at DateTime64(3, 'UTC')) ENGINE = {engine} ORDER BY name"
-    )
+    # created only when missing: on a warehouse that is up to date nothing here writes, so an analyst's
+    # read-only user (docs/deployment.md) connects like the ETL user
+    if not wh.query_rows("SELECT 1 FROM system.tables WHERE database = currentDatabase() "
+                         "AND name = 'schema_migrations'"):
+        wh.command(
+            f"CREATE TABLE IF NOT EXISTS schema_migrations {oc} (name String, kind LowCardinality(String), "
+            f"checksum String, applied_at DateTime64(3, 'UTC')) ENGINE = {engine} ORDER BY name"
+        )
     done = dict(wh.query_rows("SELECT name, checksum FROM schema_migrations FINAL"))
     rules = sql_files("functions", root)
     defined = sorted({f for _, text in rules for f in _CREATE_FUNCTION.findall(text)})

@@ -20,22 +20,33 @@ import clickhouse_connect
 from ops_warehouse.config import Config
 from ops_warehouse.errors import OpsError
 from ops_warehouse.migrations import apply_migrations, apply_ttl, sync_cost_model, sync_projects
+from ops_warehouse.turns import Turn
 
 # clickhouse-connect logs its errors as well as raising them; the raised error is reported (one line, no
 # secrets), so its log records would only repeat it on stderr through logging's last-resort handler.
 logging.getLogger("clickhouse_connect").addHandler(logging.NullHandler())
 
-# chDB runs one embedded engine per process, on one directory at a time: keep that client, and close it
-# before opening another directory.
-_EMBEDDED: dict[str, object] = {}
+# chDB runs one embedded engine per process, on one directory at a time. The engine is open only while
+# something in this process uses it (Warehouse objects count as users) and only during this process's turn
+# (core/turns.py): when the last user closes it, the engine closes and the turn passes to whoever waits.
+class _Engine:
+    def __init__(self, client, turn: Turn):
+        self.client = client
+        self.turn = turn
+        self.users = 0
+
+
+_EMBEDDED: dict[str, _Engine] = {}
 
 
 def close_embedded() -> None:
-    """Close the process's embedded engine (a later open_warehouse may then open another directory)."""
-    for key, client in list(_EMBEDDED.items()):
+    """Close the process's embedded engine whoever still uses it, and give up its turn (tests, and a
+    process about to let another one open the warehouse)."""
+    for key, engine in list(_EMBEDDED.items()):
         try:
-            client.close()
+            engine.client.close()
         finally:
+            engine.turn.give()
             _EMBEDDED.pop(key, None)
 
 
@@ -45,17 +56,60 @@ _INSERT_SETTINGS = {"optimize_on_insert": 0}
 
 
 class Warehouse:
-    """A connected warehouse plus the deployment settings the SQL renders for."""
+    """A connected warehouse plus the deployment settings the SQL renders for. Close it (or use it as a
+    context manager) when its work is done: on the embedded engine that gives the turn to the next process."""
 
-    def __init__(self, client, dsn: str, cfg: Config, embedded_path: Path | None):
-        self.client = client
+    def __init__(self, client, dsn: str, cfg: Config, embedded_path: Path | None, engine: _Engine | None = None):
+        self._client = client
         self.dsn = dsn
         self.cfg = cfg
         self.embedded_path = embedded_path
+        self._engine = engine
+        self._closed = False
+        if engine is not None:
+            engine.users += 1
 
     @property
     def embedded(self) -> bool:
         return self.embedded_path is not None
+
+    @property
+    def client(self):
+        # the embedded engine may have been closed and opened again between two steps (between_steps)
+        return self._engine.client if self._engine is not None else self._client
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        engine = self._engine
+        if engine is None:
+            self._client.close()
+            return
+        engine.users -= 1
+        if engine.users <= 0 and _EMBEDDED.get(str(self.embedded_path)) is engine:
+            try:
+                engine.client.close()
+            finally:
+                engine.turn.give()
+                _EMBEDDED.pop(str(self.embedded_path), None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def between_steps(self) -> None:
+        """A point in a long load where the warehouse is consistent: if other processes wait for the
+        embedded warehouse, close the engine, let them have their turns, then open it again. Nothing to do on
+        a server, or when nobody waits."""
+        engine = self._engine
+        if engine is None or engine.users != 1 or not engine.turn.others_waiting():
+            return
+        engine.client.close()
+        engine.turn.let_waiting_go()
+        engine.client = _open_chdb(self.embedded_path)
 
     def query_arrow(self, sql: str, params: dict | None = None):
         return self.client.query_arrow(sql, parameters=params or {})
@@ -102,6 +156,18 @@ def embedded_path(dsn: str) -> Path | None:
     return Path(rest or "./warehouse").expanduser().resolve()
 
 
+def _open_chdb(path: Path):
+    try:
+        return clickhouse_connect.get_client(dsn=f"chdb://{path}")
+    except Exception as e:  # chDB raises generic errors for a held lock; report it as one line
+        if _locked_by_other(path):
+            raise OpsError(
+                f"the embedded warehouse {path} is held by a process that does not take turns (an older "
+                "ops-warehouse, or chDB opened directly); stop it, or use a ClickHouse server for concurrent use"
+            ) from None
+        raise OpsError(f"cannot open embedded warehouse {path}: {str(e).splitlines()[0]}") from None
+
+
 def _locked_by_other(path: Path) -> bool:
     status = path / "status"
     if not status.exists():
@@ -123,30 +189,28 @@ def _locked_by_other(path: Path) -> bool:
 def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True) -> Warehouse:
     dsn = dsn or cfg.dsn
     path = embedded_path(dsn)
+    engine = None
     if path is not None:
         key = str(path)
-        if key not in _EMBEDDED:
-            close_embedded()
-            if _locked_by_other(path):
-                raise OpsError(
-                    f"the embedded warehouse {path} is in use by another process; embedded chDB allows one "
-                    "process at a time: wait for it, or use a ClickHouse server (--warehouse http://host:8123/db) "
-                    "for concurrent use"
-                )
-            path.mkdir(parents=True, exist_ok=True)
+        engine = _EMBEDDED.get(key)
+        if engine is None:
+            close_embedded()  # one engine per process: another directory's is closed first
+            turn = Turn(path, cfg.purpose, cfg.wait_s)
+            turn.take()
             try:
-                _EMBEDDED[key] = clickhouse_connect.get_client(dsn=f"chdb://{path}")
-            except Exception as e:  # chDB raises generic errors for a held lock; report it as one line
-                if _locked_by_other(path):
-                    raise OpsError(
-                        f"the embedded warehouse {path} is in use by another process; use a ClickHouse server "
-                        "for concurrent use"
-                    ) from None
-                raise OpsError(f"cannot open embedded warehouse {path}: {str(e).splitlines()[0]}") from None
-        client = _EMBEDDED[key]
+                path.mkdir(parents=True, exist_ok=True)
+                engine = _EMBEDDED[key] = _Engine(_open_chdb(path), turn)
+            except BaseException:
+                turn.give()
+                raise
+        client = engine.client
     elif dsn.startswith(("http://", "https://", "clickhouse://", "clickhouses://")):
         parts = urlsplit(dsn)
         kwargs = {}
+        if cfg.deployment == "cluster":
+            # inserts through Distributed tables reach every shard before the insert returns, so the grain
+            # refresh that follows a load reads what the load wrote (docs/deployment.md)
+            kwargs["settings"] = {"insert_distributed_sync": 1}
         password = os.environ.get("OPS_WAREHOUSE_PASSWORD") or cfg.warehouse_password
         if not parts.password and password:
             kwargs["password"] = password
@@ -156,9 +220,13 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True) ->
             raise OpsError(f"cannot reach warehouse {redact(dsn)}: {str(e).splitlines()[0]}") from None
     else:
         raise OpsError(f"unsupported warehouse DSN {redact(dsn)!r}: use chdb:///path or http(s)://host:port/db")
-    wh = Warehouse(client, dsn, cfg, path)
+    wh = Warehouse(client, dsn, cfg, path, engine)
     if migrate:
-        bring_up_to_date(wh)
+        try:
+            bring_up_to_date(wh)
+        except BaseException:
+            wh.close()
+            raise
     return wh
 
 

@@ -238,10 +238,11 @@ def run_nightly(cfg, *, date_from: date | None = None, date_to: date | None = No
     """Run every configured source; returns one outcome per source (never raises for a failing source)."""
 
     sources = configured_sources(cfg)
-    with NightlyLock(lock_path(cfg)):
-        wh = open_warehouse(cfg)
+    cfg.purpose = "nightly load"
+    with NightlyLock(lock_path(cfg)), open_warehouse(cfg) as wh:
         outcomes = []
         for s, window in plan(wh, sources, date_from, date_to):
+            wh.between_steps()  # each source's load is whole: a report waiting for the warehouse goes first
             o = Outcome(s, window)
             if dry_run:
                 o.status, o.detail = "dry-run", "would load"

@@ -83,8 +83,7 @@ class _Relations:
         from clickhouse_connect.driver.tools import insert_file
 
         name = f"_stage_{uuid.uuid4().hex}"
-        self.wh.command(f"CREATE TABLE {name} ENGINE = MergeTree ORDER BY tuple() EMPTY AS "
-                        f"SELECT * FROM format(Parquet, {_lit(_ch_structure(path))}, '')")
+        self.wh.command(f"CREATE TABLE {name} ({_ch_structure(path)}) ENGINE = MergeTree ORDER BY tuple()")
         self.scratch.append(name)
         insert_file(self.wh.client, name, str(path), fmt="Parquet")
         return name

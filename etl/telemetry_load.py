@@ -82,8 +82,9 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
             counts["days"] += 1
             for p in stage.iterdir():  # converted CSV of this day and the day before
                 p.unlink()
+            # the day is whole with its hourly rollups: a report waiting for the warehouse may go now
+            refresh_hourly(wh, w0, w0 + timedelta(days=1))
+            wh.between_steps()
             if progress:
                 progress(k + 1, days)
-        w0 = datetime.combine(date_from, datetime.min.time(), timezone.utc)
-        refresh_hourly(wh, w0, w0 + timedelta(days=days))
     return counts

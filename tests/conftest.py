@@ -1,9 +1,16 @@
 """Shared fixtures: the real exports in tests/data (sources and licenses in tests/data/README.md) and a fresh
-embedded warehouse per test."""
+warehouse per test: embedded, or, for tests marked ``both_forms``, also on a ClickHouse HTTP server
+(tests/chdb_server.py: the engine behind the server protocol), so the server branch of every load and report
+runs in the suite."""
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -36,8 +43,87 @@ def require(available: bool, what: str):
     return pytest.mark.skip(reason=f"{what} not installed (scripts/test installs it as root)")
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "both_forms: run the test on the embedded warehouse and on a ClickHouse "
+                                       "server (the `form` parameter)")
+
+
+def pytest_generate_tests(metafunc):
+    if "form" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_forms"):
+        metafunc.parametrize("form", ["embedded", "server"])
+
+
+_FORMS: dict[str, dict[str, int]] = {}
+
+
+def pytest_runtest_logreport(report):
+    m = re.search(r"[\[-](embedded|server)[\]-]", report.nodeid)
+    if m and report.when == "call":
+        outcomes = _FORMS.setdefault(m.group(1), {})
+        outcomes[report.outcome] = outcomes.get(report.outcome, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The CI log says how many load and report tests ran in each warehouse form."""
+    if _FORMS:
+        terminalreporter.write_sep("-", "warehouse forms (tests marked both_forms)")
+        for form, outcomes in sorted(_FORMS.items()):
+            terminalreporter.write_line(f"{form}: " + ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())))
+
+
 @pytest.fixture
-def cfg(tmp_path) -> Config:
+def form() -> str:
+    """Which warehouse a test runs on: "embedded" unless the test is marked both_forms."""
+    return "embedded"
+
+
+class ChdbServer:
+    """A ClickHouse HTTP server (tests/chdb_server.py) in a process of its own, with a warehouse of its own."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        port_file = folder / "port"
+        self.log = open(folder / "server.log", "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, str(REPO / "tests" / "chdb_server.py"), "--path", str(folder / "data"),
+             "--port-file", str(port_file)], stdout=self.log, stderr=subprocess.STDOUT)
+        t0 = time.monotonic()
+        while not port_file.exists():
+            if self.proc.poll() is not None or time.monotonic() - t0 > 60:
+                raise RuntimeError(f"the test ClickHouse server did not start: {(folder / 'server.log').read_text()}")
+            time.sleep(0.05)
+        self.port = int(port_file.read_text())
+
+    def dsn(self, database: str = "default") -> str:
+        return f"http://default@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """A fresh database (one test's warehouse) on the server; its DSN."""
+        import clickhouse_connect
+
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        admin = clickhouse_connect.get_client(dsn=self.dsn())
+        admin.command(f"CREATE DATABASE {name}")
+        admin.close()
+        return self.dsn(name)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def chdb_server(tmp_path_factory):
+    server = ChdbServer(tmp_path_factory.mktemp("chdb-server"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def cfg(tmp_path, form, request) -> Config:
+    if form == "server":
+        return Config(dsn=request.getfixturevalue("chdb_server").new_database())
     return Config(dsn=f"chdb://{tmp_path / 'warehouse'}")
 
 
@@ -45,6 +131,7 @@ def cfg(tmp_path) -> Config:
 def wh(cfg):
     w = open_warehouse(cfg)
     yield w
+    w.close()
     close_embedded()
 
 

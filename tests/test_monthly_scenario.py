@@ -39,6 +39,9 @@ from ops_warehouse.analytics.monthly import monthly_report, pseudonym
 from ops_warehouse.analytics.pseudonyms import pseudonym_key
 from ops_warehouse.reports.monthly_render import to_html, to_json, to_markdown
 
+# the loads and reports here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
+pytestmark = pytest.mark.both_forms
+
 UTC = timezone.utc
 OCT = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
 HEAD = ("JobIDRaw|JobID|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|ElapsedRaw|"

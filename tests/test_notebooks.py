@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.conftest import REPO
+from tests.conftest import REPO, require
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 MONTH, PROJECT = "2026-10", "A"
@@ -121,3 +123,16 @@ def test_investment_notebook_matches_the_report(executed):
     assert s["chargeback_total"] == pytest.approx(sum(r["total_cost"] for r in used), abs=0.05)
     assert s["project_cost"] == pytest.approx(sum(r["cost"] for r in report["chargeback"]), abs=0.01)
     assert _images(nb) == 2
+
+
+JUPYTER = Path(sys.executable).parent / "jupyter"
+
+
+@require(JUPYTER.exists(), "Jupyter (pip install '.[notebooks]')")
+def test_the_notebooks_extra_gives_jupyter_lab():
+    """`pip install '.[notebooks]'` (scripts/test installs it) gives the `jupyter lab` the README and the demo's
+    closing lines tell a user to run, with this environment's kernel."""
+    p = subprocess.run([str(JUPYTER), "lab", "--version"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and int(p.stdout.strip().split(".")[0]) >= 4, p.stdout + p.stderr
+    p = subprocess.run([str(JUPYTER), "kernelspec", "list", "--json"], capture_output=True, text=True, timeout=120)
+    assert "python3" in json.loads(p.stdout)["kernelspecs"]

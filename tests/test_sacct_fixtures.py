@@ -14,6 +14,9 @@ from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.sacct_text import XDMOD_FIELDS, parse_fields
 from tests.conftest import HB, HB_FIELDS, LIVE, SARC, SHREDDER, XDMOD, rows
 
+# every load here runs on the embedded warehouse and through a ClickHouse server's HTTP interface (uploads)
+pytestmark = pytest.mark.both_forms
+
 UTC = timezone.utc
 XD = parse_fields(XDMOD_FIELDS)
 

@@ -12,6 +12,9 @@ from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.analytics.summary import summary
 from tests.conftest import rows, table_checksums
 
+# the loads and reports here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
+pytestmark = pytest.mark.both_forms
+
 HEADER = ("JobIDRaw|JobID|Cluster|Partition|QOS|Account|Group|User|Submit|Eligible|Start|End|ElapsedRaw|"
           "TimelimitRaw|ExitCode|State|NNodes|NCPUS|AllocTRES|NodeList|JobName")
 

@@ -13,6 +13,9 @@ from ops_warehouse.analytics.summary import summary
 from tests.conftest import XDMOD
 from tests.xdmod_reference import reference_summary
 
+# the loads and reports here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
+pytestmark = pytest.mark.both_forms
+
 LOGS = [XDMOD / "phillips.log", XDMOD / "pozidriv.log"]
 STATS = ["jobs_ended", "jobs_started", "jobs_cancelled_before_start", "cpu_hours", "gpu_hours", "node_hours",
          "wall_hours", "wait_hours"]

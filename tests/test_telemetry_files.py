@@ -13,6 +13,9 @@ from ops_warehouse.generate import generate
 from ops_warehouse.analytics.telemetry import telemetry
 from tests.conftest import rows, table_checksums
 
+# the loads and reports here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
+pytestmark = pytest.mark.both_forms
+
 STEP_S = 600
 
 

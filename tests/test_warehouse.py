@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -48,13 +49,16 @@ def test_rendered_ddl_parses_with_the_engines_own_parser(wh, mode):
 
 
 def test_second_process_gets_one_clear_line(wh, cfg):
+    """--no-wait: a process that finds the warehouse held says so in one line, naming the holder, at once
+    (waiting is tests/test_taking_turns.py)."""
     code = ("from ops_warehouse.cli.main import main; import sys; "
-            f"sys.argv=['ops-report', '--warehouse', {cfg.dsn!r}, 'init']; main()")
+            f"sys.argv=['ops-report', '--warehouse', {cfg.dsn!r}, '--no-wait', 'init']; main()")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1, p.stderr
     assert str(wh.embedded_path) in lines[0] and "ClickHouse server" in lines[0]
+    assert f"pid {os.getpid()}" in lines[0] and "busy" in lines[0]
     assert "Traceback" not in p.stderr
 
 
