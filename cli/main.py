@@ -32,7 +32,6 @@ from ops_warehouse.etl.vm_export_source import load_vm_export
 from ops_warehouse.etl.watermarks import days_since, extract_end
 from ops_warehouse.migrations import Deployment, rendered_schema
 from ops_warehouse.progress import count_progress, file_progress, step_progress
-from ops_warehouse.reports.monthly_render import to_json, to_markdown, write
 from ops_warehouse.reports.tabular import render
 from ops_warehouse.warehouse import bring_up_to_date, open_warehouse, redact
 
@@ -383,6 +382,9 @@ def monthly(
 ):
     """One month's report: utilization and idle capacity, job sizes, run times, efficiency, reliability,
     reservations, cost, month over month (docs/monthly.md)."""
+
+    # matplotlib (the charts) costs about 0.5 s and 60 MB to import: only the command that renders pays it
+    from ops_warehouse.reports.monthly_render import to_json, to_markdown, write
 
     if whole_cluster == (project is not None):
         raise OpsError("choose one: --project NAME or --cluster")

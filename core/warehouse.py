@@ -207,10 +207,10 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True) ->
     elif dsn.startswith(("http://", "https://", "clickhouse://", "clickhouses://")):
         parts = urlsplit(dsn)
         kwargs = {}
-        if cfg.deployment == "cluster":
-            # inserts through Distributed tables reach every shard before the insert returns, so the grain
-            # refresh that follows a load reads what the load wrote (docs/deployment.md)
-            kwargs["settings"] = {"insert_distributed_sync": 1}
+        if parts.scheme in ("https", "clickhouses"):
+            # clickhouse-connect infers TLS from the port, not the scheme: https://host/db would go to 8123 in
+            # clear, password included. The scheme decides here (default port 8443).
+            kwargs["secure"] = True
         password = os.environ.get("OPS_WAREHOUSE_PASSWORD") or cfg.warehouse_password
         if not parts.password and password:
             kwargs["password"] = password
@@ -218,6 +218,12 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True) ->
             client = clickhouse_connect.get_client(dsn=dsn, **kwargs)
         except Exception as e:
             raise OpsError(f"cannot reach warehouse {redact(dsn)}: {str(e).splitlines()[0]}") from None
+        readonly = getattr(client.server_settings.get("readonly"), "value", "0")
+        if cfg.deployment == "cluster" and str(readonly).strip() in ("0", ""):
+            # inserts through Distributed tables reach every shard before the insert returns, so the grain
+            # refresh that follows a load reads what the load wrote (docs/deployment.md); a read-only user
+            # (readonly = 1) may not change settings and has nothing to insert
+            client.set_client_setting("insert_distributed_sync", 1)
     else:
         raise OpsError(f"unsupported warehouse DSN {redact(dsn)!r}: use chdb:///path or http(s)://host:port/db")
     wh = Warehouse(client, dsn, cfg, path, engine)

@@ -81,10 +81,8 @@ def _decompress(data: bytes, encoding: str) -> bytes:
             data = d.unused_data
         return bytes(out)
     if encoding == "zstd":
-        try:
-            from backports import zstd
-        except ImportError:  # Python 3.14
-            from compression import zstd
+        from backports import zstd  # what clickhouse-connect itself compresses with
+
         return zstd.decompress(data)
     if encoding == "br":
         import brotli

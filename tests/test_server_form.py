@@ -74,3 +74,20 @@ def test_the_server_refuses_to_read_the_clients_files(chdb_server, tmp_path):
         c.query(f"SELECT * FROM file('{f}', CSV, 'x UInt8')")
     with pytest.raises(OpsError, match="cannot reach warehouse"):
         ow.connect(chdb_server.dsn("no_such_database"))
+
+
+def test_cluster_connections_insert_synchronously_unless_read_only(loaded):
+    """On a cluster the loads' inserts through Distributed tables must reach every shard before the grain
+    refresh reads them (insert_distributed_sync = 1); a read-only user may not change settings at all."""
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import open_warehouse
+
+    dsn, _ = loaded
+    etl = open_warehouse(Config(dsn=dsn, deployment="cluster"), migrate=False)
+    assert etl.client.get_client_setting("insert_distributed_sync") == "1"
+    etl.close()
+    analyst = open_warehouse(Config(dsn=dsn.replace("http://default@", "http://analyst@"), deployment="cluster"),
+                             migrate=False)
+    assert analyst.client.get_client_setting("insert_distributed_sync") is None
+    assert analyst.query_rows("SELECT count() FROM slurm_job_run FINAL")[0][0] > 0
+    analyst.close()

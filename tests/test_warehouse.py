@@ -147,3 +147,11 @@ def test_init_without_the_sites_config_keeps_its_projects_and_cost_model(tmp_pat
     site.write_text('[projects]\nproja = "Z"\n')
     ops("--config", str(site), "--warehouse", dsn, "init", env=env)
     assert state()[0] == [("proja", "Z")]
+
+
+def test_an_https_dsn_is_tls_whatever_the_port():
+    """clickhouse-connect infers TLS from the port: https://host/db would otherwise go to 8123 in clear."""
+    with pytest.raises(OpsError, match=r"HTTPSConnection.*port=8443"):
+        open_warehouse(Config(dsn="https://ops@127.0.0.1/db"))
+    with pytest.raises(OpsError, match=r"HTTPSConnection.*port=9"):
+        open_warehouse(Config(dsn="https://ops@127.0.0.1:9/db"))

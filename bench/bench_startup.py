@@ -1,0 +1,93 @@
+"""What a command costs before it does anything: the fixed cost of `ops-report` over opening the engine.
+
+Each measurement is a fresh child process (wall time from spawn to exit, the child's own peak RSS from
+wait4), best of ``--repeat``:
+
+- python: the interpreter alone (``python -c pass``);
+- engine: chDB opened on the warehouse and one ``SELECT 1`` (what any embedded command must pay);
+- client: the same through clickhouse-connect (its handshake queries included);
+- command: ``ops-report summary`` of one day on the same warehouse, a query that returns at once.
+
+The fixed cost is command − engine (goal ≤ 0.3 s and ≤ 0.4 GB, issue 16). A warehouse is made first (tiny:
+one sacct file from tests/data) unless ``--warehouse`` names one (e.g. the demo's).
+
+    python bench/bench_startup.py [--warehouse PATH] [--repeat 5] [--importtime]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def child(argv: list[str], env: dict | None = None) -> tuple[float, float]:
+    """(seconds, peak RSS MB) of one child process."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+    _, status, usage = os.wait4(p.pid, 0)
+    seconds = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(argv[:4])}... failed: {p.stderr.read().decode()[-500:]}")
+    return seconds, usage.ru_maxrss / 1024
+
+
+def best(argv, repeat: int, env=None) -> tuple[float, float]:
+    runs = [child(argv, env) for _ in range(repeat)]
+    return min(r[0] for r in runs), min(r[1] for r in runs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--warehouse", help="an embedded warehouse folder (default: make a tiny one)")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--importtime", action="store_true", help="also print the ten slowest imports of the CLI")
+    a = ap.parse_args()
+    py = sys.executable
+    tmp = tempfile.mkdtemp(prefix="bench-startup-")
+    wh = Path(a.warehouse).resolve() if a.warehouse else Path(tmp) / "wh"
+    env = {"OPS_CONFIG": "", "OPS_WAREHOUSE": f"chdb://{wh}"}
+    ops = [py, "-c", "from ops_warehouse.cli.main import main; main()"]
+    if not a.warehouse:
+        sacct = REPO / "tests" / "data" / "sacct" / "xdmod" / "phillips.log"
+        subprocess.run([*ops, "etl", "sacct", "--fields", "xdmod", str(sacct)], check=True, env={**os.environ, **env},
+                       stdout=subprocess.DEVNULL)
+    rows = [
+        ("python (interpreter alone)", [py, "-c", "pass"]),
+        ("engine: chdb.connect + SELECT 1", [py, "-c", f"import chdb; c = chdb.connect({str(wh)!r}); "
+                                                      "c.query('SELECT 1'); c.close()"]),
+        ("client: clickhouse-connect chdb:// + SELECT 1", [py, "-c", "import clickhouse_connect; c = clickhouse_connect"
+                                                                    f".get_client(dsn='chdb://{wh}'); c.query('SELECT 1')"]),
+        ("import the CLI (no command)", [py, "-c", "import ops_warehouse.cli.main"]),
+        ("ops-report summary, one day", [*ops, "summary", "--from", "2016-12-22", "--to", "2016-12-22"]),
+    ]
+    out = {}
+    print(f"{'what':<48} {'seconds':>8} {'peak RSS MB':>12}")
+    for label, argv in rows:
+        s, m = best(argv, a.repeat, env)
+        out[label] = (s, m)
+        print(f"{label:<48} {s:8.3f} {m:12.0f}")
+    eng = out["engine: chdb.connect + SELECT 1"]
+    cmd = out["ops-report summary, one day"]
+    fixed_s, fixed_mb = cmd[0] - eng[0], cmd[1] - eng[1]
+    print(f"\nfixed cost of a command over opening the engine: {fixed_s:.3f} s (goal <= 0.3), "
+          f"{fixed_mb:.0f} MB (goal <= 400)")
+    print(f"RESULT startup fixed_s={fixed_s:.3f} baseline={eng[0]:.3f} goal=<=0.3s fixed_mb={fixed_mb:.0f}")
+    if a.importtime:
+        p = subprocess.run([py, "-X", "importtime", "-c", "import ops_warehouse.cli.main"], capture_output=True,
+                           text=True)
+        rows = [ln.split("|") for ln in p.stderr.splitlines() if ln.startswith("import time:") and "|" in ln]
+        rows = [(int(r[1]), r[2].rstrip()) for r in rows if r[1].strip().isdigit()]
+        print("\nslowest imports (cumulative µs):")
+        for us, name in sorted(rows, reverse=True)[:10]:
+            print(f"{us:>10} {name}")
+
+
+if __name__ == "__main__":
+    main()
