@@ -5,7 +5,8 @@ clickhouse-connect into the warehouse, no engine reads of the client's files, st
 in the suite. This process holds a chDB warehouse of its own and answers clickhouse-connect's HTTP client as
 a server does: queries in the body or the ``query`` parameter, ``param_<name>`` query parameters, settings and
 ``database`` as URL parameters, inserts as a body in the format the INSERT names (Native, Parquet, ...),
-sessions (``session_id``: one engine handle each, so SET and temporary tables live as long as the session),
+sessions (``session_id``: one engine handle each, so SET and temporary tables live as long as the session;
+a request with URL settings runs on a handle of its own, as a server applies them to that query alone),
 errors as ``Code: N. DB::Exception: ...`` with the X-ClickHouse-Exception-Code header, and the
 X-ClickHouse-Summary/-Format/-Timezone headers.
 
@@ -192,8 +193,9 @@ def make_handler(engine: Engine):
             t0 = time.monotonic()
             try:
                 with engine.lock:
-                    # a read-only user's every request runs on a handle of its own set to readonly = 1
-                    conn, transient = engine.handle(None if readonly else params.get("session_id"))
+                    # a read-only user's every request, and every request with settings, runs on a handle of its
+                    # own: a server applies URL settings to that query only, and readonly = 1 to the user
+                    conn, transient = engine.handle(None if readonly or settings else params.get("session_id"))
                     try:
                         if params.get("database"):
                             conn.query(f"USE `{params['database']}`", "TabSeparated")
