@@ -6,8 +6,9 @@ window ``[from_ts, to_ts)`` of one Slurm cluster (and a project, where the file 
     from ops_warehouse.analytics.marts import run_mart
     sizes = run_mart(wh, "job_sizes", cluster="ai1", window=(w0, w1), project="A")
 
-Reads only: the grains the marts read (capacity_node_hour) are kept up to date by the loads
-(ops_warehouse.etl.grains).
+Reads only: the grains the marts read (capacity_node_hour, run_node_hour, gpu_day, and job_run and
+as_of_by_cluster behind the views fct_job_run and cluster_as_of) are kept up to date by the loads
+(ops_warehouse.etl.grains; docs/sql.md, "Grains").
 """
 
 from __future__ import annotations

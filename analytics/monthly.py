@@ -4,7 +4,9 @@ Every figure comes from a mart (sql/marts/, run through the API's functions); th
 runs the marts for it and the month before, and hands one dict (the JSON schema in docs/monthly.md,
 ``schema_version``) to the renderers in ops_warehouse.reports. It computes no statistic: each key is a
 mart's rows under the mart's name, and the marts' parameters (straggler ratio, number of largest jobs) are
-recorded beside them.
+recorded beside them. It only reads: the marts read grains the loads keep (docs/sql.md, "Grains"), so the
+per-run efficiency is formed once, for the largest jobs (the efficiency totals sum the run_node_hour grain
+directly), and no grain is refreshed here.
 
 Project isolation: a project report runs the job, user, efficiency, chargeback and reservation marts with
 the project as a query parameter, so nothing of another project's jobs or users is ever read into it; the

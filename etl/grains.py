@@ -1,28 +1,60 @@
 """The intermediate grains the marts read, kept up to date by the loads that change their inputs.
 
-capacity_node_hour (sql/intermediate/capacity_node_hour.sql) is recomputed for the whole hours a load
-touched: a sacct or slurmdbd load for the span of the runs it wrote (and up to the cluster's new as-of
-time), a capacity load for the spans of its events and reservations (an inventory: the loaded history), a
-telemetry load for its days. Reports and the API only read it, so an analyst needs no insert rights and a
-report never races a load. The refresh is idempotent (the grain is a ReplacingMergeTree keyed by node and
-hour), so reloads and backfills leave it as a clean load does.
+- capacity_node_hour (sql/intermediate/capacity_node_hour.sql): the hourly node grid, capacity split into
+  down, drained, reserved, allocated and idle time, with the telemetry of each node and hour;
+- run_node_hour (sql/intermediate/run_node_hour.sql): the run → node → hour fan-out with each node-hour's
+  telemetry as rates, what chargeback, the daily timeline, stragglers and the per-run efficiency read;
+- gpu_day (sql/intermediate/gpu_day.sql): the hourly GPU rollups summed per GPU and day (the heatmap and
+  throttling over a month).
+
+Who refreshes what: a sacct or slurmdbd load the days its runs changed (the runs whose fan-out in
+run_node_hour no longer matches the history, sql/intermediate/run_node_hour_changes.sql: a job still
+running re-read night after night changes only the hours since it was last seen), the days the history's
+as-of time moved over, and the days of the node events and reservations it brought
+(sql/intermediate/capacity_node_hour_changes.sql); a capacity load the whole loaded history (inventory,
+events and reservations change every hour they cover); a telemetry load its days (the hourly rollups, then
+gpu_day, then the hourly grains of those hours). The hourly grains are refreshed together for whole hours,
+capacity_node_hour first and run_node_hour last: run_node_hour is what the next load's comparison reads, so
+a load killed between the two is found changed again and redone by the rerun. Each refresh replaces the
+rows of its hours (ReplacingMergeTree, rows no longer produced written deleted), so reloads and backfills
+leave every grain as a clean load does; reports and the API only read them.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+import re
+from datetime import date, datetime, timedelta, timezone
 
-from ops_warehouse.sqlfiles import sql_statements
+from ops_warehouse.sqlfiles import sql_query, sql_statements
+
+_HOURLY_GRAINS = ("capacity_node_hour", "run_node_hour")
 
 
 def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct: float | None = None) -> None:
-    """Recompute capacity_node_hour for the whole hours of [w0, w1). ``cluster`` is accepted for symmetry
-    with the marts: the refresh covers every cluster in the warehouse (the grid is cheap)."""
+    """Recompute the hourly grains (capacity_node_hour, then run_node_hour) for the whole hours [w0, w1)
+    touches. ``cluster`` is accepted for symmetry with the marts: the refresh covers every cluster in the
+    warehouse (the grid is cheap)."""
     threshold = wh.cfg.idle_util_pct if idle_util_pct is None else idle_util_pct
-    # the file includes the run → node → hour fan-out, sql/intermediate/run_node_hour.sql
-    for stmt in sql_statements("intermediate/capacity_node_hour.sql"):
-        wh.client.command(stmt, parameters={"from_ts": w0, "to_ts": w1, "idle_util_pct": float(threshold)},
-                          settings={"optimize_on_insert": 0})
+    w0, w1 = _hour(w0), _ceil_hour(w1)
+    if w1 <= w0:
+        return
+    params = {"from_ts": w0, "to_ts": w1, "idle_util_pct": float(threshold)}
+    # both files include the run → node → hour fan-out, sql/intermediate/run_fanout.sql; without an inventory
+    # there is no grid to write (nor one written before: nodes are never removed from it)
+    grid = _holds_rows(wh, "node_inventory")
+    for name in _HOURLY_GRAINS if grid else _HOURLY_GRAINS[1:]:
+        for stmt in sql_statements(f"intermediate/{name}.sql"):
+            wh.client.command(stmt, parameters=params, settings={"optimize_on_insert": 0})
+    # the months this refresh wrote a week or more of
+    m, rewritten = date(w0.year, w0.month, 1), []
+    while datetime(m.year, m.month, 1, tzinfo=timezone.utc) < w1:
+        nxt = date(m.year + (m.month == 12), m.month % 12 + 1, 1)
+        lo = max(w0, datetime(m.year, m.month, 1, tzinfo=timezone.utc))
+        hi = min(w1, datetime(nxt.year, nxt.month, 1, tzinfo=timezone.utc))
+        if hi - lo >= timedelta(days=7):
+            rewritten.append(f"{m:%Y%m}")
+        m = nxt
+    _compact(wh, _HOURLY_GRAINS, tuple(rewritten))
 
 
 def history_as_of(wh) -> tuple[datetime | None, datetime | None]:
@@ -37,17 +69,30 @@ def history_as_of(wh) -> tuple[datetime | None, datetime | None]:
 
 
 def refresh_after_jobs(wh, first_ts: datetime | None, old: tuple[datetime | None, datetime | None]) -> None:
-    """After a job load that wrote runs from ``first_ts`` on, given the history's span ``old`` before it: the
-    hours from there (or from the previous as-of time, whichever is earlier: the hours the as-of time moved
-    over were cut before; or from the new first month, when the history now starts earlier) to the new
-    as-of time."""
+    """After a job load that wrote runs from ``first_ts`` on (``old``: the history's span before it): the
+    hourly grains for the days that changed, whole days, within the loaded history. A first load (nothing
+    loaded before) refreshes the whole history."""
+    _refresh_as_of(wh)
+    if first_ts is not None:
+        _refresh_job_run(wh, first_ts)
     first, as_of = history_as_of(wh)
     if as_of is None:
         return
-    w0 = min(t for t in (first_ts, old[1], as_of) if t is not None)
-    if old[0] is None or first < old[0]:
-        w0 = min(w0, first)
-    refresh_capacity(wh, "", _hour(w0), _hour(as_of) + timedelta(hours=1))
+    span = (first, _hour(as_of) + timedelta(hours=1))
+    if old[1] is None or _unbuilt(wh):
+        refresh_capacity(wh, "", *span)
+        return
+    days: set[date] = set()
+    if first_ts is not None:
+        # the runs written: those whose fan-out the grain holds differently
+        days |= _days(wh, "intermediate/run_node_hour_changes.sql", {"from_ts": min(first_ts, as_of)})
+    # the as-of time moved (looked for from a week before where the last load left it), the history reached
+    # back before the grid, node events and reservations loaded
+    if _holds_rows(wh, "capacity_node_hour"):  # (no grid yet: nothing of it to bring up to date)
+        days |= _days(wh, "intermediate/capacity_node_hour_changes.sql",
+                      {"since": min(old[1], as_of) - timedelta(days=7)})
+    for d0, d1 in _day_ranges(days, span):
+        refresh_capacity(wh, "", d0, d1)
 
 
 def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None
@@ -55,6 +100,10 @@ def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None
     """The hours of [w0, w1) (default: the whole loaded history) that the job history reaches: after a
     capacity load (inventory, events and reservations change every hour they cover) or a telemetry load.
     Returns the hours refreshed (None: nothing)."""
+    if w0 is None and w1 is None:  # `etl refresh` of everything
+        _refresh_as_of(wh)
+        _refresh_job_run(wh, datetime(1970, 1, 1, tzinfo=timezone.utc))
+        _build_gpu_day(wh)
     first, as_of = history_as_of(wh)
     if as_of is None:
         return None
@@ -62,18 +111,111 @@ def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None
     hi = min(w1, as_of + timedelta(hours=1)) if w1 else as_of + timedelta(hours=1)
     if lo >= hi:
         return None
-    span = (_hour(lo), _hour(hi - timedelta(microseconds=1)) + timedelta(hours=1))
+    span = (_hour(lo), _ceil_hour(hi))
+    if _unbuilt(wh):
+        span = (first, _hour(as_of) + timedelta(hours=1))
     refresh_capacity(wh, "", *span)
     return span
+
+
+def refresh_hourly(wh, w0: datetime, w1: datetime) -> None:
+    """After a telemetry load of [w0, w1): its hourly rollups (sql/intermediate/telemetry_hourly.sql), the
+    daily GPU rollup of its days (sql/intermediate/gpu_day.sql), then the hourly grains' telemetry for the
+    hours the job history reaches."""
+    for stmt in sql_statements("intermediate/telemetry_hourly.sql"):
+        wh.command(stmt, {"from_ts": w0, "to_ts": w1})
+    if not _holds_rows(wh, "gpu_day"):
+        _build_gpu_day(wh)
+    else:
+        _refresh_gpu_day(wh, w0, w1)
+    refresh_history(wh, w0, w1)
+
+
+def _refresh_as_of(wh) -> None:
+    """as_of_by_cluster: how far each cluster's job history reaches (sql/intermediate/cluster_as_of.sql)."""
+    for stmt in sql_statements("intermediate/as_of_by_cluster.sql"):
+        wh.command(stmt)
+    _compact(wh, ("as_of_by_cluster",))
+
+
+def _refresh_job_run(wh, first_ts: datetime) -> None:
+    """job_run (the job-run model, sql/intermediate/fct_job_run.sql) for every job with a run from
+    ``first_ts`` on."""
+    for stmt in sql_statements("intermediate/job_run.sql"):
+        wh.command(stmt, {"from_ts": first_ts, "every": int(first_ts.year < 2000)})
+    _compact(wh, ("job_run",), everything=first_ts.year < 2000)
+
+
+def _refresh_gpu_day(wh, w0: datetime, w1: datetime) -> None:
+    for stmt in sql_statements("intermediate/gpu_day.sql"):
+        wh.command(stmt, {"from_ts": w0, "to_ts": w1})
+    _compact(wh, ("gpu_day",))
+
+
+def _build_gpu_day(wh) -> None:
+    """gpu_day for every day gpu_hour holds (a warehouse upgraded to the grain, or `etl refresh`)."""
+    lo, hi = wh.query_rows("SELECT min(hour), max(hour) FROM gpu_hour")[0]
+    if hi is None or hi.year < 2000:
+        return
+    lo, hi = lo.replace(tzinfo=timezone.utc), hi.replace(tzinfo=timezone.utc) + timedelta(hours=1)
+    _refresh_gpu_day(wh, lo, hi)
+
+
+def _unbuilt(wh) -> bool:
+    """run_node_hour has never been built though runs held GPUs: a warehouse upgraded to the grain (migration
+    0012), whose first refresh builds it for the whole history."""
+    return wh.query_rows("SELECT (SELECT count() FROM run_node_hour) = 0 AND (SELECT count() FROM job_run "
+                         "WHERE NOT never_ran AND gpus > 0 AND length(nodes) > 0) > 0")[0][0] == 1
+
+
+def _holds_rows(wh, table: str) -> bool:
+    return wh.query_rows(f"SELECT count() > 0 FROM {table}")[0][0] == 1
+
+
+def _days(wh, query: str, params: dict) -> set[date]:
+    return {r[0] for r in wh.query_rows(sql_query(query), params)}
+
+
+def _day_ranges(days: set[date], span: tuple[datetime, datetime]) -> list[tuple[datetime, datetime]]:
+    """Consecutive days as [start, end) ranges, clipped to ``span``."""
+    out: list[tuple[datetime, datetime]] = []
+    for d in sorted(days):
+        s = datetime(d.year, d.month, d.day, tzinfo=timezone.utc)
+        e = s + timedelta(days=1)
+        s, e = max(s, span[0]), min(e, span[1])
+        if s >= e:
+            continue
+        if out and out[-1][1] >= s:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def _compact(wh, tables: tuple[str, ...], rewritten: tuple[str, ...] = (), everything: bool = False) -> None:
+    """Merge the parts of the partitions of ``tables`` (OPTIMIZE ... FINAL) that a read with FINAL would
+    have to deduplicate at some cost: those with more than a few parts, and those of ``rewritten``
+    (partition ids a refresh wrote again mostly whole, e.g. a capacity load's refresh of every hour) with
+    more than one. A refresh of a day or two adds a small part, which FINAL reads past cheaply; merging a
+    month's partition after every one would cost the loads more than it saves the reports. On a cluster
+    the servers merge in the background (an OPTIMIZE would have to name every shard's local table)."""
+    if getattr(wh.cfg, "deployment", "single") == "cluster":
+        return
+    rows = wh.query_rows("SELECT table, partition_id, count() FROM system.parts WHERE database = currentDatabase() "
+                         "AND table IN {t:Array(String)} AND active GROUP BY table, partition_id "
+                         "HAVING count() > 1 ORDER BY table, partition_id", {"t": list(tables)})
+    for table, partition, parts in rows:
+        if (parts > _MAX_PARTS or everything or partition in rewritten) and re.fullmatch(r"\w+", partition):
+            wh.command(f"OPTIMIZE TABLE {table} PARTITION ID '{partition}' FINAL")
+
+
+_MAX_PARTS = 4
 
 
 def _hour(t: datetime) -> datetime:
     return t.replace(minute=0, second=0, microsecond=0)
 
 
-def refresh_hourly(wh, w0: datetime, w1: datetime) -> None:
-    """After a telemetry load of [w0, w1): its hourly rollups (sql/intermediate/telemetry_hourly.sql), then
-    the capacity grain's telemetry columns for the hours the job history reaches."""
-    for stmt in sql_statements("intermediate/telemetry_hourly.sql"):
-        wh.command(stmt, {"from_ts": w0, "to_ts": w1})
-    refresh_history(wh, w0, w1)
+def _ceil_hour(t: datetime) -> datetime:
+    h = _hour(t)
+    return h if h == t else h + timedelta(hours=1)

@@ -2,29 +2,69 @@
 
 Each chart is a function of the report alone, so the HTML, the Markdown and a notebook draw the same
 pictures. A chart with nothing to show returns None and the renderers leave it out.
+
+Drawing is most of a report's time, so the charts are drawn cheaply: figures are made without pyplot (no
+figure manager), many bars are one collection of rectangles rather than an artist each (the Gantt chart of
+the largest jobs has a bar per job and node, hundreds in a month), the margins are fixed per chart rather
+than measured by drawing the figure twice (tight_layout), and the pictures are 96 dpi. A chart whose input
+has not changed since it was drawn (the same report rendered again, for another format or by another run
+of the same month) is not drawn again, and the others are drawn in parallel processes where the machine
+has more than one core (:func:`draw_all`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
+import multiprocessing
+import os
+import struct
+import zlib
+from datetime import date, datetime
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.dates as mdates  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.collections import PolyCollection  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
+DPI = 96
 QUANTILES = np.arange(1, 101) / 100
 _STACK = [("allocated_gpu_h", "allocated", "#2b6cb0"), ("reserved_idle_gpu_h", "reserved, unused", "#d69e2e"),
           ("free_gpu_h", "free", "#cbd5e0"), ("drained_gpu_h", "drained", "#ed8936"), ("down_gpu_h", "down", "#c53030")]
 
 
+def _figure(w: float, h: float, left: float = 0.09, right: float = 0.98, bottom: float = 0.14, top: float = 0.9,
+            **subplots):
+    """A figure of w × h inches with fixed margins (fractions of the figure): no layout pass at save time."""
+    fig = Figure(figsize=(w, h))
+    fig.subplots_adjust(left=left, right=right, bottom=bottom, top=top, **subplots)
+    return fig
+
+
 def _png(fig) -> bytes:
     buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
+    fig.savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
+
+
+def _rects(ax, x0, x1, y0, y1, colors) -> None:
+    """Rectangles [x0, x1] × [y0, y1] (arrays) as one collection, the axes' limits updated to show them."""
+    x0, x1, y0, y1 = (np.asarray(a, float) for a in (x0, x1, y0, y1))
+    verts = np.stack([np.stack([x0, y0], 1), np.stack([x0, y1], 1), np.stack([x1, y1], 1), np.stack([x1, y0], 1)], 1)
+    ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="none"))
+    ax.update_datalim(np.concatenate([verts.reshape(-1, 2)]))
+    ax.autoscale_view()
+
+
+def _margin_for(labels: list[str], fontsize: float, width_in: float) -> float:
+    """A left margin (fraction of the figure) that holds tick labels of this many characters."""
+    chars = max((len(s) for s in labels), default=0)
+    return min(0.45, (chars * fontsize * 0.7 + 20) / 72 / width_in)
 
 
 def size_shares(r: dict) -> bytes | None:
@@ -32,15 +72,18 @@ def size_shares(r: dict) -> bytes | None:
     if not rows:
         return None
     x = np.arange(len(rows))
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    ax.bar(x - 0.2, [100 * (row["job_share"] or 0) for row in rows], 0.4, label="share of jobs", color="#4a5568")
-    ax.bar(x + 0.2, [100 * (row["gpu_hour_share"] or 0) for row in rows], 0.4, label="share of GPU-hours",
-           color="#2b6cb0")
+    fig = _figure(7, 3.6, bottom=0.15)
+    ax = fig.add_subplot()
+    jobs = [100 * (row["job_share"] or 0) for row in rows]
+    hours = [100 * (row["gpu_hour_share"] or 0) for row in rows]
+    _rects(ax, x - 0.4, x, np.zeros(len(rows)), jobs, "#4a5568")
+    _rects(ax, x, x + 0.4, np.zeros(len(rows)), hours, "#2b6cb0")
+    ax.set_ylim(0, max(jobs + hours + [1]) * 1.05)
     ax.set_xticks(x, [row["size_class"] for row in rows])
     ax.set_xlabel("GPUs per job")
     ax.set_ylabel("%")
     ax.set_title("Jobs vs GPU-hours by job size")
-    ax.legend()
+    ax.legend([Patch(color="#4a5568"), Patch(color="#2b6cb0")], ["share of jobs", "share of GPU-hours"])
     return _png(fig)
 
 
@@ -48,7 +91,8 @@ def runtime_cdf(r: dict) -> bytes | None:
     rows = [row for row in r["run_times"] if row["jobs_ended"]]
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(7, 3.6))
+    fig = _figure(7, 3.6, bottom=0.15)
+    ax = fig.add_subplot()
     for row in rows:
         q = np.maximum(np.asarray(row["cdf_s"], float), 1) / 3600
         ax.step(q, QUANTILES * 100, where="post", label=f"{row['size_class']} GPUs ({row['jobs_ended']})")
@@ -65,20 +109,28 @@ def capacity_timeline(r: dict) -> bytes | None:
     rows = r["utilization_daily"]
     if not rows:
         return None
-    days = [row["day"] for row in rows]
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    days = mdates.date2num([row["day"] for row in rows])
+    fig = _figure(8, 3.6, left=0.1, bottom=0.2)
+    ax = fig.add_subplot()
     bottom = np.zeros(len(rows))
+    handles, labels = [], []
     for key, label, color in _STACK:
         v = np.array([row[key] or 0 for row in rows], float)
-        ax.bar(days, v, bottom=bottom, label=label, color=color, width=0.9)
+        _rects(ax, days - 0.45, days + 0.45, bottom, bottom + v, color)
         bottom += v
+        handles.append(Patch(color=color))
+        labels.append(label)
+    ax.set_ylim(0, max(bottom.max(), 1) * 1.05)
     if r["scope"] == "project":
-        ax.plot(days, [row["project_allocated_gpu_h"] for row in rows], color="black", marker=".",
-                label=f"project {r['project']}")
+        (line,) = ax.plot(days, [row["project_allocated_gpu_h"] for row in rows], color="black", marker=".")
+        handles.append(line)
+        labels.append(f"project {r['project']}")
+    ax.xaxis_date()
     ax.set_ylabel("GPU-hours per day")
     ax.set_title("Capacity: allocated, idle, down")
-    ax.legend(fontsize=8, ncol=3, loc="lower left")
-    fig.autofmt_xdate()
+    ax.legend(handles, labels, fontsize=8, ncol=3, loc="lower left")
+    for t in ax.get_xticklabels():
+        t.set(rotation=30, ha="right")
     return _png(fig)
 
 
@@ -92,15 +144,18 @@ def gpu_heatmap(r: dict) -> bytes | None:
     m = np.full((len(nodes), gpus), np.nan)
     for row in rows:
         m[index[(row["rack"], row["node"])], row["gpu"]] = row["gpu_util_pct"]
-    fig, ax = plt.subplots(figsize=(max(4, 1 + gpus * 0.5), max(3, 0.14 * len(nodes) + 1.2)))
-    im = ax.imshow(m, aspect="auto", cmap="viridis", vmin=0, vmax=100, interpolation="nearest")
     step = max(1, len(nodes) // 40)
-    ax.set_yticks(range(0, len(nodes), step), [f"{nodes[i][0]} {nodes[i][1]}" for i in range(0, len(nodes), step)],
-                  fontsize=6)
+    ticks = [f"{nodes[i][0]} {nodes[i][1]}" for i in range(0, len(nodes), step)]
+    w, h = max(4, 1 + gpus * 0.5), max(3, 0.14 * len(nodes) + 1.2)
+    left = _margin_for(ticks, 6, w)
+    fig = _figure(w, h, left=left, right=1 - 0.45 / w, bottom=0.5 / h, top=1 - 0.4 / h)
+    ax = fig.add_subplot()
+    im = ax.imshow(m, aspect="auto", cmap="viridis", vmin=0, vmax=100, interpolation="nearest")
+    ax.set_yticks(range(0, len(nodes), step), ticks, fontsize=6)
     ax.set_xticks(range(gpus))
     ax.set_xlabel("GPU")
-    ax.set_title("Mean GPU utilization (%) by rack, node, GPU")
-    fig.colorbar(im, ax=ax)
+    ax.set_title("Mean GPU utilization (%) by rack, node, GPU", fontsize=10)
+    fig.colorbar(im, ax=ax, fraction=0.08, pad=0.03)
     return _png(fig)
 
 
@@ -110,20 +165,29 @@ def gantt(r: dict) -> bytes | None:
         return None
     nodes = sorted({n for j in jobs for n in j["nodes"]})
     row = {n: i for i, n in enumerate(nodes)}
-    cmap = plt.get_cmap("tab20")
-    fig, ax = plt.subplots(figsize=(9, max(3, 0.13 * len(nodes) + 1.5)))
-    for k, j in enumerate(jobs):
-        end = j["end_ts"] or j["start_ts"]
-        for n in j["nodes"]:
-            ax.barh(row[n], (end - j["start_ts"]).total_seconds() / 86400, left=matplotlib.dates.date2num(j["start_ts"]),
-                    color=cmap(k % 20), height=0.8)
-        mid = matplotlib.dates.date2num(j["start_ts"]) + (end - j["start_ts"]).total_seconds() / 86400 / 2
-        ax.text(mid, np.mean([row[n] for n in j["nodes"]]), str(j["job_id"]), ha="center", va="center", fontsize=6)
+    colors = [matplotlib.colormaps["tab20"](k % 20) for k in range(len(jobs))]
     step = max(1, len(nodes) // 40)
+    h = max(3, 0.13 * len(nodes) + 1.5)
+    fig = _figure(9, h, left=_margin_for(nodes[::step], 6, 9), right=0.98, bottom=0.9 / h, top=1 - 0.4 / h)
+    ax = fig.add_subplot()
+    x0, x1, y, c = [], [], [], []
+    for k, j in enumerate(jobs):
+        start = mdates.date2num(j["start_ts"])
+        end = mdates.date2num(j["end_ts"] or j["start_ts"])
+        for n in j["nodes"]:
+            x0.append(start)
+            x1.append(end)
+            y.append(row[n])
+            c.append(colors[k])
+        ax.text((start + end) / 2, np.mean([row[n] for n in j["nodes"]]), str(j["job_id"]), ha="center",
+                va="center", fontsize=6)
+    y = np.asarray(y, float)
+    _rects(ax, x0, x1, y - 0.4, y + 0.4, c)
     ax.set_yticks(range(0, len(nodes), step), nodes[::step], fontsize=6)
     ax.xaxis_date()
     ax.set_title(f"The {len(jobs)} largest jobs over nodes (by GPU-hours)")
-    fig.autofmt_xdate()
+    for t in ax.get_xticklabels():
+        t.set(rotation=30, ha="right")
     return _png(fig)
 
 
@@ -131,8 +195,10 @@ def failures(r: dict) -> bytes | None:
     states = r["end_states"]
     if not states:
         return None
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.6))
-    a1.barh([s["state"] for s in states], [s["gpu_hours"] or 0 for s in states], color="#4a5568")
+    names = [s["state"] for s in states]
+    fig = _figure(9, 3.6, left=_margin_for(names, 10, 9), right=0.98, bottom=0.15, wspace=0.3)
+    a1, a2 = fig.subplots(1, 2)
+    a1.barh(names, [s["gpu_hours"] or 0 for s in states], color="#4a5568")
     a1.set_xlabel("GPU-hours")
     a1.set_title("How runs ended (GPU-hours)")
     codes = sorted(r["xid_codes"], key=lambda x: x["xid"])
@@ -149,12 +215,125 @@ CHARTS = [("capacity_timeline", "Capacity over the month", capacity_timeline),
           ("gpu_heatmap", "GPU utilization heatmap", gpu_heatmap),
           ("gantt", "Largest jobs", gantt),
           ("failures", "Failures", failures)]
+# what each chart reads of the report: its input, for knowing whether it changed
+_INPUTS = {"capacity_timeline": ("utilization_daily", "scope", "project"), "size_shares": ("job_sizes",),
+           "runtime_cdf": ("run_times",), "gpu_heatmap": ("gpu_heatmap",), "gantt": ("largest_jobs",),
+           "failures": ("end_states", "xid_codes")}
+_CODE = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:16]  # a changed chart is drawn again
+_DRAWN: dict[str, bytes | None] = {}  # input digest -> PNG (None: nothing to show), this process
 
 
-def draw_all(r: dict) -> dict[str, bytes]:
+def _default(v):
+    return v.isoformat() if isinstance(v, (datetime, date)) else str(v)
+
+
+def _rounded(v):
+    """Floats to 9 significant digits: the engine adds floats in whatever order its threads finish, and a
+    last-bit difference draws the same picture."""
+    if isinstance(v, float):
+        return float(f"{v:.9g}") if v == v else None
+    if isinstance(v, dict):
+        return {k: _rounded(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_rounded(x) for x in v]
+    return v
+
+
+def chart_key(name: str, r: dict) -> str:
+    """A digest of what chart ``name`` draws from ``r`` (and of this module's code)."""
+    data = json.dumps([name, _CODE, _rounded([r.get(k) for k in _INPUTS[name]])], default=_default,
+                      sort_keys=True)
+    return hashlib.sha256(data.encode()).hexdigest()
+
+
+def draw_all(r: dict, cache: dict[str, bytes] | None = None, workers: int | None = None) -> dict[str, bytes]:
+    """Every chart of the report that has something to show, by name. A chart whose input digest
+    (:func:`chart_key`) is in ``cache`` (digest -> PNG: :func:`drawn_before` of the charts a previous run
+    wrote) or that this process drew before is not drawn again. The others are drawn in up to ``workers``
+    processes at once (default: one per core this process may use, at most one per chart; 1: here, one
+    after the other). Each PNG carries its digest (a text chunk)."""
+    keys = {name: chart_key(name, r) for name, _, _ in CHARTS}
+    known = {**(cache or {}), **_DRAWN}
+    todo = [name for name, key in keys.items() if key not in known]
+    if workers is None:
+        workers = min(len(todo), _cores())
+    if workers > 1 and len(todo) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        drawn = dict(zip(todo, _draw_forked(todo, r, workers)))
+    else:
+        drawn = {name: _draw(name, r) for name in todo}
     out = {}
-    for name, _, fn in CHARTS:
-        png = fn(r)
+    for name, key in keys.items():
+        if name in drawn:
+            png = known[key] = _DRAWN[key] = _with_key(drawn[name], key) if drawn[name] else None
+        else:
+            png = known[key]
         if png:
             out[name] = png
     return out
+
+
+_FUNCTIONS = {name: fn for name, _, fn in CHARTS}
+_REPORT: dict | None = None  # the report being drawn, for the forked workers
+
+
+def _draw(name: str, r: dict | None = None) -> bytes | None:
+    return _FUNCTIONS[name](_REPORT if r is None else r)
+
+
+def _draw_forked(names: list[str], r: dict, workers: int) -> list[bytes | None]:
+    """Draw ``names`` in forked processes (they start with matplotlib imported and the report in memory;
+    only the PNG bytes come back), the largest charts first."""
+    global _REPORT
+    first = sorted(names, key=lambda n: _COST.index(n) if n in _COST else len(_COST))
+    _REPORT = r
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            got = dict(zip(first, pool.map(_draw, first, chunksize=1)))
+    finally:
+        _REPORT = None
+    return [got[n] for n in names]
+
+
+_COST = ["gantt", "gpu_heatmap", "runtime_cdf", "failures", "capacity_timeline", "size_shares"]
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return 1
+
+
+def drawn_before(pngs) -> dict[str, bytes]:
+    """digest -> PNG of chart files (paths) drawn by :func:`draw_all`: the cache for drawing again."""
+    out = {}
+    for p in pngs:
+        png = p.read_bytes()
+        key = png_key(png)
+        if key:
+            out[key] = png
+    return out
+
+
+_KEY_CHUNK = b"ops-chart"
+
+
+def _with_key(png: bytes, key: str) -> bytes:
+    """The PNG with a tEXt chunk ops-chart=<key> after its header chunk."""
+    data = _KEY_CHUNK + b"\0" + key.encode("ascii")
+    chunk = struct.pack(">I", len(data)) + b"tEXt" + data + struct.pack(">I", zlib.crc32(b"tEXt" + data))
+    end_of_ihdr = 8 + 8 + 13 + 4  # signature, IHDR's length and type, its 13 bytes, its CRC
+    return png[:end_of_ihdr] + chunk + png[end_of_ihdr:]
+
+
+def png_key(png: bytes) -> str | None:
+    """The ops-chart digest a PNG carries, or None."""
+    pos = 8
+    while pos + 8 <= len(png):
+        n, kind = struct.unpack(">I4s", png[pos:pos + 8])
+        if kind == b"tEXt" and png[pos + 8:pos + 8 + n].startswith(_KEY_CHUNK + b"\0"):
+            return png[pos + 8 + len(_KEY_CHUNK) + 1:pos + 8 + n].decode("ascii", "replace")
+        if kind in (b"IDAT", b"IEND"):
+            return None
+        pos += 12 + n
+    return None

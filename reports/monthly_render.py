@@ -9,7 +9,7 @@ import json
 from datetime import date, datetime
 from pathlib import Path
 
-from ops_warehouse.reports.charts import CHARTS, draw_all
+from ops_warehouse.reports.charts import CHARTS, draw_all, drawn_before
 
 
 def _num(v, digits: int = 0) -> str:
@@ -298,7 +298,10 @@ def write(r: dict, out_dir: Path, formats: list[str]) -> list[Path]:
     stem = f"monthly-{r['cluster']}-{r['project'] if r['scope'] == 'project' else 'cluster'}-{r['month']}"
     stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)
     written = []
-    charts = draw_all(r) if {"md", "html"} & set(formats) else {}
+    # a chart drawn for this report before (an earlier run wrote it into the charts folder) is not drawn again
+    cdir = out_dir / f"{stem}-charts"
+    cache = drawn_before(sorted(cdir.glob("*.png"))) if cdir.is_dir() else {}
+    charts = draw_all(r, cache) if {"md", "html"} & set(formats) else {}
     if "json" in formats:
         p = out_dir / f"{stem}.json"
         p.write_text(to_json(r), encoding="utf-8")
@@ -306,10 +309,11 @@ def write(r: dict, out_dir: Path, formats: list[str]) -> list[Path]:
     if "md" in formats:
         files = {}
         if charts:
-            cdir = out_dir / f"{stem}-charts"
             cdir.mkdir(exist_ok=True)
             for name, png in charts.items():
-                (cdir / f"{name}.png").write_bytes(png)
+                path = cdir / f"{name}.png"
+                if not (path.is_file() and path.read_bytes() == png):
+                    path.write_bytes(png)
                 files[name] = f"{cdir.name}/{name}.png"
         p = out_dir / f"{stem}.md"
         p.write_text(to_markdown(r, files), encoding="utf-8")

@@ -11,7 +11,7 @@
 --              GPUs a draining node's running jobs still hold are allocated, not drained (as sreport)
 --   reserved   reservation: its nodes × the part of the hour it covers (to the cut), minus the unusable part
 --   idle split the usable time nobody was allocated: reserved_idle (inside a reservation), else free
---   allocated  the runs' GPU time on each node and hour (sql/intermediate/run_node_hour.sql: every run
+--   allocated  the runs' GPU time on each node and hour (sql/intermediate/run_fanout.sql: every run
 --              that held resources, superseded runs of requeued jobs included; its GPUs spread evenly over
 --              its nodes); a run counts to its end or, still running, to the time it was last seen: never
 --              past the cut
@@ -95,7 +95,7 @@ reserved AS (
 allocated AS (
     SELECT cluster, node, hour, sum(gpu_s) AS allocated_gpu_s,
            sumIf(gpu_s, reservation != '') AS allocated_resv_gpu_s
-    FROM ({{intermediate run_node_hour}})
+    FROM ({{intermediate run_fanout}})
     GROUP BY cluster, node, hour
 ),
 gpu_tel AS (

@@ -1,10 +1,29 @@
 -- fct_job_run: one row per job run (grain: run), deduplicated, with the attributes every job statistic
 -- groups by. Open XDMoD's Jobs-realm conventions: usage spans [start, end]; a job with no allocated nodes
 -- never ran; bins as XDMoD defines them (job-times.json, gpu-buckets.json, processor buckets).
-CREATE OR REPLACE VIEW fct_job_run {{on_cluster}} AS
+-- The model (job_run_model, below) is computed from the loaded runs and kept in the table job_run
+-- (migration 0012): the job loads refresh it for the jobs they wrote (sql/intermediate/job_run.sql,
+-- etl/grains.py), and it is rebuilt whole here whenever this file changes (the upgrade runs every statement
+-- of a changed file), so a changed rule reaches every run. fct_job_run reads the table, with each
+-- account's project (dim_account.sql: the config's mapping may change without a load).
+-- job_run_model(from_ts = …, every = …) is a parameterized view: every run of the jobs with a run from
+-- from_ts on whose loaded record job_run does not hold yet (its _version), or of all those jobs with
+-- every = 1. A load so recomputes the jobs it changed, not the window over every job since the earliest
+-- run it re-read. The view calls no function of sql/functions/, so that ClickHouse expanding those into a
+-- view's stored query when it is created (sql/README.md, "Templates") cannot keep an old rule here.
+CREATE OR REPLACE VIEW job_run_model {{on_cluster}} AS
 WITH
 runs AS (
     SELECT * FROM slurm_job_run FINAL
+    WHERE (cluster, job_id) IN (
+        SELECT s.cluster, s.job_id
+        FROM (SELECT cluster, job_id, submit_ts, _version FROM slurm_job_run FINAL
+              WHERE coalesce(start_ts, submit_ts) >= {from_ts:DateTime('UTC')}) AS s
+        LEFT JOIN (SELECT cluster, job_id, submit_ts, _version, 1 AS held FROM job_run FINAL
+                   WHERE coalesce(start_ts, submit_ts) >= {from_ts:DateTime('UTC')}) AS j
+            ON j.cluster = s.cluster AND j.job_id = s.job_id AND j.submit_ts = s.submit_ts
+               AND j._version = s._version
+        WHERE {every:UInt8} = 1 OR NOT ifNull(j.held, 0))  -- (whatever the caller's join_use_nulls)
 ),
 
 -- An earlier run of a requeued job (sacct --duplicates) is superseded by the next run of the same job id,
@@ -50,7 +69,6 @@ usage AS (
 binned AS (
     SELECT
         u.*,
-        coalesce(nullIf(p.project, ''), u.account) AS project,
         multiIf(gpus <= 8, toString(gpus),
                 gpus <= 16, '9 - 16', gpus <= 32, '17 - 32', gpus <= 64, '33 - 64',
                 gpus <= 128, '65 - 128', gpus <= 256, '129 - 256', gpus <= 512, '257 - 512',
@@ -68,8 +86,17 @@ binned AS (
                 wall_s < 64800, '10 - 18hr', '18+hr')
             AS wall_time_bin
     FROM usage AS u
-    LEFT JOIN account_project AS p ON lower(u.account) = p.account
-    SETTINGS join_use_nulls = 1
 )
 
 SELECT * FROM binned;
+
+-- every run again: the materialized model follows this file's rules
+INSERT INTO job_run SELECT *, now64(3) FROM job_run_model(from_ts = '1970-01-01 00:00:00', every = 1);
+
+CREATE OR REPLACE VIEW fct_job_run {{on_cluster}} AS
+SELECT j.* EXCEPT (gpu_count_bin, job_size_bin, wall_time_bin, refreshed_at),
+       ifNull(d.project, j.account) AS project,  -- the account's project (dim_account.sql)
+       j.gpu_count_bin AS gpu_count_bin, j.job_size_bin AS job_size_bin, j.wall_time_bin AS wall_time_bin
+FROM job_run AS j FINAL
+LEFT JOIN dim_account AS d ON d.account = j.account
+SETTINGS join_use_nulls = 1;

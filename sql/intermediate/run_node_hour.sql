@@ -1,28 +1,57 @@
--- run_node_hour: the fan-out from job runs to the hourly grain (grain: run × node × hour): one row for
--- every hour of [from_ts, to_ts) in which a run held one of its nodes. What every model that spreads a
--- run's GPUs over nodes and hours reads (the capacity grain's allocation, chargeback, the daily
--- timeline's project allocation, job efficiency, stragglers), so the rule is written once:
---   runs      fct_job_run: every run that held GPUs on nodes (superseded runs of requeued jobs included:
---             the resources were held), clipped to the window: [s, e) = [usage_start_ts, usage_end_ts) ∩
---             [from_ts, to_ts); a run still running counts to the time it was last seen
---   spread    sacct records a run's GPUs, not which node held how many: gpus_per_node = gpus ÷ its nodes
---   held_s    the seconds of the hour the run held the node; gpu_s = gpus_per_node × held_s
--- Every cluster is here: a reader keeps its own (WHERE cluster = …, pushed down to the read of the runs).
--- An included query, not a (parameterized) view: ClickHouse expands SQL functions (overlap_s,
--- hours_touched) into a view's stored query when the view is created, so a changed rule would not reach
--- it. Readers inline it, `FROM ({{intermediate run_node_hour}}) AS r` (core/sqlfiles.py expands it; why:
--- sql/README.md, "Templates"): the engine plans it as the subquery each reader used to write, and resolves
--- the functions by name on every run. Nothing creates or runs it on its own.
-SELECT cluster, job_id, submit_ts, project, reservation, run_node_count, node, hour, s, e, gpus_per_node,
-       overlap_s(hour, hour + 3600, s, e) AS held_s,
-       gpus_per_node * held_s AS gpu_s
-FROM (
-    SELECT cluster, job_id, submit_ts, project, reservation, nodes, length(nodes) AS run_node_count,
-           gpus / length(nodes) AS gpus_per_node,
-           greatest(usage_start_ts, {from_ts:DateTime('UTC')}) AS s, least(usage_end_ts, {to_ts:DateTime('UTC')}) AS e
-    FROM fct_job_run
-    WHERE NOT never_ran AND gpus > 0 AND length(nodes) > 0
-      AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
+-- Recompute run_node_hour (see migration 0012 for the columns) for the whole hours of [from_ts, to_ts),
+-- after capacity_node_hour has been refreshed for them (etl/grains.py runs the two in that order):
+--   fan-out    sql/intermediate/run_fanout.sql, included: every run that held GPUs on nodes, its GPUs
+--              spread evenly over its nodes, one row per node and hour it held; [s, e) is the part of the
+--              hour it held the node
+--   telemetry  the node's row of capacity_node_hour for the hour, as rates a run's GPU-seconds there are
+--              multiplied by: the node's activity and energy per GPU-second allocated on it (runs sharing a
+--              node share its activity by their allocation: exact for whole-node jobs, right in total for
+--              shared nodes because unallocated GPUs do no work), its telemetry coverage and NIC/storage bytes
+--              per GPU-second of its capacity (node-level counters, shared by the run's part of the GPUs),
+--              and its mean GPU utilization (node_util: stragglers)
+--   replaced   the hours' rows are written again; a row of these hours the fan-out no longer produces (a
+--              run shortened, moved, or no longer holding GPUs) is written deleted (is_deleted = 1), so FINAL
+--              shows what a clean refresh would
+INSERT INTO run_node_hour
+WITH
+    toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
+    toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1,
+fresh AS (
+    SELECT f.cluster AS cluster, f.hour AS hour, f.node AS node, f.job_id AS job_id, f.submit_ts AS submit_ts,
+           f.account AS account, f.reservation AS reservation, toUInt32(f.run_node_count) AS run_node_count,
+           toFloat64(f.gpus_per_node) AS gpus_per_node,
+           greatest(f.s, f.hour) AS s, least(f.e, f.hour + 3600) AS e, toFloat64(f.gpu_s) AS gpu_s,
+           ifNull(c.gpu_model, '') AS gpu_model,
+           toUInt8(c.cluster IS NOT NULL) AS has_capacity,
+           c.covered_gpu_s / nullIf(c.capacity_gpu_s, 0) AS covered_per_capacity,
+           c.util_gpu_s / nullIf(c.allocated_gpu_s, 0) AS util_per_allocated,
+           c.sm_gpu_s / nullIf(c.allocated_gpu_s, 0) AS sm_per_allocated,
+           c.tensor_gpu_s / nullIf(c.allocated_gpu_s, 0) AS tensor_per_allocated,
+           c.dram_gpu_s / nullIf(c.allocated_gpu_s, 0) AS dram_per_allocated,
+           c.gpu_energy_j / nullIf(c.allocated_gpu_s, 0) AS energy_j_per_allocated,
+           c.nic_rx_bytes / nullIf(c.capacity_gpu_s, 0) AS nic_rx_per_capacity,
+           c.nic_tx_bytes / nullIf(c.capacity_gpu_s, 0) AS nic_tx_per_capacity,
+           c.storage_read_bytes / nullIf(c.capacity_gpu_s, 0) AS read_per_capacity,
+           c.storage_write_bytes / nullIf(c.capacity_gpu_s, 0) AS write_per_capacity,
+           c.util_gpu_s / nullIf(c.covered_gpu_s, 0) AS node_util
+    FROM ({{intermediate run_fanout}}) AS f
+    LEFT JOIN (SELECT * FROM capacity_node_hour FINAL WHERE hour >= w0 AND hour < w1) AS c
+        ON c.cluster = f.cluster AND c.node = f.node AND c.hour = f.hour
+),
+gone AS (
+    SELECT cluster, hour, node, job_id, submit_ts
+    FROM run_node_hour FINAL
+    WHERE hour >= w0 AND hour < w1
+      AND (cluster, hour, node, job_id, submit_ts) NOT IN (
+          SELECT cluster, hour, node, job_id, submit_ts FROM ({{intermediate run_fanout}}))
 )
-ARRAY JOIN nodes AS node
-ARRAY JOIN hours_touched(s, e) AS hour;
+SELECT cluster, hour, node, job_id, submit_ts, account, reservation, run_node_count, gpus_per_node, s, e, gpu_s,
+       gpu_model, has_capacity, covered_per_capacity, util_per_allocated, sm_per_allocated, tensor_per_allocated,
+       dram_per_allocated, energy_j_per_allocated, nic_rx_per_capacity, nic_tx_per_capacity, read_per_capacity,
+       write_per_capacity, node_util, 0 AS is_deleted, now64(3) AS refreshed_at
+FROM fresh
+UNION ALL
+SELECT cluster, hour, node, job_id, submit_ts, '', '', 0, 0, hour, hour, 0, '', 0, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL, 1, now64(3)
+FROM gone
+SETTINGS join_use_nulls = 1;

@@ -2,14 +2,18 @@
 -- their cost at that model's cost per allocated GPU-hour (the chargeback view: the month's capex and energy
 -- of a model shared by allocation, so idle capacity is paid by those who used the machine; cost.sql has
 -- the same totals). Requeued runs count: the resources were held. {project} ('' for every project) keeps
--- one project's rows; its shares and cost are still of the whole model's allocation.
+-- one project's rows; its shares and cost are still of the whole model's allocation. The runs' GPU time per
+-- node and hour is the run_node_hour grain's (the part of each hour inside the window).
 WITH
 alloc AS (
-    SELECT r.project AS project, i.gpu_model AS gpu_model, sum(r.gpu_s) / 3600 AS gpu_h,
+    SELECT d.project AS project, i.gpu_model AS gpu_model,
+           sum(r.gpus_per_node * overlap_s(r.s, r.e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})) / 3600 AS gpu_h,
            uniqExact(r.job_id, r.submit_ts) AS runs
-    FROM ({{intermediate run_node_hour}}) AS r
+    FROM (SELECT * FROM run_node_hour FINAL WHERE cluster = {cluster:String}
+          AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
+          AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}) AS r
+    LEFT JOIN dim_account AS d ON d.account = r.account
     LEFT JOIN (SELECT node, gpu_model FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS i ON i.node = r.node
-    WHERE r.cluster = {cluster:String}
     GROUP BY project, gpu_model
 ),
 model_cost AS (

@@ -1,20 +1,58 @@
 -- Time-weighted efficiency of {project}'s runs (or every project's, for '') in [from_ts, to_ts), by
--- project and in total, from the per-run model (job_efficiency.sql, included below). Delivered tensor
--- compute in PFLOP and in PFLOP/s-days (÷ 86,400, as cost.sql's pflop_days).
+-- project and in total: the runs' GPU time inside the window and their share of their nodes' telemetry
+-- (the run_node_hour grain's rates, as job_efficiency.sql reads them per run), summed over the runs. Means
+-- are weighted by the GPU time with telemetry: the same as weighting each run's means (job_efficiency.sql)
+-- by its telemetry GPU-hours, without forming every run first. Delivered tensor compute in PFLOP and in
+-- PFLOP/s-days (÷ 86,400, as cost.sql's pflop_days). runs: the runs that held GPUs in the window, as
+-- job_efficiency.sql lists them.
+WITH
+runs AS (
+    SELECT if(grouping(project) = 1, '', project) AS project_key, count() AS runs
+    FROM fct_job_run
+    WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
+      AND NOT never_ran AND gpus > 0 AND length(nodes) > 0
+      AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
+    GROUP BY GROUPING SETS ((), (project))
+),
+used AS (
+    SELECT
+        if(grouping(d.project) = 1, '', d.project) AS project_key,
+        sum(r.gpu_s) / 3600 AS gpu_hours,
+        sum(r.gpu_s * r.covered_per_capacity) / 3600 AS telemetry_gpu_hours,
+        sum(r.gpu_s * r.util_per_allocated) / nullIf(sum(r.gpu_s * r.covered_per_capacity), 0) * 100 AS gpu_util_pct,
+        sum(r.gpu_s * r.sm_per_allocated) / nullIf(sum(r.gpu_s * r.covered_per_capacity), 0) AS sm_active,
+        sum(r.gpu_s * r.tensor_per_allocated) / nullIf(sum(r.gpu_s * r.covered_per_capacity), 0) AS tensor_active,
+        sum(r.gpu_s * r.dram_per_allocated) / nullIf(sum(r.gpu_s * r.covered_per_capacity), 0) AS dram_active,
+        sum(r.gpu_s * r.energy_j_per_allocated) / 3.6e6 AS gpu_energy_kwh,
+        sum(r.gpu_s * r.nic_rx_per_capacity) AS nic_rx_bytes, sum(r.gpu_s * r.nic_tx_per_capacity) AS nic_tx_bytes,
+        sum(r.gpu_s * r.read_per_capacity) AS storage_read_bytes,
+        sum(r.gpu_s * r.write_per_capacity) AS storage_write_bytes,
+        sum(r.gpu_s * r.tensor_per_allocated * ifNull(m.peak_bf16_tflops, 0)) / 1000 AS delivered_pflop
+    -- (Nullable: no GPU time at all is none, as the sum over no runs)
+    FROM (SELECT * REPLACE (toNullable(gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})) AS gpu_s)
+          FROM run_node_hour FINAL WHERE cluster = {cluster:String}
+          AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
+          AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}) AS r
+    INNER JOIN dim_account AS d ON d.account = r.account
+    LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
+    WHERE {project:String} = '' OR d.project = {project:String}
+    GROUP BY GROUPING SETS ((), (d.project))
+)
 SELECT
-    if(grouping(r.project) = 1, '', r.project) AS project_key,
-    count() AS runs,
-    sum(r.gpu_hours) AS gpu_hours,
-    sum(r.telemetry_gpu_hours) AS telemetry_gpu_hours,
-    sum(r.gpu_util_pct * r.telemetry_gpu_hours) / nullIf(sum(r.telemetry_gpu_hours), 0) AS gpu_util_pct,
-    sum(r.sm_active * r.telemetry_gpu_hours) / nullIf(sum(r.telemetry_gpu_hours), 0) AS sm_active,
-    sum(r.tensor_active * r.telemetry_gpu_hours) / nullIf(sum(r.telemetry_gpu_hours), 0) AS tensor_active,
-    sum(r.dram_active * r.telemetry_gpu_hours) / nullIf(sum(r.telemetry_gpu_hours), 0) AS dram_active,
-    sum(r.gpu_energy_kwh) AS gpu_energy_kwh,
-    sum(r.nic_rx_bytes) AS nic_rx_bytes, sum(r.nic_tx_bytes) AS nic_tx_bytes,
-    sum(r.storage_read_bytes) AS storage_read_bytes, sum(r.storage_write_bytes) AS storage_write_bytes,
-    sum(r.delivered_pflop) AS delivered_pflop,
-    sum(r.delivered_pflop) / 86400 AS delivered_pflop_days
-FROM ({{mart job_efficiency}}) AS r
-GROUP BY GROUPING SETS ((), (r.project))
-ORDER BY project_key;
+    n.project_key AS project_key,
+    n.runs AS runs,
+    u.gpu_hours AS gpu_hours,
+    u.telemetry_gpu_hours AS telemetry_gpu_hours,
+    u.gpu_util_pct AS gpu_util_pct,
+    u.sm_active AS sm_active,
+    u.tensor_active AS tensor_active,
+    u.dram_active AS dram_active,
+    u.gpu_energy_kwh AS gpu_energy_kwh,
+    u.nic_rx_bytes AS nic_rx_bytes, u.nic_tx_bytes AS nic_tx_bytes,
+    u.storage_read_bytes AS storage_read_bytes, u.storage_write_bytes AS storage_write_bytes,
+    u.delivered_pflop AS delivered_pflop,
+    u.delivered_pflop / 86400 AS delivered_pflop_days
+FROM runs AS n
+LEFT JOIN used AS u ON u.project_key = n.project_key
+ORDER BY project_key
+SETTINGS join_use_nulls = 1;

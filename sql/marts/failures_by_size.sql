@@ -12,22 +12,19 @@ WITH runs AS (
       AND NOT never_ran AND is_final AND gpus > 0 AND length(nodes) > 0
       AND end_ts >= {from_ts:DateTime('UTC')} AND end_ts < {to_ts:DateTime('UTC')}
 ),
-xid_hits AS (
-    SELECT r.cluster AS cluster, r.job_id AS job_id, r.submit_ts AS submit_ts, 1 AS hit
+-- each run once, with whether a hardware Xid was logged on one of its nodes while it ran (up to a minute
+-- after its end)
+classified AS (
+    SELECT r.cluster AS cluster, r.job_id AS job_id, r.submit_ts AS submit_ts, any(r.gpus) AS gpus,
+           any(r.nnodes) AS nnodes, any(r.state) AS state, any(r.wall_s) AS wall_s, gpu_size_class(gpus) AS cls,
+           countIf(x.ts >= r.start_ts AND x.ts <= r.end_ts + INTERVAL 1 MINUTE) > 0 AS had_xid,
+           state = 'NODE_FAIL' OR (state = 'FAILED' AND had_xid) AS hw_failure
     FROM runs AS r
     ARRAY JOIN r.nodes AS node
-    INNER JOIN (SELECT cluster, node, ts FROM xid_event FINAL WHERE xid_is_hardware(xid)
-                AND ts >= {from_ts:DateTime('UTC')} - INTERVAL 60 DAY AND ts < {to_ts:DateTime('UTC')} + INTERVAL 1 MINUTE) AS x
+    LEFT JOIN (SELECT cluster, node, ts FROM xid_event FINAL WHERE xid_is_hardware(xid)
+               AND ts >= {from_ts:DateTime('UTC')} - INTERVAL 60 DAY AND ts < {to_ts:DateTime('UTC')} + INTERVAL 1 MINUTE) AS x
         ON x.cluster = r.cluster AND x.node = node
-    WHERE x.ts >= r.start_ts AND x.ts <= r.end_ts + INTERVAL 1 MINUTE
     GROUP BY cluster, job_id, submit_ts
-),
-classified AS (
-    SELECT r.*, gpu_size_class(r.gpus) AS cls,
-           r.state = 'NODE_FAIL' OR (r.state = 'FAILED' AND h.hit = 1) AS hw_failure,
-           h.hit = 1 AS had_xid
-    FROM runs AS r
-    LEFT JOIN xid_hits AS h ON r.cluster = h.cluster AND r.job_id = h.job_id AND r.submit_ts = h.submit_ts
     SETTINGS join_use_nulls = 1
 ),
 per_class AS (
@@ -48,7 +45,9 @@ per_class AS (
     FROM classified
     GROUP BY GROUPING SETS ((), (cls))
 )
-SELECT *, 24 / nullIf(mean_nodes * (SELECT failures_per_1000_node_days FROM per_class WHERE size_class = 'all') / 1000, 0)
-          AS mttf_model_h
+SELECT *,
+       -- the cluster-wide rate: the 'all' row's
+       24 / nullIf(mean_nodes * max(if(size_class = 'all', failures_per_1000_node_days, NULL)) OVER () / 1000, 0)
+           AS mttf_model_h
 FROM per_class
 ORDER BY size_class = 'all', min_gpus;

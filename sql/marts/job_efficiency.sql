@@ -1,14 +1,16 @@
 -- Per job run of {project} ('' for the whole cluster): what its GPUs did inside [from_ts, to_ts), from
--- the telemetry of its nodes and hours (capacity_node_hour). sacct does not record which GPUs of a node a
--- job held, so the activity of a node's GPUs in an hour (utilization, SM/tensor/DRAM activity, energy) is
--- shared among the runs on it by their share of the node's allocated GPU time: exact for whole-node jobs,
--- and right in total for shared nodes because unallocated GPUs do no work (their idle power is the error).
--- NIC and storage bytes are node-level: shared by the run's part of the node's GPUs. Means are weighted by
--- the run's GPU time with telemetry; energy in kWh; delivered compute = tensor activity × the GPU model's
--- peak dense BF16 rate (cost_model.peak_bf16_tflops), in PFLOP. slowest_node / median_node_util_pct show
--- stragglers: one node of a synchronous job well below its peers slows them all.
--- runs: the runs that held GPUs in the window (those run_node_hour spreads, and any that held them for no
--- time at all: listed with nothing); pieces: their GPU time per node and hour (run_node_hour)
+-- the run_node_hour grain: the run's GPU time on each node and hour, and that node's telemetry in the hour
+-- (capacity_node_hour) as rates, kept up to date by the loads (sql/intermediate/run_node_hour.sql). sacct
+-- does not record which GPUs of a node a job held, so the activity of a node's GPUs in an hour
+-- (utilization, SM/tensor/DRAM activity, energy) is shared among the runs on it by their share of the
+-- node's allocated GPU time: exact for whole-node jobs, and right in total for shared nodes because
+-- unallocated GPUs do no work (their idle power is the error). NIC and storage bytes are node-level:
+-- shared by the run's part of the node's GPUs. Means are weighted by the run's GPU time with telemetry;
+-- energy in kWh; delivered compute = tensor activity × the GPU model's peak dense BF16 rate
+-- (cost_model.peak_bf16_tflops), in PFLOP. slowest_node / median_node_util_pct show stragglers: one node
+-- of a synchronous job well below its peers slows them all.
+-- runs: the runs that held GPUs in the window (those the grain holds, and any that held them for no time at
+-- all: listed with nothing); shared: their GPU time and telemetry share per node, inside the window
 WITH runs AS (
     SELECT cluster, job_id, submit_ts, user, account, project, partition, state, gpus, nnodes, start_ts, end_ts,
            wall_s, is_superseded, nodes
@@ -17,55 +19,63 @@ WITH runs AS (
       AND NOT never_ran AND gpus > 0 AND length(nodes) > 0
       AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
 ),
-pieces AS (
-    SELECT cluster, job_id, submit_ts, node, hour, gpu_s
-    FROM ({{intermediate run_node_hour}})
-    WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
-),
 shared AS (
-    SELECT p.cluster AS cluster, p.job_id AS job_id, p.submit_ts AS submit_ts, p.node AS node,
-           sum(p.gpu_s) AS gpu_s,
-           sum(p.gpu_s * c.covered_gpu_s / nullIf(c.capacity_gpu_s, 0)) AS covered_gpu_s,
-           sum(p.gpu_s / nullIf(c.allocated_gpu_s, 0) * c.util_gpu_s) AS util_gpu_s,
-           sum(p.gpu_s / nullIf(c.allocated_gpu_s, 0) * c.sm_gpu_s) AS sm_gpu_s,
-           sum(p.gpu_s / nullIf(c.allocated_gpu_s, 0) * c.tensor_gpu_s) AS tensor_gpu_s,
-           sum(p.gpu_s / nullIf(c.allocated_gpu_s, 0) * c.dram_gpu_s) AS dram_gpu_s,
-           sum(p.gpu_s / nullIf(c.allocated_gpu_s, 0) * c.gpu_energy_j) AS gpu_energy_j,
-           sum(p.gpu_s / nullIf(c.capacity_gpu_s, 0) * c.nic_rx_bytes) AS nic_rx_bytes,
-           sum(p.gpu_s / nullIf(c.capacity_gpu_s, 0) * c.nic_tx_bytes) AS nic_tx_bytes,
-           sum(p.gpu_s / nullIf(c.capacity_gpu_s, 0) * c.storage_read_bytes) AS storage_read_bytes,
-           sum(p.gpu_s / nullIf(c.capacity_gpu_s, 0) * c.storage_write_bytes) AS storage_write_bytes,
-           sum(p.gpu_s / nullIf(c.allocated_gpu_s, 0) * c.tensor_gpu_s * ifNull(m.peak_bf16_tflops, 0)) / 1000 AS pflop,
-           any(c.gpu_model) AS gpu_model
-    FROM pieces AS p
-    LEFT JOIN (SELECT * FROM capacity_node_hour FINAL
-               WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}) AS c
-        ON p.cluster = c.cluster AND p.node = c.node AND p.hour = c.hour
-    LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(c.gpu_model) = lower(m.gpu_model)
+    SELECT r.cluster AS cluster, r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
+           sum(r.gpu_s) AS gpu_s,
+           sum(r.gpu_s * r.covered_per_capacity) AS covered_gpu_s,
+           sum(r.gpu_s * r.util_per_allocated) AS util_gpu_s,
+           sum(r.gpu_s * r.sm_per_allocated) AS sm_gpu_s,
+           sum(r.gpu_s * r.tensor_per_allocated) AS tensor_gpu_s,
+           sum(r.gpu_s * r.dram_per_allocated) AS dram_gpu_s,
+           sum(r.gpu_s * r.energy_j_per_allocated) AS gpu_energy_j,
+           sum(r.gpu_s * r.nic_rx_per_capacity) AS nic_rx_bytes,
+           sum(r.gpu_s * r.nic_tx_per_capacity) AS nic_tx_bytes,
+           sum(r.gpu_s * r.read_per_capacity) AS storage_read_bytes,
+           sum(r.gpu_s * r.write_per_capacity) AS storage_write_bytes,
+           sum(r.gpu_s * r.tensor_per_allocated * ifNull(m.peak_bf16_tflops, 0)) / 1000 AS pflop,
+           any(nullIf(r.gpu_model, '')) AS gpu_model
+    FROM (SELECT * REPLACE (gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s)
+          FROM run_node_hour FINAL WHERE cluster = {cluster:String}
+          AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
+          AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}) AS r
+    LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
+    WHERE {project:String} = ''
+       OR r.account IN (SELECT account FROM dim_account WHERE project = {project:String})
     GROUP BY cluster, job_id, submit_ts, node
+),
+per_run AS (
+    SELECT cluster, job_id, submit_ts,
+           any(gpu_model) AS gpu_model,
+           sum(gpu_s) / 3600 AS gpu_hours,
+           sum(covered_gpu_s) / 3600 AS telemetry_gpu_hours,
+           sum(util_gpu_s) / nullIf(sum(covered_gpu_s), 0) * 100 AS gpu_util_pct,
+           sum(sm_gpu_s) / nullIf(sum(covered_gpu_s), 0) AS sm_active,
+           sum(tensor_gpu_s) / nullIf(sum(covered_gpu_s), 0) AS tensor_active,
+           sum(dram_gpu_s) / nullIf(sum(covered_gpu_s), 0) AS dram_active,
+           sum(gpu_energy_j) / 3.6e6 AS gpu_energy_kwh,
+           sum(nic_rx_bytes) AS nic_rx_bytes, sum(nic_tx_bytes) AS nic_tx_bytes,
+           sum(storage_read_bytes) AS storage_read_bytes, sum(storage_write_bytes) AS storage_write_bytes,
+           sum(pflop) AS delivered_pflop,
+           -- each node's mean utilization: the least active node against the median of the run's nodes
+           groupArray(util_gpu_s / nullIf(covered_gpu_s, 0)) AS node_utils,
+           median(util_gpu_s / nullIf(covered_gpu_s, 0)) * 100 AS median_node_util_pct,
+           argMin(node, util_gpu_s / nullIf(covered_gpu_s, 0)) AS slowest_node
+    FROM shared
+    GROUP BY cluster, job_id, submit_ts
 )
 SELECT
     r.job_id AS job_id, r.submit_ts AS submit_ts, r.user AS user, r.account AS account, r.project AS project,
     r.partition AS partition, r.state AS state, r.gpus AS gpus, r.nnodes AS nnodes, r.start_ts AS start_ts,
     r.end_ts AS end_ts, r.wall_s AS wall_s, r.is_superseded AS is_superseded, r.nodes AS nodes,
-    any(sh.gpu_model) AS gpu_model,
-    sum(sh.gpu_s) / 3600 AS gpu_hours,
-    sum(sh.covered_gpu_s) / 3600 AS telemetry_gpu_hours,
-    sum(sh.util_gpu_s) / nullIf(sum(sh.covered_gpu_s), 0) * 100 AS gpu_util_pct,
-    sum(sh.sm_gpu_s) / nullIf(sum(sh.covered_gpu_s), 0) AS sm_active,
-    sum(sh.tensor_gpu_s) / nullIf(sum(sh.covered_gpu_s), 0) AS tensor_active,
-    sum(sh.dram_gpu_s) / nullIf(sum(sh.covered_gpu_s), 0) AS dram_active,
-    sum(sh.gpu_energy_j) / 3.6e6 AS gpu_energy_kwh,
-    sum(sh.nic_rx_bytes) AS nic_rx_bytes, sum(sh.nic_tx_bytes) AS nic_tx_bytes,
-    sum(sh.storage_read_bytes) AS storage_read_bytes, sum(sh.storage_write_bytes) AS storage_write_bytes,
-    sum(sh.pflop) AS delivered_pflop,
-    -- the node whose GPUs were least active, against the median of the run's nodes (stragglers)
-    arrayMin(groupArray(sh.util_gpu_s / nullIf(sh.covered_gpu_s, 0))) * 100 AS slowest_node_util_pct,
-    median(sh.util_gpu_s / nullIf(sh.covered_gpu_s, 0)) * 100 AS median_node_util_pct,
-    argMin(sh.node, sh.util_gpu_s / nullIf(sh.covered_gpu_s, 0)) AS slowest_node
+    p.gpu_model AS gpu_model, p.gpu_hours AS gpu_hours, p.telemetry_gpu_hours AS telemetry_gpu_hours,
+    p.gpu_util_pct AS gpu_util_pct, p.sm_active AS sm_active, p.tensor_active AS tensor_active,
+    p.dram_active AS dram_active, p.gpu_energy_kwh AS gpu_energy_kwh, p.nic_rx_bytes AS nic_rx_bytes,
+    p.nic_tx_bytes AS nic_tx_bytes, p.storage_read_bytes AS storage_read_bytes,
+    p.storage_write_bytes AS storage_write_bytes, p.delivered_pflop AS delivered_pflop,
+    -- (a run without telemetry on any node: 0, the minimum of no values)
+    arrayMin(p.node_utils) * 100 AS slowest_node_util_pct,
+    p.median_node_util_pct AS median_node_util_pct, p.slowest_node AS slowest_node
 FROM runs AS r
-LEFT JOIN shared AS sh ON r.cluster = sh.cluster AND r.job_id = sh.job_id AND r.submit_ts = sh.submit_ts
-GROUP BY job_id, submit_ts, user, account, project, partition, state, gpus, nnodes, start_ts, end_ts, wall_s,
-         is_superseded, nodes
+LEFT JOIN per_run AS p ON r.cluster = p.cluster AND r.job_id = p.job_id AND r.submit_ts = p.submit_ts
 ORDER BY gpu_hours DESC
 SETTINGS join_use_nulls = 1;

@@ -3,17 +3,18 @@
 -- {project} ('' for all) on 2+ nodes with telemetry, a node is behind when its time-weighted GPU
 -- utilization is under {behind_ratio} of the median of the run's nodes; per node: the multi-node runs it
 -- took part in, how often it was behind, and its utilization relative to its peers on average; the nodes
--- behind in at least one run, with the ratio they were judged by.
+-- behind in at least one run, with the ratio they were judged by. A node's utilization in an hour is the
+-- run_node_hour grain's (capacity_node_hour's telemetry), weighted by the time the run held it.
 WITH pieces AS (
     SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
-           sum(c.util_gpu_s / nullIf(c.covered_gpu_s, 0) * r.held_s)
-             / nullIf(sum(if(c.covered_gpu_s > 0, r.held_s, 0)), 0) AS util
-    FROM ({{intermediate run_node_hour}}) AS r
-    INNER JOIN (SELECT node, hour, util_gpu_s, covered_gpu_s FROM capacity_node_hour FINAL
-                WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')}
-                  AND hour < {to_ts:DateTime('UTC')}) AS c ON c.node = r.node AND c.hour = r.hour
-    WHERE r.cluster = {cluster:String} AND ({project:String} = '' OR r.project = {project:String})
-      AND r.run_node_count >= 2
+           sum(r.node_util * r.held_s) / nullIf(sum(if(r.node_util IS NOT NULL, r.held_s, 0)), 0) AS util
+    FROM (SELECT *, overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS held_s
+          FROM run_node_hour FINAL WHERE cluster = {cluster:String}
+          AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
+          AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}
+          AND run_node_count >= 2 AND has_capacity) AS r
+    WHERE {project:String} = ''
+       OR r.account IN (SELECT account FROM dim_account WHERE project = {project:String})
     GROUP BY job_id, submit_ts, node
     HAVING util IS NOT NULL
 ),

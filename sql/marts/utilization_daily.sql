@@ -1,10 +1,14 @@
 -- The capacity of each day of [from_ts, to_ts) split into down, drained, allocated, reserved-idle and free
--- GPU-hours (the stacked timeline of the monthly report), with {project}'s own allocation ('' for none).
+-- GPU-hours (the stacked timeline of the monthly report), with {project}'s own allocation ('' for none:
+-- the run_node_hour grain's GPU time of its runs).
 -- A month in progress has days up to the time the loaded data reaches (data_through.sql).
 WITH project_alloc AS (
-    SELECT toDate(hour) AS day, sum(gpu_s) / 3600 AS gpu_h
-    FROM ({{intermediate run_node_hour}})
-    WHERE cluster = {cluster:String} AND project = {project:String}
+    SELECT toDate(r.hour) AS day,
+           sum(r.gpus_per_node * overlap_s(r.s, r.e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})) / 3600 AS gpu_h
+    FROM (SELECT * FROM run_node_hour FINAL WHERE cluster = {cluster:String}
+          AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
+          AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}) AS r
+    INNER JOIN (SELECT account FROM dim_account WHERE project = {project:String}) AS d ON d.account = r.account
     GROUP BY day
 )
 SELECT

@@ -1,0 +1,8 @@
+-- Refresh job_run (migration 0012: the job-run model of sql/intermediate/fct_job_run.sql, materialized) for
+-- the jobs a load wrote runs of from {from_ts} on: every run of a job whose loaded record job_run does not
+-- hold yet (or of every such job, {every} = 1: `ops-report etl refresh`), since a job's new run can make its
+-- earlier run superseded. Run by the job loads (etl/grains.py) before the hourly grains, which read the runs
+-- through fct_job_run.
+INSERT INTO job_run
+SELECT *, now64(3)
+FROM job_run_model(from_ts = {from_ts:DateTime('UTC')}, every = {every:UInt8});
