@@ -26,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 from ops_warehouse.analytics.export import export_month
-from ops_warehouse.analytics.marts import run_mart
+from ops_warehouse.analytics.marts import PARAMETERS, run_mart
 from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.analytics.periods import (
     Period,
@@ -256,7 +256,7 @@ class Connection:
         3
         """
         return self.mart("largest_jobs", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"top_jobs": top_jobs})
+                         params={"top_jobs": top_jobs, "runs_limit": top_jobs or PARAMETERS["top_jobs"]})
 
     def users(self, month=None, *, project: str, cluster=None, start=None, end=None) -> pl.DataFrame:
         """A project's users: runs, GPU-hours, efficiency (a project is required: users are per project)."""

@@ -23,7 +23,9 @@ from ops_warehouse.sqlfiles import sql_query
 # parameters some marts take beyond the window and the project, with the report's values: a node is a
 # straggler under behind_ratio of its run's median node (stragglers.sql); the report's largest jobs are the
 # top_jobs runs by GPU-hours (largest_jobs.sql). The report records the values it ran with.
-PARAMETERS = {"behind_ratio": 0.8, "top_jobs": 15}
+# runs_limit: job_efficiency for only the runs holding the most GPU-hours (0: every run; the largest-jobs
+# mart sets it to top_jobs, so that it forms the efficiency of those runs alone)
+PARAMETERS = {"behind_ratio": 0.8, "top_jobs": 15, "runs_limit": 0}
 
 
 def mart_sql(name: str) -> str:

@@ -9,15 +9,31 @@
 -- energy in kWh; delivered compute = tensor activity × the GPU model's peak dense BF16 rate
 -- (cost_model.peak_bf16_tflops), in PFLOP. slowest_node / median_node_util_pct show stragglers: one node
 -- of a synchronous job well below its peers slows them all.
+-- largest: with {runs_limit} > 0 (the largest-jobs mart), only the runs holding the most GPU-hours in the
+-- window, ranked on the grain's GPU time alone (ties kept), so that the telemetry shares below are summed for
+-- those runs and not for all of the month's; when the grain holds fewer runs than that, every run.
 -- runs: the runs that held GPUs in the window (those the grain holds, and any that held them for no time at
 -- all: listed with nothing); shared: their GPU time and telemetry share per node, inside the window
-WITH runs AS (
+WITH largest AS (
+    SELECT job_id, submit_ts
+    FROM run_node_hour FINAL
+    WHERE {runs_limit:UInt32} > 0 AND cluster = {cluster:String}
+      AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
+      AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}
+      AND ({project:String} = '' OR account IN (SELECT account FROM dim_account WHERE project = {project:String}))
+    GROUP BY job_id, submit_ts
+    ORDER BY sum(gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})) DESC
+    LIMIT {runs_limit:UInt32} WITH TIES
+),
+every_run AS (SELECT {runs_limit:UInt32} = 0 OR (SELECT count() FROM largest) < {runs_limit:UInt32} AS yes),
+runs AS (
     SELECT cluster, job_id, submit_ts, user, account, project, partition, state, gpus, nnodes, start_ts, end_ts,
            wall_s, is_superseded, nodes
     FROM fct_job_run
     WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
       AND NOT never_ran AND gpus > 0 AND length(nodes) > 0
       AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
+      AND ((SELECT yes FROM every_run) OR (job_id, submit_ts) IN (SELECT job_id, submit_ts FROM largest))
 ),
 shared AS (
     SELECT r.cluster AS cluster, r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
@@ -37,7 +53,8 @@ shared AS (
     FROM (SELECT * REPLACE (gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s)
           FROM run_node_hour FINAL WHERE cluster = {cluster:String}
           AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
-          AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}) AS r
+          AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}
+          AND ((SELECT yes FROM every_run) OR (job_id, submit_ts) IN (SELECT job_id, submit_ts FROM largest))) AS r
     LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
     WHERE {project:String} = ''
        OR r.account IN (SELECT account FROM dim_account WHERE project = {project:String})
