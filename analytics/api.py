@@ -23,11 +23,9 @@ from __future__ import annotations
 from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
-import polars as pl
-from ops_warehouse.analytics.export import export_month
-from ops_warehouse.analytics.marts import PARAMETERS, run_mart
-from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.analytics.periods import (
     Period,
     history_span,
@@ -40,6 +38,19 @@ from ops_warehouse.analytics.periods import (
 from ops_warehouse.config import Config, load_config
 from ops_warehouse.errors import OpsError
 from ops_warehouse.warehouse import embedded_path, open_warehouse
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+def _analysis() -> SimpleNamespace:
+    """The marts, the monthly report and the exports. Their modules import polars (0.3 s) and `import
+    ops_warehouse` is what every command and load starts with, so they are imported by the first call that
+    needs them."""
+    from ops_warehouse.analytics import export, marts, monthly  # polars: imported by the first call needing it
+
+    return SimpleNamespace(run_mart=marts.run_mart, PARAMETERS=marts.PARAMETERS,
+                           monthly_report=monthly.monthly_report, export_month=export.export_month)
 
 
 class Connection:
@@ -115,6 +126,8 @@ class Connection:
         >>> wh.sql("SELECT {x:UInt8} + 1 AS y", x=41)["y"].item()
         42
         """
+        import polars as pl  # 0.3 s: imported by the first call, not by `import ops_warehouse`
+
         with self.session() as w:
             return pl.from_arrow(w.query_arrow(query, params))
 
@@ -181,10 +194,12 @@ class Connection:
         >>> wh.mart("end_states", "2026-10", state="COMPLETED")["state"].to_list()
         ['COMPLETED']
         """
+        import polars as pl  # 0.3 s: imported by the first call, not by `import ops_warehouse`
+
         with self.session() as w:
             p = self.period(month, start=start, end=end, cluster=cluster)
-            df = run_mart(w, name, cluster=p.cluster, window=(p.start, p.end), project=project or "",
-                         **{k: v for k, v in (params or {}).items() if v is not None})
+            df = _analysis().run_mart(w, name, cluster=p.cluster, window=(p.start, p.end), project=project or "",
+                                      **{k: v for k, v in (params or {}).items() if v is not None})
         for col, want in filters.items():
             if want is None:
                 continue
@@ -255,8 +270,9 @@ class Connection:
         >>> wh.largest_jobs("2026-10", top_jobs=3).height
         3
         """
+        runs_limit = top_jobs or _analysis().PARAMETERS["top_jobs"]
         return self.mart("largest_jobs", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"top_jobs": top_jobs, "runs_limit": top_jobs or PARAMETERS["top_jobs"]})
+                         params={"top_jobs": top_jobs, "runs_limit": runs_limit})
 
     def users(self, month=None, *, project: str, cluster=None, start=None, end=None) -> pl.DataFrame:
         """A project's users: runs, GPU-hours, efficiency (a project is required: users are per project)."""
@@ -329,15 +345,16 @@ class Connection:
         """The monthly report as the JSON document of docs/monthly.md (what `ops-report monthly` renders)."""
 
         m = None if month is None else (month.replace(day=1) if isinstance(month, date) else parse_month(str(month)))
-        return monthly_report(self, month=m, project=project, cluster=cluster, anonymize_users=anonymize_users)
+        return _analysis().monthly_report(self, month=m, project=project, cluster=cluster,
+                                          anonymize_users=anonymize_users)
 
     def export(self, out: str | Path, month=None, *, project: str | None = None, cluster: str | None = None,
                anonymize_users: bool = False) -> dict:
         """Write the report's marts for a month as Parquet files, one per mart, and manifest.json, into
         ``out/<cluster>-<project or cluster>-<YYYY-MM>/`` (ops_warehouse.analytics.export); returns the manifest."""
 
-        return export_month(self, Path(out), month, project=project, cluster=cluster,
-                            anonymize_users=anonymize_users)
+        return _analysis().export_month(self, Path(out), month, project=project, cluster=cluster,
+                                        anonymize_users=anonymize_users)
 
 
 def connect(dsn: str | None = None, *, config: str | Path | None = None) -> Connection:

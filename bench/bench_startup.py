@@ -47,7 +47,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--warehouse", help="an embedded warehouse folder (default: make a tiny one)")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--importtime", action="store_true", help="also print the ten slowest imports of the CLI")
+    ap.add_argument("--importtime", action="store_true",
+                    help="also print what the imports cost, by package, for the CLI import and the summary command")
     a = ap.parse_args()
     py = sys.executable
     tmp = tempfile.mkdtemp(prefix="bench-startup-")
@@ -80,14 +81,30 @@ def main() -> None:
           f"{fixed_mb:.0f} MB (goal <= 400)")
     print(f"RESULT startup fixed_s={fixed_s:.3f} baseline={eng[0]:.3f} goal=<=0.3s fixed_mb={fixed_mb:.0f}")
     if a.importtime:
-        p = subprocess.run([py, "-X", "importtime", "-c", "import ops_warehouse.cli.main"], capture_output=True,
-                           text=True)
-        rows = [ln.split("|") for ln in p.stderr.splitlines() if ln.startswith("import time:") and "|" in ln]
-        rows = [(int(r[1]), r[2].rstrip()) for r in rows if r[1].strip().isdigit()]
-        print("\nslowest imports (cumulative µs):")
-        for us, name in sorted(rows, reverse=True)[:10]:
-            print(f"{us:>10} {name}")
+        print("\nwhat the imports cost: ms of python -X importtime's self time, summed by package (a package's "
+              "own modules; what it imports of another package counts there), total first")
+        for label, argv in (("import the CLI", [py, "-X", "importtime", "-c", "import ops_warehouse.cli.main"]),
+                            ("ops-report summary", [py, "-X", "importtime", *ops[1:], "summary", "--from",
+                                                    "2016-12-22", "--to", "2016-12-22"])):
+            costs = import_costs(argv, {**os.environ, **env})
+            total = sum(costs.values())
+            top = sorted(costs.items(), key=lambda kv: -kv[1])[:12]
+            print(f"  {label}: total {total / 1000:.0f}; " + ", ".join(f"{n} {us / 1000:.0f}" for n, us in top))
 
+
+def import_costs(argv: list[str], env: dict) -> dict[str, int]:
+    """µs of import self time per top-level package (``polars.api`` counts as polars, ``ops_warehouse.cli.main``
+    as ops_warehouse) of one process."""
+    p = subprocess.run(argv, capture_output=True, text=True, env=env)
+    out: dict[str, int] = {}
+    for ln in p.stderr.splitlines():
+        parts = ln.split("|")
+        if not ln.startswith("import time:") or len(parts) != 3 or not parts[1].strip().isdigit():
+            continue
+        self_us = int(parts[0][len("import time:"):])
+        pkg = parts[2].strip().split(".")[0]
+        out[pkg] = out.get(pkg, 0) + self_us
+    return out
 
 if __name__ == "__main__":
     main()

@@ -5,36 +5,25 @@ from __future__ import annotations
 import sys
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated, Optional
 
 import typer
 from ops_warehouse.analytics.api import Connection
-from ops_warehouse.analytics.export import export_month
-from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.analytics.periods import parse_month
-from ops_warehouse.analytics.summary import parse_by
-from ops_warehouse.analytics.summary import summary as run_summary
-from ops_warehouse.analytics.telemetry import telemetry as run
 from ops_warehouse.config import load_config
 from ops_warehouse.errors import OpsError
-from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.grains import refresh_history
-from ops_warehouse.etl.nightly import run_nightly
-from ops_warehouse.etl.openmetrics_source import load_text_files
-from ops_warehouse.etl.prometheus_source import PromClient, load_prometheus
 from ops_warehouse.etl.retry import Retry
-from ops_warehouse.etl.sacct_load import load_sacct
-from ops_warehouse.etl.sacct_run import run_sacct
-from ops_warehouse.etl.sacct_text import XDMOD_FIELDS, parse_fields
-from ops_warehouse.etl.slurmdbd_source import load_slurmdbd
-from ops_warehouse.etl.telemetry_load import load_parquet_dir
-from ops_warehouse.etl.vm_export_source import load_vm_export
 from ops_warehouse.etl.watermarks import days_since, extract_end
 from ops_warehouse.migrations import Deployment, rendered_schema
 from ops_warehouse.progress import count_progress, file_progress, step_progress
-from ops_warehouse.reports.tabular import render
 from ops_warehouse.warehouse import bring_up_to_date, open_warehouse, redact
 
+# A command imports what only it needs when it runs (_etl, _analytics, _render below, the generator, the
+# report's charts): polars, pyarrow and the sources' clients cost 0.7 s and 80 MB that `ops-report init`,
+# `schema` or `--help` should not pay, nor a report the loads. The modules imported above are light (no
+# polars, no pyarrow, no clickhouse-connect: tests/test_startup.py).
 app = typer.Typer(
     help="ops-warehouse: offline analytics for GPU supercomputers (Slurm accounting in ClickHouse).",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
@@ -98,6 +87,45 @@ def _retry(label: str):
     return Retry(cfg.nightly_retries, cfg.nightly_backoff_s, label)
 
 
+def _etl() -> SimpleNamespace:
+    """The loads and their sources (polars, pyarrow, the sources' clients), for the `etl` commands."""
+    from ops_warehouse.etl import (
+        capacity_sources,
+        nightly,
+        openmetrics_source,
+        prometheus_source,
+        sacct_load,
+        sacct_run,
+        sacct_text,
+        slurmdbd_source,
+        telemetry_load,
+        vm_export_source,
+    )  # polars, pyarrow, the sources' HTTP and SQL clients: 0.6 s that only the loads pay
+
+    return SimpleNamespace(
+        load_capacity=capacity_sources.load_capacity, run_nightly=nightly.run_nightly,
+        load_text_files=openmetrics_source.load_text_files, PromClient=prometheus_source.PromClient,
+        load_prometheus=prometheus_source.load_prometheus, load_sacct=sacct_load.load_sacct,
+        run_sacct=sacct_run.run_sacct, XDMOD_FIELDS=sacct_text.XDMOD_FIELDS, parse_fields=sacct_text.parse_fields,
+        load_slurmdbd=slurmdbd_source.load_slurmdbd, load_parquet_dir=telemetry_load.load_parquet_dir,
+        load_vm_export=vm_export_source.load_vm_export,
+    )
+
+
+def _analytics() -> SimpleNamespace:
+    """The reports' queries (polars), for the commands that report."""
+    from ops_warehouse.analytics import export, monthly, summary, telemetry  # polars: 0.3 s, reports only
+
+    return SimpleNamespace(export_month=export.export_month, monthly_report=monthly.monthly_report,
+                           summary=summary.summary, parse_by=summary.parse_by, telemetry=telemetry.telemetry)
+
+
+def _render(df, fmt: str) -> str:
+    from ops_warehouse.reports.tabular import render  # polars: 0.3 s, the commands that print a table only
+
+    return render(df, fmt)
+
+
 def _date(value: str, flag: str) -> date:
     try:
         return date.fromisoformat(value)
@@ -147,9 +175,10 @@ def etl_sacct(
     """Load Slurm job records (jobs, steps, requeued runs) from sacct output or by running sacct."""
 
     cfg = _state["cfg"]
+    etl = _etl()
     field_list = None
     if fields:
-        field_list = parse_fields(XDMOD_FIELDS if fields.strip().lower() == "xdmod" else fields)
+        field_list = etl.parse_fields(etl.XDMOD_FIELDS if fields.strip().lower() == "xdmod" else fields)
     inputs: list[tuple[Path, str | None, bool]] = [(f, None, False) for f in files or []]
     through = None
     if date_from or date_to:
@@ -160,7 +189,7 @@ def etl_sacct(
 
         d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
         through = extract_end(d1)
-        out = run_sacct(cfg.sacct_command, d0, d1, retry=_retry(f"sacct {cluster or cfg.default_cluster}"))
+        out = etl.run_sacct(cfg.sacct_command, d0, d1, retry=_retry(f"sacct {cluster or cfg.default_cluster}"))
         inputs = [(out, f"sacct {d0}..{d1}", True)]  # the label; rows name the source sacct:<cluster>
         timezone = "UTC"
     if not inputs:
@@ -170,9 +199,10 @@ def etl_sacct(
         wh.between_steps()  # whole files only: a report waiting for the warehouse goes between two
         try:
             with file_progress(f"loading {source or path}") as progress:
-                r = load_sacct(wh, path, fmt=fmt, delimiter=delimiter, fields=field_list, tz=timezone,
-                               cluster=cluster, source=f"sacct:{cluster or cfg.default_cluster}" if source else None,
-                               label=source, progress=progress, extracted_through=through if source else None)
+                r = etl.load_sacct(wh, path, fmt=fmt, delimiter=delimiter, fields=field_list, tz=timezone,
+                                   cluster=cluster,
+                                   source=f"sacct:{cluster or cfg.default_cluster}" if source else None,
+                                   label=source, progress=progress, extracted_through=through if source else None)
         finally:
             if temporary:
                 path.unlink(missing_ok=True)
@@ -206,9 +236,10 @@ def etl_metrics(
     cluster: Annotated[Optional[str], typer.Option(help="Cluster name for the rows (default: config)")] = None,
 ):
     """Load downsampled GPU, network, storage and power telemetry for whole days."""
+    etl = _etl()
     if source in ("prometheus", "victoriametrics") and url and not (date_from and date_to):
         # from the source's watermark (re-reading its last day, for late samples) to yesterday
-        d0, d1 = days_since(_wh(), f"prometheus:{PromClient(url).url}", overlap_days=1, first_days=0)
+        d0, d1 = days_since(_wh(), f"prometheus:{etl.PromClient(url).url}", overlap_days=1, first_days=0)
         date_to = date_to or d1.isoformat()
         date_from = date_from or d0.isoformat()
     if not (date_from and date_to):
@@ -221,7 +252,7 @@ def etl_metrics(
             raise OpsError("--source file needs --file DIR or --file FILE")
         if len(file) == 1 and file[0].is_dir():
             with count_progress("telemetry days") as progress:
-                c = load_parquet_dir(_wh(), file[0], d0, d1, cluster=cluster, progress=progress)
+                c = etl.load_parquet_dir(_wh(), file[0], d0, d1, cluster=cluster, progress=progress)
         else:
             from datetime import datetime, timezone
 
@@ -233,7 +264,7 @@ def etl_metrics(
                 except ValueError:
                     raise OpsError(f"--at must be an ISO 8601 time, not {at!r}") from None
                 when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-            c = load_text_files(_wh(), list(file), d0, d1, at=when, cluster=cluster, instance=instance)
+            c = etl.load_text_files(_wh(), list(file), d0, d1, at=when, cluster=cluster, instance=instance)
             c["days"] = (d1 - d0).days + 1
         what = ", ".join(str(f) for f in file[:3])
     elif source in ("prometheus", "victoriametrics"):
@@ -243,14 +274,14 @@ def etl_metrics(
         if step < 1:
             raise OpsError("--step must be positive")
         with count_progress("telemetry days") as progress:
-            c = load_prometheus(_wh(), url, d0, d1, step_s=step, cluster=cluster, progress=progress)
+            c = etl.load_prometheus(_wh(), url, d0, d1, step_s=step, cluster=cluster, progress=progress)
 
         what = redact(url)
     elif source == "vm-export":
 
         if not (url or file):
             raise OpsError("--source vm-export needs --url or --file EXPORT.jsonl")
-        c = load_vm_export(_wh(), url or file[0], d0, d1, cluster=cluster)
+        c = etl.load_vm_export(_wh(), url or file[0], d0, d1, cluster=cluster)
         c["days"] = (d1 - d0).days + 1
 
         what = redact(url) if url else str(file[0])
@@ -288,7 +319,8 @@ def etl_slurmdbd(
         w0 = datetime.combine(d0, datetime.min.time(), timezone.utc)
         w1 = datetime.combine(d1, datetime.min.time(), timezone.utc) + timedelta(days=1)
     wh = _wh()
-    r = load_slurmdbd(wh, db, w0, w1, cluster=cluster or wh.cfg.default_cluster, retry=_retry(f"slurmdbd {cluster or wh.cfg.default_cluster}"))
+    r = _etl().load_slurmdbd(wh, db, w0, w1, cluster=cluster or wh.cfg.default_cluster,
+                             retry=_retry(f"slurmdbd {cluster or wh.cfg.default_cluster}"))
     print(f"{r.source}: read {r.records_read}, loaded {r.loaded} ({r.jobs_loaded} job runs, {r.steps_loaded} "
           f"steps), quarantined {r.quarantined}; {r.events_loaded} node events, {r.reservations_loaded} "
           "reservations")
@@ -309,8 +341,8 @@ def etl_nightly(
     d1 = _date(date_to, "--to") if date_to else None
     if d0 and d1 and d1 < d0:
         raise OpsError(f"--to {d1} is before --from {d0}")
-    outcomes = run_nightly(_state["cfg"], date_from=d0, date_to=d1, dry_run=dry_run,
-                           log=lambda line: print(line, flush=True))
+    outcomes = _etl().run_nightly(_state["cfg"], date_from=d0, date_to=d1, dry_run=dry_run,
+                                  log=lambda line: print(line, flush=True))
     failed = [o for o in outcomes if o.status == "failed"]
     for o in failed:
         print(f"ops-report: nightly source failed: {o.source.kind} {o.source.cluster} {o.window}: {o.detail}",
@@ -335,7 +367,7 @@ def etl_capacity(
 
     if not (inventory or events or reservations):
         raise OpsError("give at least one of --inventory, --events, --reservations")
-    c = load_capacity(_wh(), inventory=inventory, events=events, reservations=reservations, cluster=cluster)
+    c = _etl().load_capacity(_wh(), inventory=inventory, events=events, reservations=reservations, cluster=cluster)
     print(", ".join(f"{t}: {n} rows" for t, n in c.items()))
 
 
@@ -392,8 +424,8 @@ def monthly(
         raise OpsError("--format must be md, html, json or all")
     m = parse_month(month) if month else None
     with _steps("monthly report") as progress:
-        r = monthly_report(Connection(_wh()), month=m, project=project, cluster=slurm_cluster, anonymize_users=anonymize_users,
-                           progress=progress)
+        r = _analytics().monthly_report(Connection(_wh()), month=m, project=project, cluster=slurm_cluster,
+                                        anonymize_users=anonymize_users, progress=progress)
     if out is None and formats in (["md"], ["json"]):
         sys.stdout.write(to_markdown(r) if formats == ["md"] else to_json(r))
         return
@@ -421,8 +453,8 @@ def export(
 
     m = parse_month(month) if month else None
     with count_progress("export marts") as progress:
-        manifest = export_month(Connection(_wh()), out, m, project=project, cluster=slurm_cluster,
-                                anonymize_users=anonymize_users, progress=progress)
+        manifest = _analytics().export_month(Connection(_wh()), out, m, project=project, cluster=slurm_cluster,
+                                             anonymize_users=anonymize_users, progress=progress)
     rows = sum(f["rows"] for f in manifest["files"].values())
     print(f"{manifest['folder']}: {len(manifest['files'])} marts, {rows} rows, manifest.json")
 
@@ -443,8 +475,8 @@ def telemetry(
 
     if fmt not in ("table", "json", "csv"):
         raise OpsError("--format must be table, json or csv")
-    df = run(_wh(), _date(date_from, "--from"), _date(date_to, "--to"), by)
-    sys.stdout.write(render(df, fmt))
+    df = _analytics().telemetry(_wh(), _date(date_from, "--from"), _date(date_to, "--to"), by)
+    sys.stdout.write(_render(df, fmt))
 
 
 @app.command()
@@ -461,12 +493,13 @@ def summary(
 ):
     """Job-accounting statistics with Open XDMoD's Jobs-realm definitions (see docs/statistics.md)."""
 
-    keys = parse_by(by)
+    reports = _analytics()
+    keys = reports.parse_by(by)
     d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
     if fmt not in ("table", "json", "csv"):
         raise OpsError("--format must be table, json or csv")
-    df = run_summary(_wh(), d0, d1, keys, period, timezone)
-    sys.stdout.write(render(df, fmt))
+    df = reports.summary(_wh(), d0, d1, keys, period, timezone)
+    sys.stdout.write(_render(df, fmt))
 
 
 @app.command()

@@ -110,19 +110,113 @@ def _deployment(wh) -> Deployment:
     return Deployment(mode=wh.cfg.deployment, cluster=wh.cfg.cluster_name)
 
 
-def apply_migrations(wh, root=None) -> list[str]:
+@dataclass(frozen=True)
+class SchemaState:
+    """What a warehouse holds of the schema and of the config-fed tables, read in one query
+    (:func:`read_schema_state`): on a warehouse that is up to date, what a connection checks and all it sends."""
+
+    recorded: dict[str, str]  # schema_migrations: name -> checksum
+    functions: frozenset[str]  # the server's SQL (user-defined) functions
+    cost_rows: int  # rows of cost_model
+    projects: list[tuple] | None = None  # account_project's rows, when asked for
+    table_ddl: dict[str, str] | None = None  # create_table_query of the fine telemetry tables, when asked for
+
+
+def read_schema_state(wh, *, projects: bool = False, ttl: bool = False) -> SchemaState | None:
+    """The warehouse's :class:`SchemaState` in one query, or None when it cannot be read so (a new warehouse:
+    no schema_migrations or cost_model yet; a table a later migration adds): then the caller takes the
+    step-by-step path, which creates what is missing and reports any real error."""
+    dep = _deployment(wh)
+    parts = ["SELECT 'm' AS k, name AS a, checksum AS b FROM schema_migrations FINAL",
+             "SELECT 'c', toString(count()), '' FROM cost_model"]
+    folder = _embedded_functions_folder(wh)
+    if folder is None:
+        # the user-defined functions only: filtering system.functions by name builds every built-in's row
+        parts.append("SELECT 'f', name, '' FROM system.functions WHERE origin = 'SQLUserDefined'")
+    if projects:
+        parts.append("SELECT 'p', account, project FROM account_project FINAL")
+    if ttl:
+        parts.append("SELECT 't', name, create_table_query FROM system.tables WHERE database = currentDatabase() "
+                     "AND name IN {ttl_tables:Array(String)}")
+    try:
+        rows = wh.query_rows(" UNION ALL ".join(parts), {"ttl_tables": _ttl_tables(dep)} if ttl else None)
+    except Exception:  # a missing table (a new or older warehouse): the step-by-step path decides
+        return None
+    by_kind: dict[str, list] = {}
+    for k, a, b in rows:
+        by_kind.setdefault(k, []).append((a, b))
+    if len(by_kind.get("c", ())) != 1:
+        return None
+    if folder is not None:
+        functions = frozenset(f.name[len("function_"):-len(".sql")] for f in folder.glob("function_*.sql"))
+    else:
+        functions = frozenset(a for a, _ in by_kind.get("f", ()))
+    return SchemaState(
+        recorded=dict(by_kind.get("m", ())),
+        functions=functions,
+        cost_rows=int(by_kind["c"][0][0]),
+        projects=by_kind.get("p", []) if projects else None,
+        table_ddl=dict(by_kind.get("t", ())) if ttl else None,
+    )
+
+
+def _embedded_functions_folder(wh):
+    """Where the embedded engine keeps the SQL functions, or None (a server).
+
+    chDB keeps each one as <warehouse>/user_defined/function_<name>.sql (CREATE writes the file, DROP
+    FUNCTION removes it): listing the folder spares the one-query check a read of system.functions, which
+    costs the embedded engine 0.1-0.2 s when first read in a process. A function the folder does not show is looked up
+    in system.functions by the step-by-step path before anything is created, so a different layout in a
+    later chDB makes the check slower, never wrong."""
+    path = getattr(wh, "embedded_path", None)
+    return None if path is None else path / "user_defined"
+
+
+def _schema_plan(root) -> list[tuple[str, str, str, str, str]]:
+    """(kind, record, name, text, checksum) of every schema file, in the order they are applied."""
+    plan = []
+    for kind in SCHEMA_FOLDERS:
+        for name, text in sql_files(kind, root) if kind == "functions" else _schema_files(kind, root):
+            record = f"functions/{name}" if kind == "functions" else name
+            plan.append((kind, record, name, text, hashlib.sha256(text.encode()).hexdigest()))
+    return plan
+
+
+def _pending(plan, done: dict[str, str], on_server) -> list[tuple[str, str, str, str, str]]:
+    """What of the plan is not applied yet or has changed, given the records and the server's functions."""
+    out = []
+    for item in plan:
+        kind, record, _, text, checksum = item
+        if kind == "migrations" and record in done:
+            continue  # versioned: applied once, never edited afterwards
+        if kind == "intermediate" and done.get(record) == checksum:
+            continue  # repeatable: re-applied when its text changes
+        if (kind == "functions" and done.get(record) == checksum
+                and set(_CREATE_FUNCTION.findall(text)) <= on_server):
+            continue  # repeatable: re-applied when its text changes or a function is missing
+        out.append(item)
+    return out
+
+
+def apply_migrations(wh, root=None, state: SchemaState | None = None) -> list[str]:
     """Apply what is not yet applied or has changed; return the names applied (functions as
-    ``functions/<file>``). Safe to run any number of times: with nothing changed, no statement but the
-    checks is sent. ``root``: a folder laid out like sql/ to read the files from (default: the installed
-    package)."""
+    ``functions/<file>``). Safe to run any number of times: with nothing changed, one query is sent (the
+    :class:`SchemaState`; none when the caller passes the ``state`` it read). ``root``: a folder laid out
+    like sql/ to read the files from (default: the installed package)."""
+    plan = _schema_plan(root)
+    if state is None:
+        state = read_schema_state(wh)
+    if state is not None and not _pending(plan, state.recorded, state.functions):
+        return []
+    # behind, or new: step by step
     dep = _deployment(wh)
     oc = f"ON CLUSTER '{dep.cluster}'" if dep.mode == "cluster" else ""
     engine = (
         "ReplicatedReplacingMergeTree('/clickhouse/tables/all/{database}/schema_migrations', '{replica}', applied_at)"
         if dep.mode == "cluster" else "ReplacingMergeTree(applied_at)"
     )
-    # created only when missing: on a warehouse that is up to date nothing here writes, so an analyst's
-    # read-only user (docs/deployment.md) connects like the ETL user
+    # created only when missing: a read-only user (docs/deployment.md) never sends DDL to a warehouse that
+    # has its schema
     if not wh.query_rows("SELECT 1 FROM system.tables WHERE database = currentDatabase() "
                          "AND name = 'schema_migrations'"):
         wh.command(
@@ -130,42 +224,30 @@ def apply_migrations(wh, root=None) -> list[str]:
             f"checksum String, applied_at DateTime64(3, 'UTC')) ENGINE = {engine} ORDER BY name"
         )
     done = dict(wh.query_rows("SELECT name, checksum FROM schema_migrations FINAL"))
-    rules = sql_files("functions", root)
-    defined = sorted({f for _, text in rules for f in _CREATE_FUNCTION.findall(text)})
     # functions belong to the server, not to this database: one dropped there (or a database restored onto
     # another server) is created again even though this warehouse recorded it
-    # (only the user-defined ones: filtering system.functions by name builds every built-in's row, 0.2 s of
-    # every command's start; by origin it is a few ms)
-    on_server = {r[0] for r in wh.query_rows("SELECT name FROM system.functions WHERE origin = 'SQLUserDefined'")
-                 } & set(defined)
+    on_server = {r[0] for r in wh.query_rows("SELECT name FROM system.functions WHERE origin = 'SQLUserDefined'")}
     applied = []
-    for kind in SCHEMA_FOLDERS:
-        for name, text in rules if kind == "functions" else _schema_files(kind, root):
-            checksum = hashlib.sha256(text.encode()).hexdigest()
-            record = f"functions/{name}" if kind == "functions" else name
-            if kind == "migrations" and name in done:
-                continue  # versioned: applied once, never edited afterwards
-            if kind == "intermediate" and done.get(name) == checksum:
-                continue  # repeatable: re-applied when its text changes
-            if (kind == "functions" and done.get(record) == checksum
-                    and set(_CREATE_FUNCTION.findall(text)) <= on_server):
-                continue  # repeatable: re-applied when its text changes or a function is missing
-            for s in split_statements(text):
-                for r in render(s, dep):
-                    wh.command(r)
-            wh.command(
-                "INSERT INTO schema_migrations (name, kind, checksum, applied_at) "
-                "VALUES ({n:String}, {k:String}, {c:String}, now64(3))",
-                {"n": record, "k": kind, "c": checksum},
-            )
-            applied.append(record)
+    for kind, record, _, text, checksum in _pending(plan, done, on_server):
+        for s in split_statements(text):
+            for r in render(s, dep):
+                wh.command(r)
+        wh.command(
+            "INSERT INTO schema_migrations (name, kind, checksum, applied_at) "
+            "VALUES ({n:String}, {k:String}, {c:String}, now64(3))",
+            {"n": record, "k": kind, "c": checksum},
+        )
+        applied.append(record)
     return applied
 
 
-def _sync_table(wh, table: str, columns: list[str], want: list[tuple]) -> None:
-    """Make a small config-fed table hold exactly ``want`` (cheap when it already does)."""
+def _sync_table(wh, table: str, columns: list[str], want: list[tuple], have: list[tuple] | None = None) -> None:
+    """Make a small config-fed table hold exactly ``want`` (cheap when it already does; ``have``: its rows,
+    when the caller read them already)."""
     want = sorted(want)
-    have = sorted(tuple(r) for r in wh.query_rows(f"SELECT {', '.join(columns)} FROM {table} FINAL"))
+    if have is None:
+        have = wh.query_rows(f"SELECT {', '.join(columns)} FROM {table} FINAL")
+    have = sorted(tuple(r) for r in have)
     if want == have:
         return
     dep = _deployment(wh)
@@ -175,9 +257,10 @@ def _sync_table(wh, table: str, columns: list[str], want: list[tuple]) -> None:
         wh.client.insert(table, [list(r) for r in want], column_names=columns)
 
 
-def sync_projects(wh) -> None:
-    """Make account_project equal to the config's mapping."""
-    _sync_table(wh, "account_project", ["account", "project"], list(wh.cfg.projects.items()))
+def sync_projects(wh, state: SchemaState | None = None) -> None:
+    """Make account_project equal to the config's mapping (``state``: read with ``projects=True``, or None)."""
+    _sync_table(wh, "account_project", ["account", "project"], list(wh.cfg.projects.items()),
+                state.projects if state is not None else None)
 
 
 _COST_COLUMNS = ["node_price", "amortization_years", "power_price_per_kwh", "pue", "peak_bf16_tflops", "currency"]
@@ -198,17 +281,24 @@ def warehouse_cost_model(wh) -> dict[str, dict]:
 FINE_TELEMETRY_TABLES = ("gpu_sample", "node_sample")
 
 
-def apply_ttl(wh) -> None:
-    """Keep the fine telemetry rows ``telemetry.fine_ttl_days`` (the hourly rollups stay)."""
+def _ttl_tables(dep: Deployment) -> list[str]:
+    return [f"{t}_local" if dep.mode == "cluster" else t for t in FINE_TELEMETRY_TABLES]
+
+
+def apply_ttl(wh, state: SchemaState | None = None) -> None:
+    """Keep the fine telemetry rows ``telemetry.fine_ttl_days`` (the hourly rollups stay); ``state``: read
+    with ``ttl=True``, or None."""
     days = wh.cfg.telemetry_ttl_days
     if not days:
         return
     dep = _deployment(wh)
     oc = f"ON CLUSTER '{dep.cluster}'" if dep.mode == "cluster" else ""
-    for t in FINE_TELEMETRY_TABLES:
-        local = f"{t}_local" if dep.mode == "cluster" else t
-        current = wh.query_rows("SELECT create_table_query FROM system.tables WHERE database = currentDatabase() "
-                                "AND name = {t:String}", {"t": local})
+    for local in _ttl_tables(dep):
+        if state is not None and state.table_ddl is not None:
+            current = [(state.table_ddl[local],)] if local in state.table_ddl else []
+        else:
+            current = wh.query_rows("SELECT create_table_query FROM system.tables WHERE database = currentDatabase() "
+                                    "AND name = {t:String}", {"t": local})
         if current and f"toIntervalDay({int(days)})" in current[0][0]:
             continue
         wh.command(f"ALTER TABLE {local} {oc} MODIFY TTL ts + toIntervalDay({int(days)}) "

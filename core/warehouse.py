@@ -16,10 +16,15 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import clickhouse_connect
 from ops_warehouse.config import Config
 from ops_warehouse.errors import OpsError
-from ops_warehouse.migrations import apply_migrations, apply_ttl, sync_cost_model, sync_projects
+from ops_warehouse.migrations import (
+    apply_migrations,
+    apply_ttl,
+    read_schema_state,
+    sync_cost_model,
+    sync_projects,
+)
 from ops_warehouse.turns import Turn
 
 # clickhouse-connect logs its errors as well as raising them; the raised error is reported (one line, no
@@ -157,6 +162,8 @@ def embedded_path(dsn: str) -> Path | None:
 
 
 def _open_chdb(path: Path):
+    import clickhouse_connect  # 0.2 s: imported when a warehouse is opened, not by `import ops_warehouse`
+
     try:
         return clickhouse_connect.get_client(dsn=f"chdb://{path}")
     except Exception as e:  # chDB raises generic errors for a held lock; report it as one line
@@ -214,6 +221,8 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True) ->
         password = os.environ.get("OPS_WAREHOUSE_PASSWORD") or cfg.warehouse_password
         if not parts.password and password:
             kwargs["password"] = password
+        import clickhouse_connect  # 0.2 s: imported when a warehouse is opened, not by `import ops_warehouse`
+
         try:
             client = clickhouse_connect.get_client(dsn=dsn, **kwargs)
         except Exception as e:
@@ -240,13 +249,20 @@ def bring_up_to_date(wh: Warehouse) -> list[str]:
     """The schema migrated, and what the config says synced into the warehouse (what every connection and
     `ops-report init` do); returns the migrations applied. What the config does not name is kept: a config
     without [projects] (a notebook, a one-off command) keeps the account -> project mapping, one without
-    [cost.*] the site's cost model (an empty warehouse gets the defaults)."""
+    [cost.*] the site's cost model (an empty warehouse gets the defaults).
+
+    On a warehouse that is up to date this is one query (read_schema_state) and nothing is written."""
 
     cfg = wh.cfg
-    applied = apply_migrations(wh)
-    if cfg.projects or cfg.projects_configured:
-        sync_projects(wh)
-    if cfg.cost_configured or not wh.query_rows("SELECT count() FROM cost_model")[0][0]:
+    projects = bool(cfg.projects or cfg.projects_configured)
+    state = read_schema_state(wh, projects=projects, ttl=bool(cfg.telemetry_ttl_days))
+    applied = apply_migrations(wh, state=state)
+    if applied:
+        state = None  # what the migrations changed is read again, step by step
+    if projects:
+        sync_projects(wh, state)
+    cost_rows = state.cost_rows if state is not None else wh.query_rows("SELECT count() FROM cost_model")[0][0]
+    if cfg.cost_configured or not cost_rows:
         sync_cost_model(wh)
-    apply_ttl(wh)
+    apply_ttl(wh, state)
     return applied
