@@ -2,9 +2,10 @@
 mart SQL run straight through the engine (ops_warehouse.analytics.marts.run_mart: no API layer), in one process.
 
     /work/venv/bin/python bench/bench_api.py [--dsn chdb:///path/to/demo/warehouse] [--month 2026-10]
+                                             [--demo-days 31]
 
 Without --dsn the demo (114 nodes, 31 days, ~28,000 jobs, 5-minute telemetry) is generated into a
-temporary folder first. Prints each API function's time (the hourly capacity grain the loads keep is refreshed once
+temporary folder first (`--demo-days N`: only its first N days, a quick check that this runs). Prints each API function's time (the hourly capacity grain the loads keep is refreshed once
 more and timed apart, as a load would pay it), the direct baseline's, the ratio API / direct (1.0: the layer costs
 nothing), and the export's time, files and bytes, plus DuckDB reading the whole export back.
 """
@@ -12,6 +13,7 @@ nothing), and the export's time, files and bytes, plus DuckDB reading the whole 
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,12 +26,20 @@ def main() -> None:
     ap.add_argument("--dsn")
     ap.add_argument("--month", default="2026-10")
     ap.add_argument("--project", default="A")
+    ap.add_argument("--demo-days", type=int, default=31, help="days of the generated demo (without --dsn)")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-api-"))
+    try:
+        bench(a, tmp)
+    finally:  # the generated demo (hundreds of MB) and the export
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def bench(a: argparse.Namespace, tmp: Path) -> None:
     dsn = a.dsn
     if not dsn:
         subprocess.run([sys.executable, "-c", "from ops_warehouse.cli.main import main; main()", "demo", "--dir",
-                        str(tmp / "demo")], check=True, stdout=subprocess.DEVNULL)
+                        str(tmp / "demo"), "--days", str(a.demo_days)], check=True, stdout=subprocess.DEVNULL)
         dsn = f"chdb://{tmp / 'demo' / 'warehouse'}"
 
     import duckdb
@@ -83,7 +93,7 @@ def main() -> None:
     print(f"the same {len(calls)} calls each opening the warehouse (taking turns): {per_call:.3f} s, "
           f"{(per_call - total_api) / len(calls):.3f} s a call over one session")
     print(f"RESULT api_layer api_s={total_api:.3f} baseline={total_direct:.3f} "
-          f"ratio={total_direct / total_api:.2f} goal=0.9 per_call_open_s={(per_call - total_api) / len(calls):.3f}")
+          f"ratio={total_direct / total_api:.2f} goal=>=0.9 per_call_open_s={(per_call - total_api) / len(calls):.3f}")
 
     t = time.perf_counter()
     m = wh.export(tmp / "exports", p, project=a.project)

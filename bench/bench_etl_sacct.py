@@ -10,7 +10,7 @@
    ``parseDateTimeBestEffortOrNull``) into a typed ReplacingMergeTree with slurm_job_run's ORDER BY;
 4. the product load again on a smaller dump, to show its peak RSS does not grow with the input.
 
-Each phase runs in its own process so ru_maxrss is that phase's peak. ``--stages`` adds a child that times
+Each phase runs in its own process, whose own peak RSS (VmHWM, read in the child) is that phase's peak. ``--stages`` adds a child that times
 the loader's stages (read/split, normalize, Parquet staging, engine insert) chunk by chunk.
 """
 
@@ -29,12 +29,21 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-GOAL_RATIO = 0.5
+GOAL_RATIO = 0.8  # issue 16: the product at >= 0.8 of the engine's own parse
 GOAL_RSS_MB = 1536
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
 
 def _peak_rss_mb() -> float:
+    """This process's own peak resident set (MB): VmHWM of /proc/self/status. (ru_maxrss would not do: a
+    child started from the parent starts out with the parent's peak, here that of generating the dump.)"""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
@@ -285,6 +294,11 @@ def main() -> None:
             print(f"peak RSS {a.small_jobs:,} jobs: {ps['peak_rss_mb']:,.0f} MB; {a.jobs:,} jobs: "
                   f"{p['peak_rss_mb']:,.0f} MB")
             small.unlink()
+        # for bench/run_all.py: the product's rows/s against the ceiling's, and the product child's own peak
+        print(f"RESULT sacct_load rows_per_s={p['rows_per_s']:.0f} ceiling_rows_per_s={c['rows_per_s']:.0f} "
+              f"ratio={ratio:.2f} goal=>={GOAL_RATIO} peak_mb={p['peak_rss_mb']:.0f} jobs={a.jobs}")
+        print(f"RESULT sacct_load_memory peak_mb={p['peak_rss_mb']:.0f} goal=<={GOAL_RSS_MB}MB jobs={a.jobs}"
+              + (f" small_peak_mb={ps['peak_rss_mb']:.0f} small_jobs={a.small_jobs}" if a.small_jobs else ""))
     finally:
         if own:
             shutil.rmtree(workdir, ignore_errors=True)

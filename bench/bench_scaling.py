@@ -2,7 +2,7 @@
 site, from the demo's data (1×) to 8× it, and storage per GPU per year at 60 s sampling.
 
     python bench/bench_scaling.py [--scales 1 2 4 8] [--extrapolate K ...] [--workdir DIR] [--repeat 2]
-                                  [--calibrate-days 7] [--keep] [--reuse]
+                                  [--calibrate-days 7] [--keep] [--reuse] [--days 31]
 
 What "k× the demo's data" is here: the demo's month (`ops-report demo`: October 2026, 31 days, seed 7, 5-minute
 telemetry) on a site k times as large — k × 114 nodes in the demo's proportions (90 H100 : 16 H200 : 8 B200,
@@ -12,7 +12,8 @@ k times the demo's; a report of a month reads k times as many rows. (k times as 
 a month's report reading the same rows.)
 
 For each k, in a fresh directory, each step a fresh `ops-report` process (this snapshot of the package, run
-as `python -m ops_warehouse.cli.main`), its wall time, CPU time and peak RSS (os.wait4 on it):
+as `python -m ops_warehouse.cli.main`), its wall time, CPU time and peak RSS (os.wait4 on it; a child starts
+out with this process's peak, so this process stays small: it imports neither chDB nor polars):
 
 1. `ops-report generate --out site --nodes 114k --jobs-per-day 900k --seed 7 --metrics-step 300`
    (generator time is shown, not a product figure);
@@ -37,6 +38,9 @@ calibration), keeping the generation and load figures of the earlier run's resul
 squares over the measured scales) and each table's rows and bytes as the largest measured scale's × k / k_max;
 the column says "extrapolated". (The generator's scheduler simulation grows faster than k: on 2 shared cores
 8× takes longer than everything else together, so a run of 1 2 4 with `--extrapolate 8` is the practical one.)
+
+`--days N` (default 31) generates and loads only the month's first N days: a quick check that the script
+runs, not the figures above (a month's reports then read N days).
 
 Then (unless `--calibrate-days 0`) one more site at 1× with 60 s telemetry for `--calibrate-days` days
 (telemetry only), whose bytes per row are the ones the per-GPU-per-year figures at 60 s use; the 300 s figures
@@ -232,17 +236,18 @@ def fmt_b(n: float) -> str:
 
 
 def machine() -> str:
+    """The versions come from the packages' metadata, not by importing them: importing chDB and polars here
+    would raise this process's peak RSS to about 265 MB, and every child's os.wait4 peak with it."""
+    from importlib.metadata import version
+
     cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
     mem = next((int(ln.split()[1]) for ln in open("/proc/meminfo") if ln.startswith("MemTotal")), 0) / 2**20
-    import chdb
-    import clickhouse_connect
-    import polars
-
     return (f"{os.cpu_count()} CPUs ({cpu}), {mem:.1f} GiB RAM; Python {platform.python_version()}, "
-            f"chDB {chdb.__version__}, clickhouse-connect {clickhouse_connect.__version__}, polars {polars.__version__}")
+            f"chDB {version('chdb')}, clickhouse-connect {version('clickhouse-connect')}, polars {version('polars')}")
 
 
-def table(results: list[dict], calib: dict | None) -> None:
+def table(results: list[dict], calib: dict | None) -> float:
+    """Prints the tables; returns the compressed bytes per GPU per year at 60 s (all tables)."""
     print("\n## Loads and reports (wall s / CPU s / peak RSS MB of the child)\n")
     head = ["", *[f"{r['k']}×" + (" (extrapolated)" if r.get("extrapolated") else "") for r in results]]
     rows = [
@@ -258,7 +263,7 @@ def table(results: list[dict], calib: dict | None) -> None:
          lambda r: f"{r['load_telemetry']['load1']:.1f}" if "load1" in r["load_telemetry"] else "—"),
     ]
     for key, label in (("init", "init (fixed cost of any command)"), ("load_sacct", "etl sacct"),
-                       ("load_telemetry", "etl metrics (31 days)"),
+                       ("load_telemetry", f"etl metrics ({results[0].get('days', DAYS)} days)"),
                        ("load_capacity", "etl capacity"), ("monthly_cluster", "monthly --cluster --format all"),
                        ("monthly_project", "monthly --project A --format all"),
                        ("summary", "summary --by project --period month")):
@@ -313,7 +318,7 @@ def table(results: list[dict], calib: dict | None) -> None:
     bpr300 = bpr(base["storage"])
     bpr60 = bpr(calib["storage"]) if calib else {}
     per_step = YEAR_S // 60
-    month_to_year = 365 / DAYS
+    month_to_year = 365 / base.get("days", DAYS)  # the job tables hold the generated days' workload
     plan = [
         ("gpu_sample", per_step, "one row per GPU per minute"),
         ("node_sample", per_step / GPUS_PER_NODE, "one row per node per minute ÷ 8 GPUs"),
@@ -338,6 +343,7 @@ def table(results: list[dict], calib: dict | None) -> None:
               f"{fmt_b(n * b)} | {n * 1e4:,.3g} | {fmt_b(n * b * 1e4)} |")
     print(f"| **all of the above** | | | | **{fmt_b(tot)}** | | **{fmt_b(tot * 1e4)}** |")
     print(f"\n(measured on {gpus} GPUs / {nodes} nodes; 1 GB = 10^9 bytes)")
+    return tot
 
 
 def main() -> None:
@@ -354,6 +360,8 @@ def main() -> None:
                     help="time init, the reports and storage again on the warehouses a --keep run left in --workdir "
                          "(generation and load figures are kept from its results.json; the 60 s calibration is "
                          "run again)")
+    ap.add_argument("--days", type=int, default=DAYS,
+                    help="days of the month generated and loaded (default 31; fewer only for a quick check)")
     ap.add_argument("--child-storage")
     a = ap.parse_args()
     if a.child_storage:
@@ -378,16 +386,27 @@ def main() -> None:
         a.keep = True
     else:
         for k in a.scales:
-            results.append(one_scale(k, a.workdir, a.repeat, env))
+            results.append(one_scale(k, a.workdir, a.repeat, env, days=a.days))
             save()  # what was measured survives a run stopped later
     if a.calibrate_days:
         calib = one_scale(1, a.workdir, a.repeat, env, step_s=60, days=a.calibrate_days, reports=False)
         save()
-    table(results + [extrapolate(results, k) for k in a.extrapolate], calib)
+    per_gpu_year = table(results + [extrapolate(results, k) for k in a.extrapolate], calib)
     if calib:
         c = calib["storage"]["tables"]["gpu_sample"]
         print(f"\n60 s calibration: {c['rows']:,} gpu_sample rows loaded in {calib['load_telemetry']['s']:.1f} s "
               f"(peak RSS {calib['load_telemetry']['rss_mb']:,.0f} MB)")
+    # for bench/run_all.py: the largest measured scale, how `monthly --cluster` grew (CPU s at the largest
+    # scale ÷ at the smallest), and the storage per GPU per year at 60 s; figures only, no goal
+    lo, hi = min(results, key=lambda r: r["k"]), max(results, key=lambda r: r["k"])
+    mc = hi["monthly_cluster"]
+    growth = (f" cpu_growth={mc['cpu_s'] / lo['monthly_cluster']['cpu_s']:.2f}"
+              if hi is not lo and "cpu_s" in mc and "cpu_s" in lo["monthly_cluster"] else "")
+    print(f"RESULT scaling k={hi['k']} days={hi.get('days', DAYS)} monthly_cluster_s={mc['s']:.1f} "
+          + (f"monthly_cluster_cpu_s={mc['cpu_s']:.1f} " if "cpu_s" in mc else "")
+          + f"monthly_cluster_peak_mb={mc['rss_mb']:.0f} init_s={hi['init']['s']:.1f} "
+          f"telemetry_rows_per_s={hi['storage']['tables']['gpu_sample']['rows'] / hi['load_telemetry']['s']:.0f} "
+          f"telemetry_peak_mb={hi['load_telemetry']['rss_mb']:.0f}{growth} mb_per_gpu_year={per_gpu_year / 1e6:.1f}")
     print(f"\nwhole run {time.perf_counter() - t0:.0f} s; raw figures in {a.workdir / 'results.json'}")
     if not a.keep:
         for p in a.workdir.glob("x*"):

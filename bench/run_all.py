@@ -4,13 +4,20 @@ Each bench/*.py script prints, besides its own report, lines of the form
 
     RESULT <name> <key>=<value> ... [ratio=<x> goal=<y>]
 
-(ratio: the product against its baseline in the same run, above 1 the product is better unless the goal
-says "<="). This script runs them one after another (never in parallel: they share the machine's cores),
-each as its own process, keeps their full output under --log-dir, and prints the RESULT lines as a table.
+(ratio: the product against its baseline in the same run, above 1 the product is better). A goal is an
+operator and a number, with a unit where it bounds a figure rather than the ratio: ``>=1.5`` and ``>=0.8``
+bound the ratio, ``<=0.3s`` bounds the line's first figure in seconds, ``<=1536MB`` its first figure in MB
+(a number without an operator means ``>=``). This script runs the benches one after another (never in
+parallel: they share the machine's cores), each as its own process, keeps their full output under
+--log-dir, and prints the machine, then the RESULT lines as one table with whether each goal is met.
 
-    python bench/run_all.py                 # the sizes docs/benchmarks.md records (about 25 minutes on 2 cores)
+    python bench/run_all.py                 # the sizes docs/benchmarks.md records (about an hour on 2 cores)
     python bench/run_all.py --quick         # small sizes, a few minutes: to check the benches run
     python bench/run_all.py --only startup,monthly
+
+--quick works in a temporary folder (removed after) so that it neither reuses nor overwrites the full-size
+work folders (bench_monthly's /tmp/bench-monthly, bench_scaling's /tmp/bench-scaling); its figures are a
+smoke test, not measurements.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,17 +35,23 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 
-# name -> (script, full-size arguments, quick arguments)
+# name -> (script, full-size arguments, quick arguments); "{work}" is a per-run temporary folder
 BENCHES = {
     "startup": ("bench_startup.py", ["--repeat", "5"], ["--repeat", "2"]),
     "sacct": ("bench_etl_sacct.py", ["--jobs", "1000000", "--small-jobs", "250000"],
-              ["--jobs", "100000", "--small-jobs", "25000"]),
+              ["--jobs", "50000", "--small-jobs", "10000"]),
     "telemetry": ("bench_telemetry.py", ["--days", "31", "--nodes", "128"],
-                  ["--days", "2", "--nodes", "16", "--skip-prometheus"]),
-    "monthly": ("bench_monthly.py", [], ["--nodes", "16", "--days", "31"]),
-    "api": ("bench_api.py", [], []),
-    "scaling": ("bench_scaling.py", [], ["--scales", "1"]),
+                  ["--days", "2", "--nodes", "8", "--skip-prometheus"]),
+    "monthly": ("bench_monthly.py", [], ["--nodes", "16", "--days", "31", "--workdir", "{work}/monthly"]),
+    "api": ("bench_api.py", [], ["--demo-days", "3"]),
+    "generate": ("bench_generate.py", [],
+                 ["--jobs", "20000", "--days", "20", "--telemetry-nodes", "8", "--telemetry-days", "2"]),
+    "scaling": ("bench_scaling.py", ["--scales", "1", "2", "4", "--extrapolate", "8"],
+                ["--scales", "1", "--days", "3", "--repeat", "1", "--calibrate-days", "1",
+                 "--workdir", "{work}/scaling"]),
 }
+
+GOAL = re.compile(r"^(>=|<=|>|<)?(\d+(?:\.\d+)?)(s|MB|mb)?$")
 
 
 def parse_result(line: str) -> tuple[str, dict[str, str]]:
@@ -48,14 +63,45 @@ def parse_result(line: str) -> tuple[str, dict[str, str]]:
     return name, fields
 
 
-def machine() -> str:
-    cpu = "?"
+def goal_met(fields: dict[str, str]) -> str:
+    """"yes", "NO", or "" (no goal, or one this cannot read). A goal with a unit (s, MB) bounds the line's
+    first figure; without one, the ratio."""
+    g = fields.get("goal")
+    if not g:
+        return ""
+    m = GOAL.match(g)
+    if not m:
+        return "?"
+    op, bound, unit = m.group(1) or ">=", float(m.group(2)), m.group(3)
+    if unit:
+        value = next((v for k, v in fields.items() if k not in ("ratio", "goal")), None)
+    else:
+        value = fields.get("ratio")
     try:
-        cpu = next(ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name"))
+        x = float(value)
+    except (TypeError, ValueError):
+        return "?"
+    ok = {">=": x >= bound, "<=": x <= bound, ">": x > bound, "<": x < bound}[op]
+    return "yes" if ok else "NO"
+
+
+def machine() -> str:
+    """Cores, CPU model, RAM, Python and chDB version (read from the package metadata: importing chDB here
+    would only grow this process)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
     except (OSError, StopIteration):
-        pass
+        cpu = platform.processor() or "?"
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return f"{os.cpu_count()} CPUs ({cpu}), {mem_gb:.0f} GiB, Python {platform.python_version()}"
+    try:
+        chdb = version("chdb")
+    except PackageNotFoundError:
+        chdb = "not installed"
+    return (f"{os.cpu_count()} cores ({cpu}), {mem_gb:.1f} GiB RAM, Python {platform.python_version()}, "
+            f"chDB {chdb}, load average {os.getloadavg()[0]:.1f} at the start")
 
 
 def main() -> None:
@@ -70,32 +116,50 @@ def main() -> None:
         raise SystemExit(f"unknown bench {', '.join(sorted(unknown))}; choose from {', '.join(BENCHES)}")
     logs = a.log_dir or Path(tempfile.mkdtemp(prefix="bench-logs-"))
     logs.mkdir(parents=True, exist_ok=True)
-    print(f"machine: {machine()}; logs in {logs}", flush=True)
-    results: list[tuple[str, str, dict[str, str], float]] = []
-    failed = []
-    for name in names:
-        script, full, quick = BENCHES[name]
-        argv = [sys.executable, str(BENCH / script), *(quick if a.quick else full)]
-        t0 = time.perf_counter()
-        print(f"running {name}: {' '.join(argv[1:])}", flush=True)
-        with open(logs / f"{name}.log", "w") as log:
-            p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log, text=True)
-            log.write(p.stdout)
-        seconds = time.perf_counter() - t0
-        if p.returncode != 0:
-            failed.append(name)
-            print(f"  {name} failed (exit {p.returncode}); see {logs / (name + '.log')}", flush=True)
-            continue
-        for line in p.stdout.splitlines():
-            if line.startswith("RESULT "):
+    work = Path(tempfile.mkdtemp(prefix="bench-work-"))
+    mach = machine()
+    print(f"machine: {mach}", flush=True)
+    print(f"{'quick (small sizes: a smoke run, not measurements)' if a.quick else 'full sizes'}; logs in {logs}",
+          flush=True)
+    results: list[tuple[str, str, dict[str, str]]] = []
+    failed, seconds = [], {}
+    t_all = time.perf_counter()
+    try:
+        for name in names:
+            script, full, quick = BENCHES[name]
+            args = [x.replace("{work}", str(work)) for x in (quick if a.quick else full)]
+            argv = [sys.executable, str(BENCH / script), *args]
+            t0 = time.perf_counter()
+            print(f"running {name}: {' '.join(argv[1:])}", flush=True)
+            with open(logs / f"{name}.log", "w") as log:
+                p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log, text=True, check=False)
+                log.write(p.stdout)
+            seconds[name] = time.perf_counter() - t0
+            got = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+            for line in got:
                 r, fields = parse_result(line)
-                results.append((name, r, fields, seconds))
+                results.append((name, r, fields))
+            if p.returncode != 0:
+                failed.append(name)
+                print(f"  {name} failed (exit {p.returncode}) after {seconds[name]:.0f} s; see "
+                      f"{logs / (name + '.log')}", flush=True)
+            else:
+                print(f"  {name}: {seconds[name]:.0f} s, {len(got)} RESULT line(s)", flush=True)
+                if not got:
+                    failed.append(f"{name} (no RESULT line)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     print()
-    print(f"| bench | figure | value | baseline | ratio | goal |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
-    for name, r, f, _ in results:
-        value = next((f"{k}={v}" for k, v in f.items() if k not in ("ratio", "goal", "baseline")), "")
-        print(f"| {name} | {r} | {value} | {f.get('baseline', '')} | {f.get('ratio', '')} | {f.get('goal', '')} |")
+    print(f"machine: {mach}")
+    print(f"{'quick run at small sizes (smoke test: the figures are not measurements)' if a.quick else 'full sizes'}"
+          f", {time.perf_counter() - t_all:.0f} s in all")
+    print()
+    print("| bench | result | figures | ratio | goal | met |")
+    print("| --- | --- | --- | ---: | ---: | :---: |")
+    for name, r, f in results:
+        figures = ", ".join(f"{k}={v}" for k, v in f.items() if k not in ("ratio", "goal"))
+        print(f"| {name} ({seconds[name]:.0f} s) | {r} | {figures} | {f.get('ratio', '')} | {f.get('goal', '')} | "
+              f"{goal_met(f)} |")
     if failed:
         raise SystemExit(f"failed: {', '.join(failed)}")
 
