@@ -308,6 +308,58 @@ class Connection:
         return self.mart("stragglers", month, project=project, cluster=cluster, start=start, end=end,
                          params={"behind_ratio": behind_ratio})
 
+    # ------------------------------------------------------------------ waste: hangs and idle GPUs
+    def hung_jobs(self, month=None, *, project=None, cluster=None, start=None, end=None,
+                  hang_minutes: float | None = None, hang_nic_bytes_per_s: float | None = None) -> pl.DataFrame:
+        """Runs that ended TIMEOUT, CANCELLED, FAILED or NODE_FAIL after their GPUs had all fallen idle (under
+        the config's idle threshold) with no NIC traffic for at least ``hang_minutes`` (default 20): the
+        NCCL-hang signature, read from the per-sample telemetry. Each with the hang's start, its length in
+        minutes (a lower bound within one sampling step), the GPU-hours lost and the nodes (sql/marts/hung_jobs.sql).
+        A month whose per-sample telemetry is gone (``[telemetry] fine_ttl_days``) has no rows: see
+        :meth:`fine_telemetry` for whether the answer is "none" or "unknown".
+
+        >>> h = wh.hung_jobs("2026-10")
+        >>> bool((h["hang_minutes"] >= 20).all() and (h["gpu_hours_lost"] > 0).all())
+        True
+        """
+        return self.mart("hung_jobs", month, project=project, cluster=cluster, start=start, end=end,
+                         params={"hang_minutes": hang_minutes, "hang_nic_bytes_per_s": hang_nic_bytes_per_s})
+
+    def hang_suspect_nodes(self, month=None, *, project=None, cluster=None, start=None, end=None,
+                           hang_minutes: float | None = None,
+                           hang_nic_bytes_per_s: float | None = None) -> pl.DataFrame:
+        """Per node, the hung runs it was in (:meth:`hung_jobs`' rule): a node in two or more is a suspect
+        (``suspect``), with its hours, lost GPU-hours and the runs that ended on it (sql/marts/hang_suspect_nodes.sql)."""
+        return self.mart("hang_suspect_nodes", month, project=project, cluster=cluster, start=start, end=end,
+                         params={"hang_minutes": hang_minutes, "hang_nic_bytes_per_s": hang_nic_bytes_per_s})
+
+    def idle_gpu_jobs(self, month=None, *, project=None, cluster=None, start=None, end=None,
+                      idle_min_minutes: float | None = None) -> pl.DataFrame:
+        """Runs that held GPUs at a mean utilization under the config's idle threshold for at least
+        ``idle_min_minutes`` (default 60) of telemetry, worst first, with their GPU-hours and write-off cost;
+        ``attribution`` says whether the run's own GPUs were measured (whole nodes) or its nodes' mean
+        (a shared node: sacct gives no GPU indices) (sql/marts/idle_gpu_jobs.sql).
+
+        >>> j = wh.idle_gpu_jobs("2026-10")
+        >>> bool((j["gpu_util_pct"] < 5).all()), sorted(set(j["attribution"])) <= ["shared node: node-level mean", "whole nodes"]
+        (True, True)
+        """
+        return self.mart("idle_gpu_jobs", month, project=project, cluster=cluster, start=start, end=end,
+                         params={"idle_min_minutes": idle_min_minutes})
+
+    def idle_gpu_users(self, month=None, *, project=None, cluster=None, start=None, end=None,
+                       idle_min_minutes: float | None = None) -> pl.DataFrame:
+        """:meth:`idle_gpu_jobs` summed for the scope ('all'), per project and per user: runs, GPU-hours (on
+        whole nodes and shared), cost, the user's share of the project's and rank in it, the worst run
+        (sql/marts/idle_gpu_users.sql)."""
+        return self.mart("idle_gpu_users", month, project=project, cluster=cluster, start=start, end=end,
+                         params={"idle_min_minutes": idle_min_minutes})
+
+    def fine_telemetry(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
+        """Whether the period still has per-sample GPU telemetry (what :meth:`hung_jobs` reads): its first and
+        last sample times and ``covered`` (sql/marts/fine_telemetry.sql)."""
+        return self.mart("fine_telemetry", month, cluster=cluster, start=start, end=end)
+
     def gpu_heatmap(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
         """Mean GPU utilization per GPU (rack, node, index)."""
         return self.mart("gpu_heatmap", month, cluster=cluster, start=start, end=end)

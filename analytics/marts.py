@@ -24,8 +24,14 @@ from ops_warehouse.sqlfiles import sql_query
 # straggler under behind_ratio of its run's median node (stragglers.sql); the report's largest jobs are the
 # top_jobs runs by GPU-hours (largest_jobs.sql). The report records the values it ran with.
 # runs_limit: job_efficiency for only the runs holding the most GPU-hours (0: every run; the largest-jobs
-# mart sets it to top_jobs, so that it forms the efficiency of those runs alone)
-PARAMETERS = {"behind_ratio": 0.8, "top_jobs": 15, "runs_limit": 0}
+# mart sets it to top_jobs, so that it forms the efficiency of those runs alone).
+# A hung run's GPUs all idled, with its NICs under hang_nic_bytes_per_s, for at least hang_minutes before it
+# ended (hung_jobs.sql). 20, not 30: the hang's length is measured from the first idle sample, so a hang killed
+# by a 30-minute NCCL watchdog measures between 30 minutes less one sampling step and 30; a site whose
+# watchdog is shorter (PyTorch's NCCL default is 10 minutes) sets it lower. An idle-GPU run held its GPUs
+# under the idle threshold (the config's idle_util_pct) for at least idle_min_minutes (idle_gpu_jobs.sql).
+PARAMETERS = {"behind_ratio": 0.8, "top_jobs": 15, "runs_limit": 0,
+              "hang_minutes": 20, "hang_nic_bytes_per_s": 1e6, "idle_min_minutes": 60}
 
 
 def mart_sql(name: str) -> str:
@@ -39,8 +45,9 @@ def mart_sql(name: str) -> str:
 def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",
              **params) -> pl.DataFrame:
     sql = mart_sql(name)
-    table = wh.query_arrow(sql, {**PARAMETERS, "cluster": cluster, "from_ts": window[0], "to_ts": window[1],
-                                 "project": project, **params})
+    # the idle threshold is the site's (config [reports] idle_util_pct) unless the caller passes another
+    table = wh.query_arrow(sql, {**PARAMETERS, "idle_util_pct": wh.cfg.idle_util_pct, "cluster": cluster,
+                                 "from_ts": window[0], "to_ts": window[1], "project": project, **params})
     df = pl.from_arrow(table)
     # ClickHouse hands DateTime to Arrow as epoch seconds: columns named *_ts are times (UTC)
     return df.with_columns(pl.from_epoch(pl.col(c).cast(pl.Int64), "s").dt.replace_time_zone("UTC")

@@ -25,7 +25,7 @@ from ops_warehouse.analytics.pseudonyms import pseudonym, pseudonym_key
 from ops_warehouse.errors import OpsError
 from ops_warehouse.migrations import warehouse_cost_model
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"
 SIZE_CLASSES = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
 
 
@@ -112,6 +112,12 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
     throttle = run("throttling", api.throttling, per)
     resv = run("reservations", api.reservations, per, project=proj)  # a project's: its accounts' reservations
     stragglers = run("stragglers", api.stragglers, per, project=proj, behind_ratio=behind_ratio)
+    # waste (2.1): hangs need the per-sample telemetry, which fine_ttl_days may have dropped ("unknown");
+    # hung_jobs marks the suspect nodes itself (hang_suspect_nodes would read the samples a second time)
+    fine = run("fine_telemetry", api.fine_telemetry, per).row(0, named=True)
+    hung = run("hung_jobs", api.hung_jobs, per, project=proj)
+    idle_jobs = run("idle_gpu_jobs", api.idle_gpu_jobs, per, project=proj)
+    idle_users = run("idle_gpu_users", api.idle_gpu_users, per, project=proj)
 
     if project is not None:
         users = run("users", api.users, per, project=proj)
@@ -122,6 +128,10 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         if users.height:
             users = users.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
         jobs = jobs.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
+        hung, idle_jobs = (df.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
+                           for df in (hung, idle_jobs))
+        idle_users = idle_users.with_columns(  # '' is the project and total rows' user: kept
+            pl.col("user").map_elements(lambda u: pseudonym(u, key) if u else "", pl.String))
 
     total = eff.filter(pl.col("project_key") == "")
     own = eff.filter(pl.col("project_key") == p) if project is not None else total
@@ -147,6 +157,11 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         # the parameters the marts ran with (2.0): straggler threshold, number of largest jobs
         "behind_ratio": behind_ratio,
         "top_jobs": top_jobs,
+        # the hung- and idle-job marts' parameters (2.1): minutes idle before the end, NIC bytes/s under which
+        # a node is quiet, minutes of telemetry an idle run must have
+        "hang_minutes": PARAMETERS["hang_minutes"],
+        "hang_nic_bytes_per_s": PARAMETERS["hang_nic_bytes_per_s"],
+        "idle_min_minutes": PARAMETERS["idle_min_minutes"],
         "users_anonymized": anonymize_users,
         "utilization": _rows(util),
         "utilization_previous": _rows(util_prev),
@@ -174,6 +189,10 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "throttling": _rows(throttle),
         "stragglers": _rows(stragglers),
         "gpu_heatmap": _rows(heat),
+        "fine_telemetry": fine,
+        "hung_jobs": _rows(hung),
+        "idle_gpu_jobs": _rows(idle_jobs),
+        "idle_gpu_users": _rows(idle_users),
         "cost_model": warehouse_cost_model(wh),  # the one the cost marts used
     }
 

@@ -28,6 +28,7 @@ TIMELIMITS_MIN = np.array([60, 120, 240, 480, 720, 1440, 2880, 4320])
 FAIL_EXITS = np.array(["1:0", "1:0", "1:0", "2:0", "127:0", "0:11", "255:0", "0:6"])
 NAMES_SMALL = np.array(["bash", "jupyter", "eval", "infer", "sweep", "data-prep", "tokenize", "debug",
                         "finetune", "sft-8b", "vit-l16", "rl-ppo", "diffusion", "train.sh", "run.py", "aàb-日本"])
+IDLE_JOB_P = 0.03  # of jobs under 64 GPUs: held idle all along
 NAMES_LARGE = np.array(["pretrain-70b", "pretrain-8b", "moe-pretrain", "llm-train", "nccl-allreduce"])
 
 
@@ -65,16 +66,23 @@ def draw_jobs(spec: ClusterSpec, start: datetime, days: int, jobs_per_day: int, 
     names = np.where(large, rng.choice(NAMES_LARGE, n), rng.choice(NAMES_SMALL, n))
     # one in 40 large runs hangs in NCCL until the watchdog kills it; large runs checkpoint
     hang = large & (rng.random(n) < 0.08) & (outcome != "COMPLETED")
+    # idle-GPU jobs (what Princeton's Job Defense Shield lists): a forgotten notebook, a job waiting on data or
+    # on a license, holding its GPUs at 0-3 % for its whole run. Drawn from a child generator, so every other
+    # draw of the site (jobs, schedule, failures, telemetry) is what it was before they were planted
+    idle_rng = rng.spawn(1)[0]
+    idle = ~large & (idle_rng.random(n) < IDLE_JOB_P)
+    idle_util = idle_rng.uniform(0.0, 3.0, n)
     return pl.DataFrame({
         "submit": submit, "gpus": gpus.astype(np.int32), "account_idx": acct.astype(np.int32),
         "user_idx": user.astype(np.int32), "runtime_s": runtime, "timelimit_min": timelimit.astype(np.int64),
         "unlimited": unlimited, "outcome": outcome, "cut": cut, "array": arr, "name": names, "hang": hang,
         "fail_exit": rng.choice(FAIL_EXITS, n),
         "cancel_wait_s": rng.exponential(1800, n).astype(np.int64),
-        "util": np.where(large, rng.uniform(88, 99, n), rng.beta(4, 2, n) * 100),
-        "sm_active": np.where(large, rng.uniform(0.45, 0.8, n), rng.beta(2, 3, n)),
-        "tensor_active": np.where(large, rng.uniform(0.3, 0.6, n), rng.beta(1.5, 4, n)),
-        "dram_active": np.where(large, rng.uniform(0.3, 0.6, n), rng.beta(2, 4, n)),
+        "util": np.where(idle, idle_util, np.where(large, rng.uniform(88, 99, n), rng.beta(4, 2, n) * 100)),
+        "sm_active": np.where(idle, idle_util / 300, np.where(large, rng.uniform(0.45, 0.8, n), rng.beta(2, 3, n))),
+        "tensor_active": np.where(idle, 0.0, np.where(large, rng.uniform(0.3, 0.6, n), rng.beta(1.5, 4, n))),
+        "dram_active": np.where(idle, idle_util / 300, np.where(large, rng.uniform(0.3, 0.6, n), rng.beta(2, 4, n))),
+        "idle": idle,
         "fb_used_frac": np.where(large, rng.uniform(0.75, 0.95, n), rng.uniform(0.1, 0.9, n)),
         "ckpt_period_s": np.where(gpus >= 16, rng.choice([1800, 3600, 7200], n), 0).astype(np.int64),
         "qos": np.where(rng.random(n) < 0.1, "low", np.where(large, "high", "normal")),

@@ -209,16 +209,41 @@ def failures(r: dict) -> bytes | None:
     return _png(fig)
 
 
+def waste(r: dict) -> bytes | None:
+    """Idle GPU-hours by project (whole nodes and shared), and GPU-hours lost per hung run."""
+    projects = [u for u in r.get("idle_gpu_users", []) if u["level"] == "project"]
+    hung = r.get("hung_jobs", [])[:15]
+    if not projects and not hung:
+        return None
+    fig = _figure(9, 3.4, left=0.08, right=0.98, bottom=0.2, wspace=0.3)
+    a1, a2 = fig.subplots(1, 2)
+    names = [u["project"] for u in projects]
+    whole = [u["whole_node_gpu_hours"] or 0 for u in projects]
+    a1.bar(names, whole, color="#2b6cb0", label="whole nodes")
+    a1.bar(names, [u["shared_gpu_hours"] or 0 for u in projects], bottom=whole, color="#90cdf4", label="shared nodes")
+    a1.set_ylabel("GPU-hours")
+    a1.set_title("GPU-hours held idle, by project")
+    if projects:
+        a1.legend(fontsize=8, frameon=False)
+    a2.bar([str(h["job_id"]) for h in hung], [h["gpu_hours_lost"] for h in hung], color="#c53030")
+    a2.set_ylabel("GPU-hours")
+    a2.set_title("Hung runs: GPU-hours lost")
+    for t in a2.get_xticklabels():
+        t.set(rotation=45, ha="right", fontsize=7)
+    return _png(fig)
+
+
 CHARTS = [("capacity_timeline", "Capacity over the month", capacity_timeline),
           ("size_shares", "Job sizes", size_shares),
           ("runtime_cdf", "Run times", runtime_cdf),
           ("gpu_heatmap", "GPU utilization heatmap", gpu_heatmap),
           ("gantt", "Largest jobs", gantt),
-          ("failures", "Failures", failures)]
+          ("failures", "Failures", failures),
+          ("waste", "Idle GPUs and hung runs", waste)]
 # what each chart reads of the report: its input, for knowing whether it changed
 _INPUTS = {"capacity_timeline": ("utilization_daily", "scope", "project"), "size_shares": ("job_sizes",),
            "runtime_cdf": ("run_times",), "gpu_heatmap": ("gpu_heatmap",), "gantt": ("largest_jobs",),
-           "failures": ("end_states", "xid_codes")}
+           "failures": ("end_states", "xid_codes"), "waste": ("idle_gpu_users", "hung_jobs")}
 _CODE = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:16]  # a changed chart is drawn again
 _DRAWN: dict[str, bytes | None] = {}  # input digest -> PNG (None: nothing to show), this process
 

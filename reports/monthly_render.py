@@ -178,6 +178,8 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
                 "waits for it.",
                 ["node", "multi-node runs", "behind", "util vs peers", "util %"], rows, None))
 
+    out += _waste_sections(r, who)
+
     rows = [[v["reservation"], ", ".join(v["accounts"]), _num(v["reserved_gpu_h"]), _num(v["used_gpu_h"]),
              _num(v["idle_gpu_h"]), _pct(v["use_ratio"])] for v in r["reservations"]]
     out.append(("Reservations", "Usable reserved GPU-hours in the month and the part jobs in the reservation used.",
@@ -225,6 +227,60 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
         rows = [[u["user"], _num(u["jobs_started"]), _num(u["gpu_hours"]), _num(u["completed"]), _num(u["failed"])]
                 for u in r["users"]]
         out.append(("Users of the project", "", ["user", "jobs", "GPU-hours", "completed", "failed"], rows, None))
+    return out
+
+
+def _when(v) -> str:
+    if v is None:
+        return "–"
+    t = datetime.fromisoformat(v) if isinstance(v, str) else v
+    return f"{t:%m-%d %H:%M}"
+
+
+def _nodes(nodes: list[str], most: int = 4) -> str:
+    return ", ".join(nodes[:most]) + (f" … ({len(nodes)})" if len(nodes) > most else "")
+
+
+def _waste_sections(r: dict, who: str) -> list[tuple[str, str, list[str], list[list[str]], str | None]]:
+    """Hung jobs, the nodes in them, and GPUs held idle (schema 2.1)."""
+    out = []
+    fine = r.get("fine_telemetry") or {}
+    rule = (f"all its GPUs under {r['idle_util_pct']:g}% utilization and its nodes' NICs under "
+            f"{r['hang_nic_bytes_per_s'] / 1e6:g} MB/s for at least {r['hang_minutes']:g} minutes before it ended "
+            "TIMEOUT, CANCELLED, FAILED or NODE_FAIL (the NCCL-hang signature)")
+    if not fine.get("covered"):
+        lead = (f"**Unknown**: the month has no per-sample GPU telemetry (past `[telemetry] fine_ttl_days`, or "
+                f"never loaded), so hangs cannot be looked for. A hung run: {rule}.")
+    else:
+        lead = (f"{len(r['hung_jobs'])} hung runs of {who}: {rule}. Looked for in the samples from "
+                f"{_when(fine['first_sample_ts'])} to {_when(fine['last_sample_ts'])} (every {fine['step_s']} s): "
+                "a hang's length is exact to within one step.")
+    rows = [[str(h["job_id"]), h["user"], h["state"], _num(h["gpus"]), _nodes(h["nodes"]), _when(h["hang_start_ts"]),
+             _num(h["hang_minutes"]), _num(h["gpu_hours_lost"], 1), _nodes(h["suspect_nodes"])]
+            for h in r["hung_jobs"][:20]]
+    out.append(("Hung jobs", lead + (" Suspect nodes: in two or more of the month's hangs (a NIC, cable or GPU "
+                                     "that stalls NCCL; swap them for reserve nodes)." if rows else ""),
+                ["job", "user", "state", "GPUs", "nodes", "hang from", "minutes", "GPU-h lost", "suspect nodes"],
+                rows, None))
+
+    total = _one(r["idle_gpu_users"], level="all")
+    cur = total.get("currency") or ""
+    lead = (f"Runs of {who} that held GPUs at a mean utilization under {r['idle_util_pct']:g}% over at least "
+            f"{r['idle_min_minutes']:g} minutes of telemetry: {_num(total.get('runs'))} runs, "
+            f"**{_num(total.get('gpu_hours'))} GPU-hours** ({_num(total.get('whole_node_gpu_hours'))} on whole "
+            f"nodes, measured per run; {_num(total.get('shared_gpu_hours'))} on shared nodes, where sacct gives no "
+            f"GPU indices and the node's mean stands for the run's), write-off {_num(total.get('capex'))} {cur}. "
+            "Top users per project:")
+    rows = [[u["project"], u["user"], _num(u["runs"]), _num(u["gpu_hours"]), _pct(u["share_of_project"]),
+             _num(u["capex"]), str(u["worst_job_id"])]
+            for u in r["idle_gpu_users"] if u["level"] == "user" and u["rank_in_project"] <= 3]
+    out.append(("Idle GPUs: users", lead, ["project", "user", "runs", "idle GPU-h", "share of project's",
+                                           f"cost {cur}", "worst run"], rows, "waste"))
+    rows = [[str(j["job_id"]), j["user"], j["project"], _num(j["gpus"]), _num(j["gpu_hours"], 1),
+             _num(j["gpu_util_pct"], 1), _num(j["observed_minutes"]), j["attribution"]]
+            for j in r["idle_gpu_jobs"][:15]]
+    out.append(("Idle GPUs: the worst runs", "", ["job", "user", "project", "GPUs", "GPU-hours", "GPU util %",
+                                                  "minutes observed", "attribution"], rows, None))
     return out
 
 

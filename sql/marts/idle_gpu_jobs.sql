@@ -1,0 +1,73 @@
+-- Idle-GPU jobs of {project} ('' for the whole cluster) in [from_ts, to_ts), as Princeton's Job Defense
+-- Shield lists them: the runs that held GPUs at a mean utilization under {idle_util_pct} percent (the
+-- config's idle threshold) for at least {idle_min_minutes} minutes, worst first. Read from the
+-- run_node_hour grain (the run's GPU time on each node and hour, with the node-hour's telemetry as rates,
+-- as job_efficiency.sql reads it), inside the window:
+--   gpu_util_pct       the run's mean GPU utilization, weighted by its GPU time with telemetry: the node's
+--                      GPU activity in each hour shared among the runs on it by their allocation
+--                      (util_per_allocated: unallocated GPUs do no work)
+--   observed_minutes   the run's time with telemetry (telemetry GPU-hours ÷ its GPUs, in minutes): what
+--                      the mean is over; a run idle is one with observed_minutes ≥ {idle_min_minutes} and
+--                      gpu_util_pct < {idle_util_pct}. A run without telemetry is never listed (unknown).
+--   attribution        'whole nodes' when the run held every GPU of each node it was on (its GPUs ÷ its
+--                      nodes ≥ the node's GPUs in node_inventory): the mean is its own GPUs', exact (but
+--                      for the hour at each end, which it may share with the node's previous or next run).
+--                      'shared node: node-level mean' otherwise: sacct gives no GPU indices, so the run's
+--                      figure is the mean of the allocated GPUs of the nodes it shared; an idle run beside
+--                      a busy one is not seen, nor a busy one beside an idle one
+-- Columns: job_id, submit_ts, user, account, project, state, nnodes, gpus, nodes, start_ts, end_ts (the
+-- run); gpu_hours (its GPU time in the window: the GPU-hours held idle), telemetry_gpu_hours,
+-- gpu_util_pct, observed_minutes, attribution; capex (gpu_hours at each node's write-off per GPU-hour,
+-- capex_per_gpu_hour with the cost model of its GPU model: what the idle GPUs cost, energy aside;
+-- NULL where the model has no cost) and currency. idle_gpu_users.sql sums these per user and project.
+WITH
+held AS (
+    SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
+           sum(r.gpu_s) AS gpu_s,
+           sum(r.gpu_s * r.covered_per_capacity) AS covered_gpu_s,
+           sum(r.gpu_s * r.util_per_allocated) AS util_gpu_s,
+           sum(r.gpu_s / 3600 * capex_per_gpu_hour(m.node_price, i.gpus, m.amortization_years)) AS capex,
+           any(m.currency) AS currency,
+           max(r.gpus_per_node) AS gpus_per_node,
+           any(i.gpus) AS node_gpus
+    FROM (SELECT * REPLACE (gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s)
+          FROM run_node_hour FINAL WHERE cluster = {cluster:String}
+          AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
+          AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}) AS r
+    LEFT JOIN (SELECT node, gpus FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS i ON i.node = r.node
+    LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
+    WHERE {project:String} = ''
+       OR r.account IN (SELECT account FROM dim_account WHERE project = {project:String})
+    GROUP BY job_id, submit_ts, node
+),
+per_run AS (
+    SELECT job_id, submit_ts,
+           sum(gpu_s) / 3600 AS gpu_hours,
+           sum(covered_gpu_s) / 3600 AS telemetry_gpu_hours,
+           sum(util_gpu_s) / nullIf(sum(covered_gpu_s), 0) * 100 AS gpu_util_pct,
+           sum(capex) AS capex,
+           any(currency) AS currency,
+           min(ifNull(gpus_per_node >= node_gpus, 0)) AS whole_nodes
+    FROM held
+    GROUP BY job_id, submit_ts
+),
+runs AS (
+    SELECT job_id, submit_ts, user, account, project, state, nnodes, gpus, nodes, start_ts, end_ts
+    FROM fct_job_run
+    WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
+      AND NOT never_ran AND gpus > 0 AND length(nodes) > 0
+      AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
+)
+SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, r.user AS user, r.account AS account, r.project AS project,
+       r.state AS state, r.nnodes AS nnodes, r.gpus AS gpus, r.nodes AS nodes, r.start_ts AS start_ts,
+       r.end_ts AS end_ts,
+       p.gpu_hours AS gpu_hours, p.telemetry_gpu_hours AS telemetry_gpu_hours, p.gpu_util_pct AS gpu_util_pct,
+       p.telemetry_gpu_hours / r.gpus * 60 AS observed_minutes,
+       if(p.whole_nodes = 1, 'whole nodes', 'shared node: node-level mean') AS attribution,
+       p.capex AS capex, p.currency AS currency
+FROM per_run AS p
+INNER JOIN runs AS r ON r.job_id = p.job_id AND r.submit_ts = p.submit_ts
+WHERE p.gpu_util_pct < {idle_util_pct:Float64}
+  AND p.telemetry_gpu_hours / r.gpus * 60 >= {idle_min_minutes:Float64}
+ORDER BY gpu_hours DESC, start_ts, job_id
+SETTINGS join_use_nulls = 1;

@@ -1,0 +1,43 @@
+-- Idle-GPU jobs of {project} ('' for the whole cluster) in [from_ts, to_ts) summed per user and project:
+-- the runs idle_gpu_jobs.sql lists (mean GPU utilization under {idle_util_pct} percent over at least
+-- {idle_min_minutes} minutes with telemetry), included below, so the rule is that file's. Rows at three
+-- levels: 'all' (every run in scope: project '' and user ''; there is always this row, with 0 runs when
+-- nothing was idle), 'project' (user '') and 'user'.
+--   runs                  idle runs
+--   gpu_hours             the GPU-hours they held in the window (idle)
+--   whole_node_gpu_hours  of those, runs on whole nodes (attribution exact)
+--   shared_gpu_hours      of those, runs on shared nodes (node-level mean: see idle_gpu_jobs.sql)
+--   capex                 their write-off cost (idle_gpu_jobs.sql's capex), currency
+--   share_of_project      the row's GPU-hours ÷ its project's (1 for a project row, NULL for 'all')
+--   rank_in_project       user rows: 1 for the user with the most idle GPU-hours in the project (ties
+--                         by user name); the report's "top users per project" are the first ranks.
+--                         0 on the other rows
+--   worst_job_id          the run with the most idle GPU-hours (ties: the earliest start)
+WITH
+jobs AS (SELECT job_id, user, project, start_ts, gpu_hours AS run_gpu_hours, attribution, capex AS run_capex, currency
+         FROM ({{mart idle_gpu_jobs}})),
+grouped AS (
+    SELECT multiIf(grouping(project) = 1, 'all', grouping(user) = 1, 'project', 'user') AS level,
+           if(grouping(project) = 1, '', project) AS project_key,
+           if(grouping(user) = 1, '', user) AS user_key,
+           count() AS runs,
+           sum(run_gpu_hours) AS gpu_hours,
+           sumIf(run_gpu_hours, attribution = 'whole nodes') AS whole_node_gpu_hours,
+           sumIf(run_gpu_hours, attribution != 'whole nodes') AS shared_gpu_hours,
+           sum(run_capex) AS capex,
+           any(currency) AS currency,
+           argMin(job_id, (-run_gpu_hours, start_ts)) AS worst_job_id
+    FROM jobs
+    GROUP BY GROUPING SETS ((), (project), (project, user))
+)
+SELECT level, project_key AS project, user_key AS user, runs, gpu_hours, whole_node_gpu_hours, shared_gpu_hours,
+       capex, currency,
+       if(level = 'all', NULL,
+          gpu_hours / nullIf(sumIf(gpu_hours, level = 'project') OVER (PARTITION BY project_key), 0))
+           AS share_of_project,
+       if(level = 'user',
+          row_number() OVER (PARTITION BY project_key, level = 'user' ORDER BY gpu_hours DESC, user_key), 0)
+           AS rank_in_project,
+       worst_job_id
+FROM grouped
+ORDER BY level != 'all', project, level = 'user', rank_in_project, user;
