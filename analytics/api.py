@@ -355,6 +355,20 @@ class Connection:
         return self.mart("idle_gpu_users", month, project=project, cluster=cluster, start=start, end=end,
                          params={"idle_min_minutes": idle_min_minutes})
 
+    def node_health(self, month=None, *, cluster=None, start=None, end=None, reservation: str | None = None,
+                    swap_min_score: float | None = None) -> pl.DataFrame:
+        """The node scorecard: every in-service node (or ``reservation``'s) with its hardware Xids, DOWN and
+        DRAIN events, throttled hours, runs behind its peers, failed runs and hangs against its share, one
+        score with its reasons, rank, and ``swap`` (score ≥ ``swap_min_score``, default 6): the nodes to
+        swap for reserve nodes before the next reservation (sql/marts/node_health.sql).
+
+        >>> card = wh.node_health("2026-10")
+        >>> card["rank"].to_list() == list(range(1, card.height + 1)), bool((card["swap"] == (card["score"] >= 6)).all())
+        (True, True)
+        """
+        return self.mart("node_health", month, cluster=cluster, start=start, end=end,
+                         params={"reservation": reservation, "swap_min_score": swap_min_score})
+
     def fine_telemetry(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
         """Whether the period still has per-sample GPU telemetry (what :meth:`hung_jobs` reads): its first and
         last sample times and ``covered`` (sql/marts/fine_telemetry.sql)."""

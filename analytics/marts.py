@@ -30,8 +30,13 @@ from ops_warehouse.sqlfiles import sql_query
 # by a 30-minute NCCL watchdog measures between 30 minutes less one sampling step and 30; a site whose
 # watchdog is shorter (PyTorch's NCCL default is 10 minutes) sets it lower. An idle-GPU run held its GPUs
 # under the idle threshold (the config's idle_util_pct) for at least idle_min_minutes (idle_gpu_jobs.sql).
+# A node is on the swap list at swap_min_score points (node_health.sql: 3 a hardware Xid or a DOWN event, 1 a
+# DRAIN or a day throttled, 2 a run behind its peers beyond the second, 2 a standard deviation of failed runs
+# or hangs beyond 2 above its share): two DOWNs, or two hardware Xids, or five runs behind its peers;
+# reservation '' scores every node, a name only that reservation's.
 PARAMETERS = {"behind_ratio": 0.8, "top_jobs": 15, "runs_limit": 0,
-              "hang_minutes": 20, "hang_nic_bytes_per_s": 1e6, "idle_min_minutes": 60}
+              "hang_minutes": 20, "hang_nic_bytes_per_s": 1e6, "idle_min_minutes": 60,
+              "swap_min_score": 6.0, "reservation": ""}
 
 
 def mart_sql(name: str) -> str:

@@ -118,6 +118,8 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
     hung = run("hung_jobs", api.hung_jobs, per, project=proj)
     idle_jobs = run("idle_gpu_jobs", api.idle_gpu_jobs, per, project=proj)
     idle_users = run("idle_gpu_users", api.idle_gpu_users, per, project=proj)
+    # node health (2.1): cluster-level, nodes only, in a project's report too (the nodes its jobs run on)
+    health = run("node_health", api.node_health, per)
 
     if project is not None:
         users = run("users", api.users, per, project=proj)
@@ -162,6 +164,7 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "hang_minutes": PARAMETERS["hang_minutes"],
         "hang_nic_bytes_per_s": PARAMETERS["hang_nic_bytes_per_s"],
         "idle_min_minutes": PARAMETERS["idle_min_minutes"],
+        "swap_min_score": PARAMETERS["swap_min_score"],
         "users_anonymized": anonymize_users,
         "utilization": _rows(util),
         "utilization_previous": _rows(util_prev),
@@ -193,6 +196,7 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "hung_jobs": _rows(hung),
         "idle_gpu_jobs": _rows(idle_jobs),
         "idle_gpu_users": _rows(idle_users),
+        "node_health": _rows(health),
         "cost_model": warehouse_cost_model(wh),  # the one the cost marts used
     }
 

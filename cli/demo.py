@@ -125,6 +125,17 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
           f"idle; cost {cost['total_cost']:,.0f} {cost['currency']} ({cost['cost_per_allocated_gpu_h']:.2f} per "
           f"allocated GPU-hour). Project A: {a['allocated_gpu_h']:,.0f} GPU-hours, "
           f"{a['cost']:,.0f} {cost['currency']}.")
+    # the failure analytics (issue 17): what the operators act on next
+    swap = [n for n in reports[0]["node_health"] if n["swap"]]
+    idle = next(u for u in reports[0]["idle_gpu_users"] if u["level"] == "all")
+    hung = reports[0]["hung_jobs"]
+    print(f"Swap list ({len(swap)} nodes, ops-report nodes --swap-list): "
+          + ("; ".join(f"{n['node']} ({n['reasons']})" for n in swap[:5]) or "none")
+          + (f"; and {len(swap) - 5} more" if len(swap) > 5 else "") + ".")
+    worst = f" (the worst held {hung[0]['gpu_hours_lost']:,.0f} GPU-hours after it hung)" if hung else ""
+    print(f"Hung runs: {len(hung)}{worst}; "
+          f"idle-GPU runs: {idle['runs']}, {idle['gpu_hours']:,.0f} GPU-hours at under "
+          f"{reports[0]['idle_util_pct']:g}% utilization.")
     wh.close()
     print(f"Reports: {out} (open monthly-*.html in a browser); Parquet marts for DuckDB/polars: {exports}\n"
           f"Notebooks: pip install '.[notebooks]', then OPS_WAREHOUSE=chdb://{(directory / 'warehouse').resolve()} "

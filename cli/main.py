@@ -465,6 +465,54 @@ def _steps(label: str):
 
 
 @app.command()
+def nodes(
+    swap_list: Annotated[bool, typer.Option(
+        "--swap-list", help="Only the nodes to swap for reserve nodes (score at --min-score or more)")] = False,
+    reservation: Annotated[Optional[str], typer.Option(
+        help="Score only this reservation's nodes (against the cluster's rates), e.g. before it starts again")] = None,
+    month: Annotated[Optional[str], typer.Option(
+        help="YYYY-MM (UTC). Default: the last complete month with data; or give --from and --to")] = None,
+    date_from: Annotated[Optional[str], typer.Option("--from", help="First day (YYYY-MM-DD, UTC)")] = None,
+    date_to: Annotated[Optional[str], typer.Option("--to", help="Last day, inclusive")] = None,
+    min_score: Annotated[Optional[float], typer.Option(
+        help="Points that put a node on the swap list (default 6: two DOWN events or two hardware Xids)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json (csv and json: every column)")] = "table",
+    slurm_cluster: Annotated[Optional[str], typer.Option(
+        help="Slurm cluster (default: the only one loaded, else config)")] = None,
+):
+    """Node health scorecard and swap list: per node, hardware Xids, DOWN/DRAIN events, throttling, runs behind
+    its peers, failed runs and hangs against its share of runs, one score with its reasons, ranked
+    (docs/monthly.md, Definitions, "node health")."""
+
+    if fmt not in ("table", "json", "csv"):
+        raise OpsError("--format must be table, json or csv")
+    if (date_from is None) != (date_to is None):
+        raise OpsError("give both --from and --to (or --month)")
+    if month and date_from:
+        raise OpsError("choose one: --month or --from/--to")
+    start = end = None
+    if date_from:
+        d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
+        if d1 < d0:
+            raise OpsError(f"--to {d1} is before --from {d0}")
+        start = datetime.combine(d0, time(), timezone.utc)
+        end = datetime.combine(d1 + timedelta(days=1), time(), timezone.utc)
+    api = Connection(_wh())
+    with api.session() as w:
+        if reservation is not None:
+            known = sorted({r[0] for r in w.query_rows("SELECT DISTINCT name FROM reservation FINAL")})
+            if reservation not in known:
+                raise OpsError(f"no reservation named {reservation!r}; reservations: {', '.join(known) or 'none loaded'}")
+        card = api.node_health(month, cluster=slurm_cluster, start=start, end=end, reservation=reservation,
+                               swap_min_score=min_score)
+    if swap_list:
+        card = card.filter(card["swap"] == 1)
+    if fmt == "table":
+        card = card.select("rank", "node", "gpu_model", "score", "swap", "reasons")
+    sys.stdout.write(_render(card, fmt))
+
+
+@app.command()
 def telemetry(
     date_from: Annotated[str, typer.Option("--from", help="First day (YYYY-MM-DD, UTC)")],
     date_to: Annotated[str, typer.Option("--to", help="Last day, inclusive")],

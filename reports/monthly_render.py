@@ -180,6 +180,16 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
 
     out += _waste_sections(r, who)
 
+    swap = [n for n in r["node_health"] if n["swap"]]
+    rows = [[str(n["rank"]), n["node"], n["gpu_model"], _num(n["score"], 1), "yes" if n["swap"] else "", n["reasons"]]
+            for n in r["node_health"][:max(len(swap), 10)]]
+    out.append(("Node health: the swap list",
+                f"{len(swap)} of {len(r['node_health'])} nodes to swap for reserve nodes before the next reservation "
+                f"(score {r['swap_min_score']:g} or more). Points: 3 a hardware Xid or a DOWN event, 1 a DRAIN or a "
+                "day throttled, 2 a run behind its peers beyond the second, 2 a standard deviation beyond 2 of "
+                "failed runs or hangs above the node's share of runs. `ops-report nodes` lists every node.",
+                ["rank", "node", "GPU model", "score", "swap", "reasons"], rows, None))
+
     rows = [[v["reservation"], ", ".join(v["accounts"]), _num(v["reserved_gpu_h"]), _num(v["used_gpu_h"]),
              _num(v["idle_gpu_h"]), _pct(v["use_ratio"])] for v in r["reservations"]]
     out.append(("Reservations", "Usable reserved GPU-hours in the month and the part jobs in the reservation used.",

@@ -20,6 +20,13 @@ September (720 h): capacity 3 × 8 × 720 = 17,280, allocated 32 (J0).
 Telemetry (10-minute samples) for 10-05, 10-15 and 10-20: J1's GPUs at 80% utilization, tensor 0.5, 500 W;
 n1 GPU 3 thermally throttled (bit 0x40) 10:00 .. 12:00 on 10-05; every other GPU idle at 0%, 60 W (so J2 and
 J4 are allocated-but-idle: 64 + 40 GPU-h).
+Node scorecard (node_health.sql): runs with GPUs that ended in October, per node: n1 J0, J1 (2); n2 J2, J4,
+J5 (3; failed J2 NODE_FAIL, J4 FAILED: 2); n3 J2 (1, failed 1); J3 ends in November. The cluster's failed
+share 3 / 6 = 0.5: expected n1 1, n2 1.5, n3 0.5; z = (failed − expected) ÷ √max(expected, 1): n1 −1, n2
+0.5 ÷ √1.5 = 0.41, n3 0.5: none beyond 2, no points. No hangs (J2 and J4 were never busy), no run behind its
+peers (J2's nodes both at 0%). Points: n3 3 (Xid 79) + 3 (DOWN) + 1 (DRAIN) = 7, on the swap list (6);
+n2 1 (DRAIN); n1 2 h throttled ÷ 24 = 0.083. Ranks n3, n2, n1. With --reservation resA: n1 alone, the same
+figures (the rates stay the cluster's).
 """
 
 from __future__ import annotations
@@ -131,8 +138,8 @@ def scenario(tmp_path, cfg):
     return wh
 
 
-def mart(wh, name, project=""):
-    return run_mart(wh, name, cluster="t1", window=OCT, project=project)
+def mart(wh, name, project="", **params):
+    return run_mart(wh, name, cluster="t1", window=OCT, project=project, **params)
 
 
 def test_capacity_idle_and_utilization(scenario):
@@ -187,6 +194,23 @@ def test_reliability(scenario):
     assert n["n3"]["cluster_down_per_1000_node_days"] == pytest.approx(1000 / (3 * 31))
     t = mart(scenario, "throttling").to_dicts()
     assert [(r["node"], r["gpu"], r["throttled_hours"]) for r in t] == [("n1", 3, 2.0)]
+
+
+def test_node_scorecard(scenario):
+    card = mart(scenario, "node_health")
+    rows = [(r["rank"], r["node"], round(r["score"], 6), r["swap"], r["hw_xids"], r["down_events"],
+             r["drain_events"], r["runs_ended"], r["failed_runs"]) for r in card.to_dicts()]
+    assert rows == [(1, "n3", 7.0, 1, 1, 1, 1, 1, 1), (2, "n2", 1.0, 0, 0, 0, 1, 3, 2),
+                    (3, "n1", round(2 / 24, 6), 0, 0, 0, 0, 2, 0)]
+    n = {r["node"]: r for r in card.to_dicts()}
+    assert [n[k]["failed_expected"] for k in ("n1", "n2", "n3")] == pytest.approx([1.0, 1.5, 0.5])
+    assert [n[k]["failed_z"] for k in ("n1", "n2", "n3")] == pytest.approx([-1.0, 0.5 / 1.5 ** 0.5, 0.5])
+    assert n["n3"]["reasons"] == "1 hardware Xid (Xids seen: 79×1); 1 DOWN (4 h); 1 DRAIN (4 h)"
+    assert n["n2"]["reasons"] == "1 DRAIN (48 h)" and n["n1"]["reasons"].startswith("2 h throttled")
+    assert (n["n3"]["hangs"], n["n3"]["runs_behind"], n["n1"]["throttled_hours"]) == (0, 0, 2.0)
+    resa = mart(scenario, "node_health", reservation="resA")
+    assert [(r["node"], r["rank"], round(r["score"], 6)) for r in resa.to_dicts()] == [("n1", 1, round(2 / 24, 6))]
+    assert mart(scenario, "node_health", swap_min_score=0.5)["swap"].to_list() == [1, 1, 0]
 
 
 def test_reservation_efficiency_and_cost(scenario):

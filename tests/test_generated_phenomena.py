@@ -1,5 +1,5 @@
-"""Hung jobs and idle-GPU jobs found from the loaded files alone, against the generator's ground truth (issue
-17, part 6): the simulation's own frames (truth/runs.parquet: ``hang_from``, the time a run's NCCL stall
+"""Hung jobs, idle-GPU jobs and lemon nodes found from the loaded files alone, against the generator's ground
+truth (issue 17, part 6): the simulation's own frames (truth/runs.parquet: ``hang_from``, the time a run's NCCL stall
 began; truth/gpu_alloc.parquet: each allocated GPU's utilization while busy), which never went through our
 parsers, loads or SQL.
 
@@ -9,6 +9,8 @@ generator plants (generate/workload.py, generate/schedule.py):
   watchdog, WATCHDOG_S) and is recorded FAILED; on this site 3 runs, 2 of them ending inside the 14 days
   (1001068: 128 GPUs, 1003754: 64; 1011034 ends on the 15th, after the telemetry). Their GPUs sit at ~0 % and their NICs quiet from ``hang_from`` to the end.
 - idle-GPU jobs: 3 % of the runs under 64 GPUs hold their GPUs at 0-3 % all along.
+- two lemon nodes (25 times the failure rate: DOWN events with hardware Xids) and a straggler (its GPUs at
+  0.7 of the speed of its peers'), returned by the simulation (``h.lemons``, ``h.straggler``).
 
 What the warehouse must find, with the default parameters (hang_minutes 20, idle threshold 5 %, an hour of
 telemetry for an idle run):
@@ -17,6 +19,9 @@ telemetry for an idle run):
 - every planted idle run on whole nodes that ran at least 70 minutes (an hour of telemetry with a margin for
   the 5-minute samples at its ends), each with a mean utilization under 5 %; and nothing that is not a
   planted idle run (a busy run on a shared node is never reported idle: its own GPUs keep the node's mean up).
+- on the node scorecard (node_health.sql): the straggler first and on the swap list; the planted hot nodes,
+  and only they, throttled; each lemon with its DOWN events, on the swap list when it went DOWN twice (6
+  points); nothing on the swap list that was not planted.
 """
 
 from __future__ import annotations
@@ -52,12 +57,12 @@ def site(tmp_path_factory):
                   reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
     load_parquet_dir(wh, out, date(2026, 10, 1), date(2026, 10, 14), cluster=h.spec.name)
     refresh_capacity(wh, h.spec.name, W0, W1)
-    yield wh, h.spec.name, out / "truth"
+    yield wh, h.spec.name, out / "truth", h
     close_embedded()
 
 
 def test_the_planted_hangs_are_found(site):
-    wh, cluster, truth = site
+    wh, cluster, truth, _ = site
     runs = pl.read_parquet(truth / "runs.parquet")
     planted = {r["job_id"]: r for r in runs.filter(pl.col("hang_from").is_not_null()
                                                     & (pl.col("end") < int(W1.timestamp()))).to_dicts()}
@@ -79,7 +84,7 @@ def test_the_planted_hangs_are_found(site):
 
 
 def test_the_planted_idle_runs_are_found(site):
-    wh, cluster, truth = site
+    wh, cluster, truth, _ = site
     alloc = pl.read_parquet(truth / "gpu_alloc.parquet")
     per_run = alloc.group_by("job_id").agg(
         pl.col("gpu_util").max().alias("max_util"), pl.col("start_ts").min(), pl.col("end_ts").max(),
@@ -96,3 +101,22 @@ def test_the_planted_idle_runs_are_found(site):
     users = run_mart(wh, "idle_gpu_users", cluster=cluster, window=(W0, W1))
     total = users.filter(pl.col("level") == "all").row(0, named=True)
     assert total["runs"] == found.height and total["gpu_hours"] == pytest.approx(found["gpu_hours"].sum())
+
+
+def test_the_straggler_lemons_and_hot_nodes_on_the_scorecard(site):
+    wh, cluster, truth, h = site
+    card = run_mart(wh, "node_health", cluster=cluster, window=(W0, W1))
+    assert card.height == 40 and card["rank"].to_list() == list(range(1, 41))  # every node, ranked
+    first = card.row(0, named=True)
+    assert (first["node"], first["swap"]) == (h.straggler, 1) and first["runs_behind"] >= 10, first
+    hot = set(pl.read_parquet(truth / "throttle.parquet")["node"])
+    assert hot and set(card.filter(pl.col("throttled_hours") > 0)["node"]) == hot
+    for lemon in h.lemons:
+        row = card.filter(pl.col("node") == lemon).row(0, named=True)
+        assert row["down_events"] >= 1 and "DOWN" in row["reasons"]
+        assert row["swap"] == (row["down_events"] >= 2)  # two DOWNs are 6 points: on the list
+    # nothing is on the swap list that the generator did not plant
+    assert set(card.filter(pl.col("swap") == 1)["node"]) <= set(h.lemons) | {h.straggler} | hot
+    assert card.filter(pl.col("swap") == 1).height >= 2
+    # a reservation's nodes only (the cluster's rates); a name that is none selects nothing
+    assert run_mart(wh, "node_health", cluster=cluster, window=(W0, W1), reservation="no-such").height == 0
