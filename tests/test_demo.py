@@ -94,3 +94,26 @@ def test_monthly_report_of_the_demo_matches_the_ground_truth(demo_runs):
     md = outs[0]["monthly-ai1-A-2026-10.md"].decode()
     assert "Monthly report 2026-10 (partial, through 2026-10-04 00:00 UTC): ai1, project A" in md
     assert len(a["utilization_daily"]) == DAYS  # the timeline stops with the data
+
+
+def test_nodes_command_on_the_demo(demo_runs):
+    """`ops-report nodes`: the scorecard of the demo's warehouse as CSV and JSON, the swap list alone with
+    --swap-list, and one-line errors for what it cannot do."""
+    from tests.test_cli import ops
+
+    base, _ = demo_runs
+    dsn = f"chdb://{base / 'a' / 'warehouse'}"
+    card = json.loads(ops("-w", dsn, "nodes", "--month", "2026-10", "--format", "json").stdout)
+    inv = pl.read_parquet(base / "a" / "data" / "truth" / "inventory.parquet")
+    assert sorted(r["node"] for r in card) == sorted(inv["node"])  # every node, ranked by score
+    assert [r["rank"] for r in card] == list(range(1, len(card) + 1))
+    assert all(a["score"] >= b["score"] for a, b in zip(card, card[1:]))
+    swap = [r["node"] for r in card if r["score"] >= 6]
+    csv = ops("-w", dsn, "nodes", "--month", "2026-10", "--swap-list", "--format", "csv").stdout.splitlines()
+    assert [line.split(",")[0] for line in csv[1:]] == swap
+    p = ops("-w", dsn, "nodes", "--reservation", "no-such", check=False)
+    err = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and len(err) == 1
+    assert err[0].startswith("ops-report: error: no reservation named 'no-such'; reservations: ")
+    p = ops("-w", dsn, "nodes", "--from", "2026-10-01", check=False)
+    assert p.returncode != 0 and "give both --from and --to" in p.stderr
