@@ -369,6 +369,26 @@ class Connection:
         return self.mart("node_health", month, cluster=cluster, start=start, end=end,
                          params={"reservation": reservation, "swap_min_score": swap_min_score})
 
+    def energy(self, month=None, *, project=None, cluster=None, start=None, end=None,
+               carbon_g_per_kwh: float | None = None) -> pl.DataFrame:
+        """Energy and carbon of the runs, for the scope (``project_key`` '') and per project: GPU energy
+        (counters, else power samples), the rest of the nodes (IPMI power − GPUs), facility kWh (× PUE),
+        kgCO2e (× ``carbon_g_per_kwh``, default the config's [energy] carbon_g_per_kwh; none when unset), per
+        GPU-hour and per delivered PFLOP-day, and how much of it was measured (sql/marts/energy.sql).
+
+        >>> e = wh.energy("2026-10")
+        >>> bool((e["it_kwh"] >= e["gpu_kwh"]).all()), e["project_key"].to_list()[0]
+        (True, '')
+        """
+        return self.mart("energy", month, project=project, cluster=cluster, start=start, end=end,
+                         params={"carbon_g_per_kwh": carbon_g_per_kwh})
+
+    def job_energy(self, month=None, *, project=None, cluster=None, start=None, end=None,
+                   carbon_g_per_kwh: float | None = None) -> pl.DataFrame:
+        """Per run: the same figures, most energy first, with the energy's source (sql/marts/job_energy.sql)."""
+        return self.mart("job_energy", month, project=project, cluster=cluster, start=start, end=end,
+                         params={"carbon_g_per_kwh": carbon_g_per_kwh})
+
     def fine_telemetry(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
         """Whether the period still has per-sample GPU telemetry (what :meth:`hung_jobs` reads): its first and
         last sample times and ``covered`` (sql/marts/fine_telemetry.sql)."""

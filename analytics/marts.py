@@ -50,8 +50,11 @@ def mart_sql(name: str) -> str:
 def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",
              **params) -> pl.DataFrame:
     sql = mart_sql(name)
-    # the idle threshold is the site's (config [reports] idle_util_pct) unless the caller passes another
-    table = wh.query_arrow(sql, {**PARAMETERS, "idle_util_pct": wh.cfg.idle_util_pct, "cluster": cluster,
+    # the idle threshold and the carbon intensity are the site's (config [reports] idle_util_pct, [energy]
+    # carbon_g_per_kwh: -1 when not set, and the marts then give no carbon) unless the caller passes others
+    carbon = wh.cfg.carbon_g_per_kwh
+    table = wh.query_arrow(sql, {**PARAMETERS, "idle_util_pct": wh.cfg.idle_util_pct,
+                                 "carbon_g_per_kwh": -1.0 if carbon is None else carbon, "cluster": cluster,
                                  "from_ts": window[0], "to_ts": window[1], "project": project, **params})
     df = pl.from_arrow(table)
     # ClickHouse hands DateTime to Arrow as epoch seconds: columns named *_ts are times (UTC)

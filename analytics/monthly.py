@@ -120,6 +120,7 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
     idle_users = run("idle_gpu_users", api.idle_gpu_users, per, project=proj)
     # node health (2.1): cluster-level, nodes only, in a project's report too (the nodes its jobs run on)
     health = run("node_health", api.node_health, per)
+    energy = run("energy", api.energy, per, project=proj)  # the scope's row and its projects'
 
     if project is not None:
         users = run("users", api.users, per, project=proj)
@@ -197,6 +198,8 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "idle_gpu_jobs": _rows(idle_jobs),
         "idle_gpu_users": _rows(idle_users),
         "node_health": _rows(health),
+        "energy": _rows(energy),
+        "carbon_g_per_kwh": wh.cfg.carbon_g_per_kwh,
         "cost_model": warehouse_cost_model(wh),  # the one the cost marts used
     }
 

@@ -60,6 +60,9 @@ class Config:
     metric_catalog: dict = field(default_factory=dict)
     # reports: a GPU-hour whose mean GPU utilization is under this is idle (allocated-but-idle)
     idle_util_pct: float = 5.0
+    # energy: grid carbon intensity, gCO2e per kWh ([energy] carbon_g_per_kwh; None: carbon is not reported,
+    # the energy is)
+    carbon_g_per_kwh: float | None = None
     # ClickHouse server password ([warehouse] password; OPS_WAREHOUSE_PASSWORD wins)
     warehouse_password: str | None = None
     # slurmdbd database password ([slurmdbd] password; OPS_SLURMDBD_PASSWORD wins)
@@ -171,6 +174,11 @@ def _apply_file(cfg: Config, p: Path) -> None:
         cfg.pseudonym_key = str(rep["pseudonym_key"])
     if not 0 <= cfg.idle_util_pct <= 100:
         raise OpsError(f"{p}: reports.idle_util_pct must be a percentage (0-100)")
+    carbon = data.get("energy", {}).get("carbon_g_per_kwh")
+    if carbon is not None:
+        if not isinstance(carbon, (int, float)) or isinstance(carbon, bool) or not 0 <= carbon <= 2000:
+            raise OpsError(f"{p}: energy.carbon_g_per_kwh must be grams of CO2e per kWh (0-2000)")
+        cfg.carbon_g_per_kwh = float(carbon)
     if "cost" in data:
         models = {}
         for model, spec in data["cost"].items():

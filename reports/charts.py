@@ -233,17 +233,36 @@ def waste(r: dict) -> bytes | None:
     return _png(fig)
 
 
+def energy(r: dict) -> bytes | None:
+    """Facility energy by project, GPUs and the rest of the nodes apart."""
+    rows = [e for e in r.get("energy", []) if e["project_key"]]
+    if not rows:
+        return None
+    fig = _figure(7, 3.2, left=0.12, bottom=0.15)
+    ax = fig.subplots()
+    names = [e["project_key"] for e in rows]
+    gpu = [(e["gpu_kwh"] or 0) / 1000 for e in rows]
+    ax.bar(names, gpu, color="#2b6cb0", label="GPUs")
+    ax.bar(names, [(e["rest_kwh"] or 0) / 1000 for e in rows], bottom=gpu, color="#a0aec0", label="rest of node")
+    ax.set_ylabel("IT energy, MWh")
+    ax.set_title("Energy by project")
+    ax.legend(fontsize=8, frameon=False)
+    return _png(fig)
+
+
 CHARTS = [("capacity_timeline", "Capacity over the month", capacity_timeline),
           ("size_shares", "Job sizes", size_shares),
           ("runtime_cdf", "Run times", runtime_cdf),
           ("gpu_heatmap", "GPU utilization heatmap", gpu_heatmap),
           ("gantt", "Largest jobs", gantt),
           ("failures", "Failures", failures),
-          ("waste", "Idle GPUs and hung runs", waste)]
+          ("waste", "Idle GPUs and hung runs", waste),
+          ("energy", "Energy by project", energy)]
 # what each chart reads of the report: its input, for knowing whether it changed
 _INPUTS = {"capacity_timeline": ("utilization_daily", "scope", "project"), "size_shares": ("job_sizes",),
            "runtime_cdf": ("run_times",), "gpu_heatmap": ("gpu_heatmap",), "gantt": ("largest_jobs",),
-           "failures": ("end_states", "xid_codes"), "waste": ("idle_gpu_users", "hung_jobs")}
+           "failures": ("end_states", "xid_codes"), "waste": ("idle_gpu_users", "hung_jobs"),
+           "energy": ("energy",)}
 _CODE = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:16]  # a changed chart is drawn again
 _DRAWN: dict[str, bytes | None] = {}  # input digest -> PNG (None: nothing to show), this process
 

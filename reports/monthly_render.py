@@ -190,6 +190,20 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
                 "failed runs or hangs above the node's share of runs. `ops-report nodes` lists every node.",
                 ["rank", "node", "GPU model", "score", "swap", "reasons"], rows, None))
 
+    scope = _one(r["energy"], project_key="")
+    carbon = (f"carbon at {r['carbon_g_per_kwh']:g} gCO2e/kWh ([energy] carbon_g_per_kwh)"
+              if r.get("carbon_g_per_kwh") is not None else "no carbon intensity configured ([energy] carbon_g_per_kwh)")
+    rows = [[e["project_key"] or "all", _num(e["gpu_hours"]), _num(e["gpu_kwh"]), _num(e["rest_kwh"]),
+             _num(e["facility_kwh"]), _num(e["kg_co2e"]), _num(e["kwh_per_gpu_hour"], 3),
+             _num(e["facility_kwh_per_pflop_day"], 1)] for e in r["energy"]]
+    out.append(("Energy and carbon",
+                f"Runs of {who}: GPU energy from the GPUs' energy counters ({_pct(scope.get('gpu_counter_share'))}; "
+                "the rest from power samples), the rest of each node from its IPMI power (measured for "
+                f"{_pct(scope.get('node_power_measured_share'))} of the GPU-hours), facility = IT × PUE; {carbon}. "
+                "A node's energy is shared among the runs on it by their allocated GPU time.",
+                ["project", "GPU-hours", "GPU kWh", "rest of node kWh", "facility kWh", "kg CO2e", "IT kWh per GPU-h",
+                 "facility kWh per PFLOP-day"], rows, "energy"))
+
     rows = [[v["reservation"], ", ".join(v["accounts"]), _num(v["reserved_gpu_h"]), _num(v["used_gpu_h"]),
              _num(v["idle_gpu_h"]), _pct(v["use_ratio"])] for v in r["reservations"]]
     out.append(("Reservations", "Usable reserved GPU-hours in the month and the part jobs in the reservation used.",

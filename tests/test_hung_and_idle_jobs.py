@@ -327,3 +327,17 @@ def _isolated(project: str, *frames: pl.DataFrame) -> None:
     text = " ".join(_texts(df) for df in frames)
     for other in OTHERS[project]:
         assert other not in text, (project, other)
+
+
+def test_energy_from_power_samples_where_there_are_no_counters(site):
+    """This day's dcgm files carry power (100 W a GPU) and no energy counter: the GPU energy is power × the
+    time the samples cover, and said so. 2006 held all 8 GPUs of n3 16:00 .. 19:00: 8 × 100 W × 3 h = 2.4
+    kWh. 2007 held 1 GPU of n1 16:00 .. 18:00 alone on the node, so the node's 8 GPUs' energy is its (as
+    efficiency.sql shares a node's GPU activity among the runs on it): 8 × 100 W × 2 h = 1.6 kWh."""
+    j = {r["job_id"]: r for r in mart(site, "job_energy").to_dicts()}
+    assert (j["2006"]["gpu_kwh"], j["2006"]["gpu_counter_kwh"]) == (pytest.approx(2.4), 0.0)
+    assert j["2007"]["gpu_kwh"] == pytest.approx(1.6)
+    assert {j[k]["gpu_energy_source"] for k in ("2006", "2007")} == {"power samples"}
+    assert j["2006"]["node_power"] == "missing" and j["2006"]["kg_co2e"] is None
+    e = mart(site, "energy").filter(pl.col("project_key") == "C").row(0, named=True)
+    assert e["gpu_counter_share"] == 0.0 and e["node_power_measured_share"] == 0.0

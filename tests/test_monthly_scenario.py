@@ -27,6 +27,12 @@ share 3 / 6 = 0.5: expected n1 1, n2 1.5, n3 0.5; z = (failed − expected) ÷ �
 peers (J2's nodes both at 0%). Points: n3 3 (Xid 79) + 3 (DOWN) + 1 (DRAIN) = 7, on the swap list (6);
 n2 1 (DRAIN); n1 2 h throttled ÷ 24 = 0.083. Ranks n3, n2, n1. With --reservation resA: n1 alone, the same
 figures (the rates stay the cluster's).
+Energy (job_energy.sql, energy.sql): the GPUs' energy counters, 300 kJ a 10-minute step busy, 36 kJ idle; no
+IPMI node power, so no rest-of-node energy ("missing"). J1: 143 steps on 10-05 (the day's first sample has no
+earlier one) × 300 kJ × 8 GPUs = 95.333 kWh. J2: 10-20 02:00 .. 06:00, 24 steps × 36 kJ × 16 GPUs = 3.84 kWh.
+J4: 10-15 00:00 .. 10:00, 5 + 9 × 6 = 59 steps × 36 kJ × 8 GPUs (the run alone on n2 holds its idle GPUs'
+energy too) = 4.72 kWh. J0, J3, J5: no telemetry, 0. Facility × PUE 1.3; carbon at 400 g/kWh. A: 95.333 kWh
+over 226 GPU-h (J0 32, J1 192, J3 2); B: 8.56 kWh over 104 GPU-h; C: 0 over 64.
 """
 
 from __future__ import annotations
@@ -211,6 +217,33 @@ def test_node_scorecard(scenario):
     resa = mart(scenario, "node_health", reservation="resA")
     assert [(r["node"], r["rank"], round(r["score"], 6)) for r in resa.to_dicts()] == [("n1", 1, round(2 / 24, 6))]
     assert mart(scenario, "node_health", swap_min_score=0.5)["swap"].to_list() == [1, 1, 0]
+
+
+def test_energy_and_carbon(scenario):
+    j = {r["job_id"]: r for r in mart(scenario, "job_energy", carbon_g_per_kwh=400.0).to_dicts()}
+    kwh = {"1001": 8 * 143 * 3e5 / 3.6e6, "1002": 24 * 3.6e4 * 16 / 3.6e6, "1004": 59 * 3.6e4 * 8 / 3.6e6,
+           "1000": 0.0, "1003": 0.0, "1005": 0.0}
+    assert {k: r["gpu_kwh"] for k, r in j.items()} == pytest.approx(kwh)
+    for k, r in j.items():
+        assert (r["rest_kwh"], r["node_power"]) == (0.0, "missing")
+        assert r["gpu_energy_source"] == ("counters" if kwh[k] else "none")
+        assert r["facility_kwh"] == pytest.approx(1.3 * kwh[k]) and r["kg_co2e"] == pytest.approx(1.3 * kwh[k] * 0.4)
+    e = {r["project_key"]: r for r in mart(scenario, "energy", carbon_g_per_kwh=400.0).to_dicts()}
+    a_kwh, b_kwh = kwh["1001"], kwh["1002"] + kwh["1004"]
+    assert [(k, e[k]["runs"], e[k]["gpu_hours"], e[k]["it_kwh"]) for k in sorted(e)] == [
+        ("", 6, pytest.approx(394), pytest.approx(a_kwh + b_kwh)), ("A", 3, pytest.approx(226), pytest.approx(a_kwh)),
+        ("B", 2, pytest.approx(104), pytest.approx(b_kwh)), ("C", 1, pytest.approx(64), pytest.approx(0.0))]
+    assert e["A"]["kwh_per_gpu_hour"] == pytest.approx(a_kwh / 226)
+    assert e["A"]["kg_co2e_per_gpu_hour"] == pytest.approx(a_kwh * 1.3 * 0.4 / 226)
+    assert e["B"]["gpu_counter_share"] == 1.0 and e["C"]["gpu_counter_share"] is None
+    delivered = mart(scenario, "efficiency").filter(pl.col("project_key") == "A")["delivered_pflop_days"].item()
+    assert e["A"]["delivered_pflop_days"] == pytest.approx(delivered) and delivered > 0
+    assert e["A"]["facility_kwh_per_pflop_day"] == pytest.approx(1.3 * a_kwh / delivered)
+    # no carbon intensity configured: the energy, and no carbon figure
+    assert mart(scenario, "energy")["kg_co2e"].to_list() == [None] * 4
+    # a project's rows are its own
+    assert [r["project_key"] for r in mart(scenario, "energy", project="B").to_dicts()] == ["", "B"]
+    assert set(mart(scenario, "job_energy", project="B")["job_id"]) == {"1002", "1004"}
 
 
 def test_reservation_efficiency_and_cost(scenario):

@@ -1,0 +1,86 @@
+-- Energy and carbon of each run of {project} ('' for the whole cluster) in [from_ts, to_ts), from what was
+-- measured. Per node and hour:
+--   GPU energy   the GPUs' energy counters (dcgm-exporter's DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, gpu_hour's
+--                energy_j); for a GPU-hour without a counter, its mean power × the time its samples cover
+--                (power_w_avg × covered_s): the fallback, and said (gpu_energy_source)
+--   node energy  the node's power from IPMI (ipmi_exporter's DCMI reading, node_hour's node_power_w_avg) × the
+--                time its GPUs' samples cover; the rest of the node = node energy − GPU energy (0 when the node
+--                reports no power: node_power 'missing')
+-- A run's part of both is its share of the node's allocated GPU time in the hour (run_node_hour.gpu_s ÷
+-- capacity_node_hour.allocated_gpu_s), as the efficiency marts share the GPUs' activity: the energy of a node's
+-- unallocated GPUs is shared by the runs on it (they held the node), and a node-hour with no run is nobody's
+-- (energy.sql counts it as idle).
+-- Columns: job_id, submit_ts, user, account, project, gpus, gpu_model, gpu_hours (in the window);
+--   gpu_kwh (gpu_counter_kwh of it from counters), rest_kwh (the rest of its nodes), it_kwh = gpu_kwh + rest_kwh;
+--   facility_kwh   it_kwh × the GPU model's PUE (cost_model: [cost.<model>] pue)
+--   kg_co2e        facility_kwh × {carbon_g_per_kwh} ÷ 1000 (the config's [energy] carbon_g_per_kwh; NULL when
+--                  it is not set: -1)
+--   gpu_energy_source  'counters', 'power samples', 'counters and power samples', or 'none' (no telemetry)
+--   node_power     'measured' (every node-hour of the run reported power), 'partial' or 'missing'
+WITH
+hours AS (
+    SELECT job_id, submit_ts, node, hour, gpu_model, account,
+           gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s
+    FROM run_node_hour FINAL
+    WHERE cluster = {cluster:String} AND hour >= toStartOfHour({from_ts:DateTime('UTC')})
+      AND hour < {to_ts:DateTime('UTC')} AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}
+      AND ({project:String} = ''
+           OR account IN (SELECT account FROM dim_account WHERE project = {project:String}))
+),
+gpu AS (
+    SELECT node, hour, sum(ifNull(energy_j, 0)) AS counter_j,
+           sumIf(power_w_avg * covered_s, energy_j IS NULL AND power_w_avg IS NOT NULL) AS power_j,
+           max(covered_s) AS node_covered_s
+    FROM gpu_hour FINAL
+    WHERE cluster = {cluster:String} AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
+    GROUP BY node, hour
+),
+node AS (
+    SELECT node, hour, node_power_w_avg
+    FROM node_hour FINAL
+    WHERE cluster = {cluster:String} AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
+      AND node_power_w_avg IS NOT NULL
+),
+alloc AS (
+    SELECT node, hour, allocated_gpu_s
+    FROM capacity_node_hour FINAL
+    WHERE cluster = {cluster:String} AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
+),
+shared AS (
+    SELECT h.job_id AS job_id, h.submit_ts AS submit_ts, h.gpu_model AS gpu_model, h.gpu_s AS gpu_s,
+           h.gpu_s / nullIf(a.allocated_gpu_s, 0) AS share,
+           ifNull(g.counter_j, 0) * share AS counter_j,
+           ifNull(g.power_j, 0) * share AS power_j,
+           if(n.node_power_w_avg IS NULL, 0,
+              greatest(n.node_power_w_avg * g.node_covered_s - ifNull(g.counter_j, 0) - ifNull(g.power_j, 0), 0)) * share
+               AS rest_j,
+           toUInt8(n.node_power_w_avg IS NOT NULL) AS node_measured
+    FROM hours AS h
+    LEFT JOIN alloc AS a ON a.node = h.node AND a.hour = h.hour
+    LEFT JOIN gpu AS g ON g.node = h.node AND g.hour = h.hour
+    LEFT JOIN node AS n ON n.node = h.node AND n.hour = h.hour
+),
+per_run AS (
+    SELECT job_id, submit_ts, any(gpu_model) AS gpu_model, sum(gpu_s) / 3600 AS gpu_hours,
+           sum(ifNull(counter_j, 0)) AS counter_j, sum(ifNull(power_j, 0)) AS power_j, sum(ifNull(rest_j, 0)) AS rest_j,
+           min(node_measured) AS all_measured, max(node_measured) AS any_measured
+    FROM shared
+    GROUP BY job_id, submit_ts
+)
+SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, j.user AS user, j.account AS account, j.project AS project,
+       j.gpus AS gpus, r.gpu_model AS gpu_model, r.gpu_hours AS gpu_hours,
+       (r.counter_j + r.power_j) / 3.6e6 AS gpu_kwh,
+       r.counter_j / 3.6e6 AS gpu_counter_kwh,
+       r.rest_j / 3.6e6 AS rest_kwh,
+       gpu_kwh + rest_kwh AS it_kwh,
+       it_kwh * ifNull(m.pue, 1) AS facility_kwh,
+       facility_kwh * if({carbon_g_per_kwh:Float64} < 0, NULL, {carbon_g_per_kwh:Float64}) / 1000 AS kg_co2e,
+       multiIf(r.counter_j > 0 AND r.power_j > 0, 'counters and power samples', r.counter_j > 0, 'counters',
+               r.power_j > 0, 'power samples', 'none') AS gpu_energy_source,
+       multiIf(r.all_measured = 1, 'measured', r.any_measured = 1, 'partial', 'missing') AS node_power
+FROM per_run AS r
+INNER JOIN (SELECT job_id, submit_ts, user, account, project, gpus FROM fct_job_run
+            WHERE cluster = {cluster:String}) AS j ON j.job_id = r.job_id AND j.submit_ts = r.submit_ts
+LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
+ORDER BY it_kwh DESC, job_id
+SETTINGS join_use_nulls = 1;
