@@ -19,7 +19,7 @@ import polars as pl
 from ops_warehouse.analytics.pseudonyms import pseudonym, pseudonym_key
 from ops_warehouse.errors import OpsError
 
-EXPORT_VERSION = "2.0"
+EXPORT_VERSION = "2.1"
 
 
 def _marts(api, per, project: str | None) -> dict[str, pl.DataFrame]:
@@ -45,6 +45,14 @@ def _marts(api, per, project: str | None) -> dict[str, pl.DataFrame]:
         "chargeback": api.chargeback(per, project=proj),
         "chargeback_totals": api.chargeback_totals(per, project=proj),
         "reservations": api.reservations(per, project=proj),
+        # 2.1 (issue 17): hangs, GPUs held idle, node health, energy
+        "fine_telemetry": api.fine_telemetry(per),
+        "hung_jobs": api.hung_jobs(per, project=proj),
+        "idle_gpu_jobs": api.idle_gpu_jobs(per, project=proj),
+        "idle_gpu_users": api.idle_gpu_users(per, project=proj),
+        "node_health": api.node_health(per),
+        "energy": api.energy(per, project=proj),
+        "job_energy": api.job_energy(per, project=proj),
     }
     if project is not None:
         out["users"] = api.users(per, project=project)
@@ -75,7 +83,8 @@ def _export_month(api, out: Path, month=None, *, project: str | None = None, clu
     marts = _marts(api, per, project)
     for i, (name, df) in enumerate(marts.items()):
         if anonymize_users and "user" in df.columns:
-            df = df.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
+            # '' is a total row's user (idle_gpu_users): kept
+            df = df.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key) if u else "", pl.String))
         tmp = folder / f".{name}.parquet.tmp"
         df.write_parquet(tmp)
         tmp.replace(folder / f"{name}.parquet")  # a reader never sees half a file

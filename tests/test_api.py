@@ -100,6 +100,15 @@ def test_export_reads_back_in_duckdb_with_the_reports_numbers(demo, tmp_path):
     assert q("SELECT DISTINCT project FROM '@/job_efficiency.parquet'") == [("A",)]
     assert {u for (u,) in q("SELECT user FROM '@/users.parquet'")} == {r["user"] for r in report["users"]}
     assert q("SELECT DISTINCT project FROM '@/chargeback.parquet'") == [("A",)]
+    # the 2.1 files: energy, node health, idle GPUs, as in the report; a project's runs only
+    (it_kwh,), = q("SELECT it_kwh FROM '@/energy.parquet' WHERE project_key = 'A'")
+    assert it_kwh == pytest.approx(next(e["it_kwh"] for e in report["energy"] if e["project_key"] == "A"), rel=1e-9)
+    assert q("SELECT DISTINCT project FROM '@/job_energy.parquet'") == [("A",)]
+    assert [n for (n,) in q("SELECT node FROM '@/node_health.parquet' WHERE swap = 1 ORDER BY rank")] == [
+        n["node"] for n in report["node_health"] if n["swap"]]
+    assert q("SELECT runs FROM '@/idle_gpu_users.parquet' WHERE level = 'all'") == [
+        (next(u["runs"] for u in report["idle_gpu_users"] if u["level"] == "all"),)]
+    assert manifest["export_version"] == "2.1"
     # an unknown project is a one-line error
     bad = ops("--warehouse", dsn, "export", "--month", MONTH, "--project", "nope", "--out", str(tmp_path), check=False)
     assert bad.returncode == 2 and "no jobs of project 'nope'" in bad.stderr and bad.stderr.count("\n") == 1
