@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import subprocess
 import sys
@@ -28,23 +27,11 @@ import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from peak_rss import peak_rss_mb  # bench/peak_rss.py (benches run as scripts from bench/)
 
 GOAL_RATIO = 0.8  # issue 16: the product at >= 0.8 of the engine's own parse
 GOAL_RSS_MB = 1536
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
-
-
-def _peak_rss_mb() -> float:
-    """This process's own peak resident set (MB): VmHWM of /proc/self/status. (ru_maxrss would not do: a
-    child started from the parent starts out with the parent's peak, here that of generating the dump.)"""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
 def _current_rss_mb() -> float:
@@ -72,7 +59,7 @@ def child_product(path: str, wh_dir: str) -> dict:
     return {
         "seconds": seconds, "connect_s": connect_s, "records_read": r.records_read, "jobs_loaded": r.jobs_loaded,
         "steps_loaded": r.steps_loaded, "quarantined": r.quarantined, "reasons": r.reasons,
-        "rows_in_tables": runs + steps, "rss_before_mb": rss_before, "peak_rss_mb": _peak_rss_mb(),
+        "rows_in_tables": runs + steps, "rss_before_mb": rss_before, "peak_rss_mb": peak_rss_mb(),
     }
 
 
@@ -128,7 +115,7 @@ def child_ceiling(path: str, wh_dir: str) -> dict:
     seconds = time.perf_counter() - t
     rows = client.command("SELECT count() FROM sacct_ceiling")
     return {"seconds": seconds, "rows_in_tables": int(rows), "rss_before_mb": rss_before,
-            "peak_rss_mb": _peak_rss_mb()}
+            "peak_rss_mb": peak_rss_mb()}
 
 
 def child_stages(path: str, wh_dir: str) -> dict:
@@ -185,7 +172,7 @@ def child_stages(path: str, wh_dir: str) -> dict:
     t = time.perf_counter()
     sacct_load.load_sacct(wh, path)
     total = time.perf_counter() - t
-    return {"seconds": total, "stages": acc, "peak_rss_mb": _peak_rss_mb()}
+    return {"seconds": total, "stages": acc, "peak_rss_mb": peak_rss_mb()}
 
 
 CHILDREN = {"product": child_product, "ceiling": child_ceiling, "stages": child_stages}

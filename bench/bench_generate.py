@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -27,21 +26,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
+from peak_rss import peak_rss_mb  # bench/peak_rss.py (benches run as scripts from bench/)
 
 START = datetime(2026, 10, 1, tzinfo=timezone.utc)
-
-
-def _rss() -> float:
-    """This process's own peak resident set (MB): VmHWM of /proc/self/status (ru_maxrss of a child started
-    from the parent would start out at the parent's peak)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def child_history(out: str, jobs: int, days: int) -> dict:
@@ -53,7 +40,7 @@ def child_history(out: str, jobs: int, days: int) -> dict:
     s = time.perf_counter() - t
     psv = Path(out) / "sacct" / "sacct.psv"
     return {"seconds": s, "runs": h.runs.select(pl.len()).collect().item(), "sacct_lines": sum(1 for _ in open(psv, "rb")) - 1,
-            "sacct_mb": psv.stat().st_size / 1e6, "node_events": h.node_events.height, "peak_rss_mb": _rss()}
+            "sacct_mb": psv.stat().st_size / 1e6, "node_events": h.node_events.height, "peak_rss_mb": peak_rss_mb()}
 
 
 def child_telemetry(out: str, nodes: int = 128, days: int = 31) -> dict:
@@ -72,7 +59,7 @@ def child_telemetry(out: str, nodes: int = 128, days: int = 31) -> dict:
     s = time.perf_counter() - t
     return {"simulate_seconds": sim_s, "seconds": s, "gpus": int(h.inventory["gpus"].sum()),
             "dcgm_rows": counts["dcgm"]["rows"], "samples": sum(c["samples"] for c in counts.values()),
-            "mb": sum(c["bytes"] for c in counts.values()) / 1e6, "peak_rss_mb": _rss()}
+            "mb": sum(c["bytes"] for c in counts.values()) / 1e6, "peak_rss_mb": peak_rss_mb()}
 
 
 def run_child(kind: str, out: Path, jobs: int, days: int, tel_nodes: int = 128, tel_days: int = 31) -> dict:

@@ -28,29 +28,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import time
 from datetime import date, datetime, timezone
 from pathlib import Path
+from peak_rss import peak_rss_mb  # bench/peak_rss.py (benches run as scripts from bench/)
 
 START = datetime(2026, 10, 1, tzinfo=timezone.utc)
 W0, W1 = START, datetime(2026, 11, 1, tzinfo=timezone.utc)
 PROJECTS = {f"proj{c}": c.upper() for c in "abcdef"}
-
-
-def _rss() -> float:
-    """This process's peak resident set (MB) since it started: VmHWM belongs to the process's own memory
-    map, so unlike ru_maxrss it does not carry over the parent's peak across fork and exec."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def prepare(work: Path, nodes: int, days: int) -> None:
@@ -140,7 +127,7 @@ def child_product(work: Path) -> dict:
     write(r, out, ["md", "html", "json"])
     cl = next(u for u in r["utilization"] if u["level"] == "cluster")
     return {"seconds": time.perf_counter() - t, "stats_s": t_stats, "charts_s": t_charts, "core_s": core_s,
-            "peak_rss_mb": _rss(), "allocated_gpu_h": cl["allocated_gpu_h"], "capacity_gpu_h": cl["capacity_gpu_h"],
+            "peak_rss_mb": peak_rss_mb(), "allocated_gpu_h": cl["allocated_gpu_h"], "capacity_gpu_h": cl["capacity_gpu_h"],
             "sizes": {s["size_class"]: s["jobs"] for s in r["job_sizes"]}}
 
 
@@ -193,7 +180,7 @@ def child_duckdb(work: Path) -> dict:
             if stmt.lstrip().startswith(("SELECT g.gpu_model",)):
                 out["allocated_gpu_h"] = sum(r[2] for r in rows)
                 out["capacity_gpu_h"] = sum(r[1] for r in rows)
-    return {"seconds": time.perf_counter() - t, "peak_rss_mb": _rss(), **out}
+    return {"seconds": time.perf_counter() - t, "peak_rss_mb": peak_rss_mb(), **out}
 
 
 def child_pandas(work: Path) -> dict:
@@ -246,7 +233,7 @@ def child_pandas(work: Path) -> dict:
     gh = pd.read_parquet(pq / "gpu_hour.parquet")
     gh["w"] = gh.gpu_util_pct_avg * gh.covered_s
     gh.groupby(["node", "gpu"])[["w", "covered_s"]].sum()
-    return {"seconds": time.perf_counter() - t, "peak_rss_mb": _rss(),
+    return {"seconds": time.perf_counter() - t, "peak_rss_mb": peak_rss_mb(),
             "allocated_gpu_h": float(by_model["gpu_s"].sum()), "capacity_gpu_h": float(by_model["cap_s"].sum())}
 
 

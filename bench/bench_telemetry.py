@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -24,21 +23,9 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from peak_rss import peak_rss_mb  # bench/peak_rss.py (benches run as scripts from bench/)
 
 START = datetime(2026, 10, 1, tzinfo=timezone.utc)
-
-
-def _rss() -> float:
-    """This process's own peak resident set (MB): VmHWM of /proc/self/status. (ru_maxrss would not do: a
-    child started from the parent starts out with the parent's peak, here that of generating the telemetry.)"""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def child(kind: str, data: str, wh: str, days: int) -> dict:
@@ -109,8 +96,8 @@ def child(kind: str, data: str, wh: str, days: int) -> dict:
         finally:
             p.stop()
         return {"seconds": time.perf_counter() - t, "rows": c["gpu_rows"], "backfill_s": backfill_s,
-                "queries": c["queries"], "peak_rss_mb": _rss()}
-    return {"seconds": time.perf_counter() - t, "rows": rows, "peak_rss_mb": _rss()}
+                "queries": c["queries"], "peak_rss_mb": peak_rss_mb()}
+    return {"seconds": time.perf_counter() - t, "rows": rows, "peak_rss_mb": peak_rss_mb()}
 
 
 def run(kind: str, data: Path, work: Path, days: int) -> dict:
