@@ -369,6 +369,29 @@ class Connection:
         return self.mart("node_health", month, cluster=cluster, start=start, end=end,
                          params={"reservation": reservation, "swap_min_score": swap_min_score})
 
+    def campaigns(self, month=None, *, project=None, cluster=None, start=None, end=None,
+                  campaign_gap_hours: float | None = None, ckpt_write_bytes_per_s: float | None = None) -> pl.DataFrame:
+        """Training campaigns (the runs of one user, account and job name, each submitted within
+        ``campaign_gap_hours``, default 24, of the campaign's latest end): wall time, running, queued, restart
+        waits, work lost since the last checkpoint (Lustre write bursts at ``ckpt_write_bytes_per_s``, default
+        1e8; unknown without telemetry), and ETTR = productive ÷ wall time (sql/marts/campaigns.sql).
+
+        >>> c = wh.campaigns("2026-10")
+        >>> bool(c.filter(c["ettr"].is_not_null())["ettr"].is_between(0, 1).all())
+        True
+        """
+        return self.mart("campaigns", month, project=project, cluster=cluster, start=start, end=end,
+                         params={"campaign_gap_hours": campaign_gap_hours,
+                                 "ckpt_write_bytes_per_s": ckpt_write_bytes_per_s})
+
+    def goodput(self, month=None, *, project=None, cluster=None, start=None, end=None,
+                campaign_gap_hours: float | None = None, ckpt_write_bytes_per_s: float | None = None) -> pl.DataFrame:
+        """:meth:`campaigns` summed for the scope (``project_key`` '') and per project: ETTR weighted by GPU
+        count, GPU-hours lost by cause, queued and restart hours (sql/marts/goodput.sql)."""
+        return self.mart("goodput", month, project=project, cluster=cluster, start=start, end=end,
+                         params={"campaign_gap_hours": campaign_gap_hours,
+                                 "ckpt_write_bytes_per_s": ckpt_write_bytes_per_s})
+
     def energy(self, month=None, *, project=None, cluster=None, start=None, end=None,
                carbon_g_per_kwh: float | None = None) -> pl.DataFrame:
         """Energy and carbon of the runs, for the scope (``project_key`` '') and per project: GPU energy

@@ -53,6 +53,8 @@ def _marts(api, per, project: str | None) -> dict[str, pl.DataFrame]:
         "node_health": api.node_health(per),
         "energy": api.energy(per, project=proj),
         "job_energy": api.job_energy(per, project=proj),
+        "campaigns": api.campaigns(per, project=proj),
+        "goodput": api.goodput(per, project=proj),
     }
     if project is not None:
         out["users"] = api.users(per, project=project)

@@ -34,9 +34,12 @@ from ops_warehouse.sqlfiles import sql_query
 # DRAIN or a day throttled, 2 a run behind its peers beyond the second, 2 a standard deviation of failed runs
 # or hangs beyond 2 above its share): two DOWNs, or two hardware Xids, or five runs behind its peers;
 # reservation '' scores every node, a name only that reservation's.
+# A run submitted within campaign_gap_hours of the end of a run with the same user, account and job name
+# continues its campaign; a node writing ckpt_write_bytes_per_s to Lustre is checkpointing (campaigns.sql).
 PARAMETERS = {"behind_ratio": 0.8, "top_jobs": 15, "runs_limit": 0,
               "hang_minutes": 20, "hang_nic_bytes_per_s": 1e6, "idle_min_minutes": 60,
-              "swap_min_score": 6.0, "reservation": ""}
+              "swap_min_score": 6.0, "reservation": "",
+              "campaign_gap_hours": 24.0, "ckpt_write_bytes_per_s": 1e8}
 
 
 def mart_sql(name: str) -> str:

@@ -121,6 +121,8 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
     # node health (2.1): cluster-level, nodes only, in a project's report too (the nodes its jobs run on)
     health = run("node_health", api.node_health, per)
     energy = run("energy", api.energy, per, project=proj)  # the scope's row and its projects'
+    goodput = run("goodput", api.goodput, per, project=proj)
+    campaigns = run("campaigns", api.campaigns, per, project=proj).head(top_jobs)  # the largest, as listed
 
     if project is not None:
         users = run("users", api.users, per, project=proj)
@@ -131,8 +133,9 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         if users.height:
             users = users.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
         jobs = jobs.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
-        hung, idle_jobs = (df.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
-                           for df in (hung, idle_jobs))
+        hung, idle_jobs, campaigns = (
+            df.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
+            for df in (hung, idle_jobs, campaigns))
         idle_users = idle_users.with_columns(  # '' is the project and total rows' user: kept
             pl.col("user").map_elements(lambda u: pseudonym(u, key) if u else "", pl.String))
 
@@ -199,6 +202,10 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "idle_gpu_users": _rows(idle_users),
         "node_health": _rows(health),
         "energy": _rows(energy),
+        "goodput": _rows(goodput),
+        "campaigns": _rows(campaigns),
+        "campaign_gap_hours": PARAMETERS["campaign_gap_hours"],
+        "ckpt_write_bytes_per_s": PARAMETERS["ckpt_write_bytes_per_s"],
         "carbon_g_per_kwh": wh.cfg.carbon_g_per_kwh,
         "cost_model": warehouse_cost_model(wh),  # the one the cost marts used
     }

@@ -24,7 +24,7 @@ MONTH, PROJECT = "2026-10", "A"
 def test_there_are_the_five_notebooks_and_none_carries_outputs():
     assert [p.name for p in NOTEBOOKS] == ["01_utilization_and_idle_capacity.ipynb", "02_job_sizes_and_run_times.ipynb",
                                            "03_reliability.ipynb", "04_investment_effectiveness.ipynb",
-                                           "05_hangs_idle_gpus_and_node_health.ipynb"]
+                                           "05_goodput_and_node_health.ipynb"]
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
         nbformat.validate(nb)
@@ -128,7 +128,7 @@ def test_investment_notebook_matches_the_report(executed):
 
 def test_hangs_idle_and_node_health_notebook_matches_the_report(executed):
     nbs, report, _ = executed
-    nb = nbs["05_hangs_idle_gpus_and_node_health.ipynb"]
+    nb = nbs["05_goodput_and_node_health.ipynb"]
     s = _summary(nb)
     assert s["telemetry_covered"] == bool(report["fine_telemetry"]["covered"]) is True
     assert s["hung_runs"] == sorted(h["job_id"] for h in report["hung_jobs"])
@@ -136,7 +136,9 @@ def test_hangs_idle_and_node_health_notebook_matches_the_report(executed):
     assert (s["idle_runs"], s["idle_gpu_hours"]) == (total["runs"], pytest.approx(total["gpu_hours"] or 0.0, abs=1e-3))
     assert s["idle_runs"] == len(report["idle_gpu_jobs"])
     assert s["swap_list"] == [n["node"] for n in report["node_health"] if n["swap"]]
-    assert _images(nb) == 2
+    own = next(g for g in report["goodput"] if g["project_key"] == PROJECT)
+    assert s["ettr"] == (None if own["ettr"] is None else pytest.approx(own["ettr"], abs=1e-6))
+    assert _images(nb) == 3
 
 
 JUPYTER = Path(sys.executable).parent / "jupyter"

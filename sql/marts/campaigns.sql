@@ -1,0 +1,111 @@
+-- Training campaigns of {project} ('' for the whole cluster) and their effective training time ratio (ETTR,
+-- Kokolis et al., HPCA 2025): the runs that ran in [from_ts, to_ts), grouped into campaigns, one row each.
+--   campaign     the runs of one user, account and job name in which each run was submitted at most
+--                {campaign_gap_hours} after the campaign's latest end so far: requeues of one job and
+--                resubmissions of the same job alike (Slurm's dependency chains are not in sacct's output;
+--                arrays are their tasks' own job names). A campaign that crosses the window's edges is cut there.
+--   interrupted  a run that did not end COMPLETED (FAILED, NODE_FAIL, TIMEOUT, CANCELLED, OUT_OF_MEMORY,
+--                PREEMPTED, ...): its work since its last checkpoint is lost
+--   checkpoint   a node_sample time on one of the run's nodes, within the run, at which the node wrote at
+--                least {ckpt_write_bytes_per_s} bytes a second to Lustre (lustre_write_bytes ÷ step_s): the
+--                generator's checkpoints write 12 GB a GPU in 60-120 s; set the rate above a site's steady
+--                output writes
+--   lost_s       per interrupted run: end − its last checkpoint (end − start when it wrote none); NULL when
+--                its nodes have no node samples in the run (no telemetry: unknown, never 0)
+-- Columns: user, account, project, job_name, first_submit_ts, last_end_ts, runs, interrupted_runs, max_gpus,
+--   wall_s           last end − first submit
+--   running_s        the runs' time, start to end (each run counted from the previous one's end when they overlap)
+--   queued_s         wall_s − running_s: waiting, first submission and every restart
+--   restart_wait_s   after each interrupted run that the campaign went on from: the next run's start − its end
+--   lost_s           the interrupted runs' lost work summed; NULL when one of them is unknown
+--   productive_s     running_s − lost_s
+--   ettr             productive_s ÷ wall_s (NULL when lost_s is)
+--   gpu_hours        the runs' GPU-hours; gpu_hours_lost: GPUs × lost_s of each interrupted run, and by cause:
+--                    lost_node_fail_gpu_hours (NODE_FAIL), lost_failed_gpu_hours (FAILED, OUT_OF_MEMORY),
+--                    lost_timeout_gpu_hours (TIMEOUT), lost_other_gpu_hours (CANCELLED, PREEMPTED, ...)
+--   last_state       how the campaign's last run ended
+WITH
+runs AS (
+    SELECT job_id, submit_ts, user, account, project, job_name, state, gpus, nodes,
+           assumeNotNull(start_ts) AS start_ts, assumeNotNull(end_ts) AS end_ts
+    FROM fct_job_run
+    WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
+      AND NOT never_ran AND gpus > 0 AND length(nodes) > 0 AND start_ts IS NOT NULL AND end_ts IS NOT NULL
+      AND end_ts > {from_ts:DateTime('UTC')} AND start_ts < {to_ts:DateTime('UTC')}
+),
+ordered AS (
+    SELECT *,
+           row_number() OVER w AS rn,
+           max(end_ts) OVER (PARTITION BY user, account, job_name ORDER BY start_ts, job_id
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_max_end,
+           lagInFrame(end_ts) OVER w AS prev_end,
+           lagInFrame(state) OVER w AS prev_state
+    FROM runs
+    WINDOW w AS (PARTITION BY user, account, job_name ORDER BY start_ts, job_id
+                 ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+),
+numbered AS (
+    SELECT *,
+           sum(toUInt32(rn = 1 OR toInt64(submit_ts) > toInt64(prev_max_end) + {campaign_gap_hours:Float64} * 3600))
+               OVER (PARTITION BY user, account, job_name ORDER BY start_ts, job_id ROWS UNBOUNDED PRECEDING)
+               AS campaign_no,
+           toUInt8(rn > 1 AND toInt64(submit_ts) <= toInt64(prev_max_end) + {campaign_gap_hours:Float64} * 3600)
+               AS continues,
+           state != 'COMPLETED' AS interrupted
+    FROM ordered
+),
+interrupted_runs AS (SELECT job_id, submit_ts, nodes, start_ts, end_ts FROM numbered WHERE interrupted),
+int_hours AS (
+    SELECT job_id, submit_ts, start_ts, end_ts, node, hour
+    FROM interrupted_runs
+    ARRAY JOIN nodes AS node
+    ARRAY JOIN hours_touched(start_ts, end_ts) AS hour
+),
+-- each interrupted run's node samples and its last checkpoint among them
+ckpt AS (
+    SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, count() AS samples,
+           maxIf(toNullable(n.ts), ifNull(n.lustre_write_bytes, 0) >= {ckpt_write_bytes_per_s:Float64} * n.step_s)
+               AS last_ckpt_ts
+    FROM (SELECT node, toStartOfHour(ts) AS hour, ts, step_s, lustre_write_bytes
+          FROM node_sample FINAL
+          PREWHERE cluster = {cluster:String}
+               AND ts > (SELECT min(start_ts) FROM interrupted_runs) AND ts <= (SELECT max(end_ts) FROM interrupted_runs)
+          ) AS n
+    INNER JOIN int_hours AS r ON r.node = n.node AND r.hour = n.hour
+    WHERE n.ts > r.start_ts AND n.ts <= r.end_ts
+    GROUP BY job_id, submit_ts
+),
+per_run AS (
+    SELECT n.*,
+           toInt64(n.end_ts) - greatest(toInt64(n.start_ts), if(n.continues = 1, toInt64(n.prev_end), 0)) AS run_s,
+           if(n.interrupted,
+              if(ifNull(c.samples, 0) = 0, NULL,
+                 toInt64(n.end_ts) - toInt64(coalesce(c.last_ckpt_ts, n.start_ts))),
+              0) AS run_lost_s,
+           if(n.continues = 1 AND n.prev_state != 'COMPLETED', greatest(toInt64(n.start_ts) - toInt64(n.prev_end), 0), 0)
+               AS run_restart_wait_s
+    FROM numbered AS n
+    LEFT JOIN ckpt AS c ON c.job_id = n.job_id AND c.submit_ts = n.submit_ts
+)
+SELECT user, account, any(project) AS project, job_name,
+       min(submit_ts) AS first_submit_ts, max(end_ts) AS last_end_ts,
+       count() AS runs, countIf(interrupted) AS interrupted_runs, max(gpus) AS max_gpus,
+       toInt64(max(end_ts)) - toInt64(min(submit_ts)) AS wall_s,
+       sum(greatest(run_s, 0)) AS running_s,
+       wall_s - running_s AS queued_s,
+       sum(run_restart_wait_s) AS restart_wait_s,
+       if(countIf(interrupted AND run_lost_s IS NULL) > 0, NULL, sum(ifNull(run_lost_s, 0))) AS lost_s,
+       running_s - lost_s AS productive_s,
+       productive_s / nullIf(wall_s, 0) AS ettr,
+       sum(gpus * greatest(run_s, 0)) / 3600 AS gpu_hours,
+       if(lost_s IS NULL, NULL, sum(gpus * ifNull(run_lost_s, 0)) / 3600) AS gpu_hours_lost,
+       sumIf(gpus * ifNull(run_lost_s, 0), state = 'NODE_FAIL') / 3600 AS lost_node_fail_gpu_hours,
+       sumIf(gpus * ifNull(run_lost_s, 0), state IN ('FAILED', 'OUT_OF_MEMORY')) / 3600 AS lost_failed_gpu_hours,
+       sumIf(gpus * ifNull(run_lost_s, 0), state = 'TIMEOUT') / 3600 AS lost_timeout_gpu_hours,
+       sumIf(gpus * ifNull(run_lost_s, 0), state NOT IN ('NODE_FAIL', 'FAILED', 'OUT_OF_MEMORY', 'TIMEOUT', 'COMPLETED'))
+           / 3600 AS lost_other_gpu_hours,
+       argMax(state, end_ts) AS last_state
+FROM per_run
+GROUP BY user, account, job_name, campaign_no
+ORDER BY gpu_hours DESC, first_submit_ts, user, job_name
+SETTINGS join_use_nulls = 1;

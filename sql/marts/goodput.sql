@@ -1,0 +1,34 @@
+-- Goodput per project in [from_ts, to_ts): campaigns.sql's campaigns (included below, so the rules are that
+-- file's) summed for the scope (project_key '') and per project.
+--   campaigns, unknown_campaigns   campaigns, and those whose ETTR is unknown (an interrupted run without
+--                                  telemetry): left out of ettr, counted here
+--   ettr           the campaigns' productive time ÷ their wall time, each weighted by its largest GPU count
+--                  (GPU-time weighted: a 512-GPU campaign counts 512 times a 1-GPU one); NULL when no campaign's
+--                  is known
+--   gpu_hours, gpu_hours_lost      the runs' GPU-hours, and the GPU-hours of work lost at interruptions (known ones)
+--   lost_node_fail_gpu_hours, lost_failed_gpu_hours, lost_timeout_gpu_hours, lost_other_gpu_hours  by cause
+--   queued_hours, restart_wait_hours   hours waited in the queue, and of them after interruptions
+WITH
+sums AS (
+    SELECT if(grouping(project) = 1, '', project) AS project_key,
+           count() AS n_campaigns,
+           countIf(c.ettr IS NULL) AS n_unknown,
+           sumIf(c.max_gpus * c.productive_s, c.ettr IS NOT NULL)
+               / nullIf(sumIf(c.max_gpus * c.wall_s, c.ettr IS NOT NULL), 0) AS t_ettr,
+           sum(c.gpu_hours) AS t_gpu_hours,
+           sum(ifNull(c.gpu_hours_lost, 0)) AS t_lost,
+           sum(c.lost_node_fail_gpu_hours) AS t_node_fail,
+           sum(c.lost_failed_gpu_hours) AS t_failed,
+           sum(c.lost_timeout_gpu_hours) AS t_timeout,
+           sum(c.lost_other_gpu_hours) AS t_other,
+           sum(c.queued_s) / 3600 AS t_queued,
+           sum(c.restart_wait_s) / 3600 AS t_restart
+    FROM ({{mart campaigns}}) AS c
+    GROUP BY GROUPING SETS ((), (project))
+)
+SELECT project_key, n_campaigns AS campaigns, n_unknown AS unknown_campaigns, t_ettr AS ettr,
+       t_gpu_hours AS gpu_hours, t_lost AS gpu_hours_lost, t_node_fail AS lost_node_fail_gpu_hours,
+       t_failed AS lost_failed_gpu_hours, t_timeout AS lost_timeout_gpu_hours, t_other AS lost_other_gpu_hours,
+       t_queued AS queued_hours, t_restart AS restart_wait_hours
+FROM sums
+ORDER BY project_key;

@@ -1,0 +1,125 @@
+"""Training campaigns and their effective training time ratio (ETTR) on a hand-built week whose every figure is
+worked out by hand below (issue 17, part 1; sql/marts/campaigns.sql).
+
+Cluster t1: two 8-GPU nodes n1, n2. Lustre client telemetry (lustre_exporter's lustre_write_bytes_total) for
+2026-10-05 only, a sample every 10 minutes: each node writes 1e6 B/s in the background (6e8 bytes a step),
+and n1 writes a checkpoint in the steps ending 02:00 and 04:00 (3e11 bytes: 5e8 B/s, over the 1e8 B/s
+threshold). Jobs (8 GPUs each, sacct lines below):
+
+  3001 alice proja "llm"   n1  submit 10-05 00:00, run 01:00 .. 05:00  NODE_FAIL
+  3002 alice proja "llm"   n2  submit 10-05 05:30, run 06:00 .. 10:00  COMPLETED   (resubmitted: same campaign)
+  3006 dave  proja "llm2"  n2  submit 10-05 11:00, run 11:00 .. 13:00  TIMEOUT     (no checkpoint written)
+  3003 bob   projb "sweep" n1  submit 10-05 12:00, run 12:30 .. 14:30  COMPLETED
+  3004 carol projc "x"     n2  submit 10-06 00:00, run 00:00 .. 03:00  FAILED      (no telemetry that day)
+  3005 alice proja "llm"   n1  submit 10-07 12:00, run 12:00 .. 14:00  COMPLETED   (50 h after 10:00: a new campaign)
+
+Campaigns (gap 24 h, checkpoint at 1e8 B/s):
+  alice llm (1)  runs 3001, 3002. Wall 00:00 .. 10:00 = 36,000 s; running 4 h + 4 h = 28,800; queued 7,200;
+                 3001's last checkpoint 04:00, lost 05:00 − 04:00 = 3,600 s; restart wait 06:00 − 05:00 =
+                 3,600; productive 25,200; ETTR 0.7. GPU-hours 64, lost 8 (NODE_FAIL).
+  dave llm2      lost 13:00 − 11:00 = 7,200 (no checkpoint in the run: all its work); ETTR 0; 16 GPU-h lost (TIMEOUT).
+  bob sweep      wall 12:00 .. 14:30 = 9,000; running 7,200; ETTR 0.8.
+  carol x        FAILED without telemetry: lost unknown, ETTR unknown (NULL), never 0.
+  alice llm (2)  wall = running = 7,200; ETTR 1.
+Per project (goodput.sql: GPU-time weighted, max GPUs × seconds): A = (8 × 25,200 + 8 × 0 + 8 × 7,200) ÷
+(8 × 36,000 + 8 × 7,200 + 8 × 7,200) = 32,400 ÷ 50,400 = 0.642857; B 0.8; C unknown (its one campaign is).
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import polars as pl
+import pytest
+
+from ops_warehouse.analytics.marts import run_mart
+from ops_warehouse.etl.sacct_load import load_sacct
+from ops_warehouse.etl.telemetry_load import load_parquet_dir
+
+pytestmark = pytest.mark.both_forms
+
+UTC = timezone.utc
+OCT = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
+HEAD = ("JobIDRaw|JobID|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|ElapsedRaw|"
+        "TimelimitRaw|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|NodeList|Reservation|JobName")
+JOBS = [  # id, account, user, node, submit, start, end, state, name
+    (3001, "proja", "alice", "n1", "2026-10-05T00:00", "2026-10-05T01:00", "2026-10-05T05:00", "NODE_FAIL", "llm"),
+    (3002, "proja", "alice", "n2", "2026-10-05T05:30", "2026-10-05T06:00", "2026-10-05T10:00", "COMPLETED", "llm"),
+    (3006, "proja", "dave", "n2", "2026-10-05T11:00", "2026-10-05T11:00", "2026-10-05T13:00", "TIMEOUT", "llm2"),
+    (3003, "projb", "bob", "n1", "2026-10-05T12:00", "2026-10-05T12:30", "2026-10-05T14:30", "COMPLETED", "sweep"),
+    (3004, "projc", "carol", "n2", "2026-10-06T00:00", "2026-10-06T00:00", "2026-10-06T03:00", "FAILED", "x"),
+    (3005, "proja", "alice", "n1", "2026-10-07T12:00", "2026-10-07T12:00", "2026-10-07T14:00", "COMPLETED", "llm"),
+]
+
+
+@pytest.fixture
+def site(tmp_path, cfg):
+    from ops_warehouse.warehouse import open_warehouse
+
+    cfg.projects = {"proja": "A", "projb": "B", "projc": "C"}
+    wh = open_warehouse(cfg)
+    lines = [HEAD]
+    for jid, acct, user, node, submit, start, end, state, name in JOBS:
+        el = int((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
+        tres = "billing=112,cpu=112,gres/gpu=8,mem=100G,node=1"
+        exit_code = "0:0" if state == "COMPLETED" else "1:0"
+        lines.append(f"{jid}|{jid}|t1|gpu|normal|{acct}|{acct}|1|{user}|1|{submit}:00|{submit}:00|{start}:00|"
+                     f"{end}:00|{el}|2880|{exit_code}|{state}|1|112|112|100G|{tres}|{tres}|{node}||{name}")
+    (tmp_path / "sacct.psv").write_text("\n".join(lines) + "\n")
+    assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
+    t0 = datetime(2026, 10, 5, tzinfo=UTC)
+    rows, total = [], {"n1": 0.0, "n2": 0.0}
+    for k in range(144):
+        t = t0 + timedelta(minutes=10 * k)
+        for i, node in enumerate(("n1", "n2")):
+            ckpt = node == "n1" and t in (t0 + timedelta(hours=2), t0 + timedelta(hours=4))
+            total[node] += 3e11 if ckpt else 6e8  # the bytes written in the step ending at t
+            rows.append({"timestamp": t, "instance": f"{node}:9169", "component": "client",
+                         "target": f"lustre01-ffff{i}", "lustre_read_bytes_total": 0.0,
+                         "lustre_write_bytes_total": total[node]})
+    (tmp_path / "lustre").mkdir()
+    pl.DataFrame(rows).with_columns(pl.col("timestamp").dt.cast_time_unit("ms")).write_parquet(
+        tmp_path / "lustre" / "2026-10-05.parquet")
+    load_parquet_dir(wh, tmp_path, date(2026, 10, 5), date(2026, 10, 5), cluster="t1")
+    return wh
+
+
+def test_campaigns_and_their_ettr(site):
+    c = run_mart(site, "campaigns", cluster="t1", window=OCT)
+    got = {(r["user"], r["job_name"], r["first_submit_ts"].day): r for r in c.to_dicts()}
+    assert len(got) == 5
+    a = got[("alice", "llm", 5)]
+    assert (a["runs"], a["interrupted_runs"], a["wall_s"], a["running_s"], a["queued_s"], a["restart_wait_s"],
+            a["lost_s"], a["productive_s"]) == (2, 1, 36_000, 28_800, 7_200, 3_600, 3_600, 25_200)
+    assert a["ettr"] == pytest.approx(0.7) and a["gpu_hours"] == pytest.approx(64)
+    assert (a["gpu_hours_lost"], a["lost_node_fail_gpu_hours"], a["last_state"]) == (pytest.approx(8), pytest.approx(8),
+                                                                                       "COMPLETED")
+    d = got[("dave", "llm2", 5)]
+    assert (d["lost_s"], d["ettr"], d["lost_timeout_gpu_hours"]) == (7_200, 0.0, pytest.approx(16))
+    b = got[("bob", "sweep", 5)]
+    assert (b["wall_s"], b["running_s"], b["lost_s"]) == (9_000, 7_200, 0) and b["ettr"] == pytest.approx(0.8)
+    x = got[("carol", "x", 6)]
+    assert (x["lost_s"], x["ettr"], x["gpu_hours_lost"]) == (None, None, None)  # unknown, never 0
+    assert got[("alice", "llm", 7)]["ettr"] == 1.0  # 50 h later: a campaign of its own
+    # the gap is a parameter: at 72 h alice's two campaigns are one
+    wide = run_mart(site, "campaigns", cluster="t1", window=OCT, campaign_gap_hours=72.0)
+    assert wide.filter((pl.col("user") == "alice") & (pl.col("job_name") == "llm"))["runs"].to_list() == [3]
+    # so is the checkpoint rate: above 5e8 B/s no checkpoint is seen, and 3001 lost all its 4 hours
+    high = run_mart(site, "campaigns", cluster="t1", window=OCT, ckpt_write_bytes_per_s=6e8)
+    assert high.filter((pl.col("user") == "alice") & (pl.col("runs") == 2))["lost_s"].item() == 14_400
+    # a project's campaigns only; a project name is a parameter, never SQL
+    assert set(run_mart(site, "campaigns", cluster="t1", window=OCT, project="A")["user"]) == {"alice", "dave"}
+    assert run_mart(site, "campaigns", cluster="t1", window=OCT, project="A' OR 1=1 --").height == 0
+
+
+def test_goodput_per_project(site):
+    g = {r["project_key"]: r for r in run_mart(site, "goodput", cluster="t1", window=OCT).to_dicts()}
+    assert set(g) == {"", "A", "B", "C"}
+    assert (g["A"]["campaigns"], g["A"]["unknown_campaigns"]) == (3, 0)
+    assert g["A"]["ettr"] == pytest.approx(32_400 / 50_400)
+    assert g["B"]["ettr"] == pytest.approx(0.8) and g["C"]["ettr"] is None and g["C"]["unknown_campaigns"] == 1
+    assert g["A"]["gpu_hours_lost"] == pytest.approx(8 + 16)
+    assert (g["A"]["lost_node_fail_gpu_hours"], g["A"]["lost_timeout_gpu_hours"]) == (pytest.approx(8), pytest.approx(16))
+    # the whole cluster: the campaigns whose ETTR is known (A's three, B's), C's counted as unknown
+    assert g[""]["ettr"] == pytest.approx((32_400 + 7_200) / (50_400 + 9_000))
+    assert (g[""]["campaigns"], g[""]["unknown_campaigns"]) == (5, 1)
