@@ -126,6 +126,14 @@ def _render(df, fmt: str) -> str:
     return render(df, fmt)
 
 
+def _day_window(date_from: str, date_to: str) -> tuple[datetime, datetime]:
+    """--from and --to (whole days, --to inclusive) as [start, end) in UTC."""
+    d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
+    if d1 < d0:
+        raise OpsError(f"--to {d1} is before --from {d0}")
+    return (datetime.combine(d0, time(), timezone.utc), datetime.combine(d1 + timedelta(days=1), time(), timezone.utc))
+
+
 def _date(value: str, flag: str) -> date:
     try:
         return date.fromisoformat(value)
@@ -311,13 +319,7 @@ def etl_slurmdbd(
 
     if (date_from is None) != (date_to is None):
         raise OpsError("give both --from and --to, or neither (an incremental load since the last one)")
-    w0 = w1 = None
-    if date_from:
-        d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
-        if d1 < d0:
-            raise OpsError(f"--to {d1} is before --from {d0}")
-        w0 = datetime.combine(d0, datetime.min.time(), timezone.utc)
-        w1 = datetime.combine(d1, datetime.min.time(), timezone.utc) + timedelta(days=1)
+    w0, w1 = _day_window(date_from, date_to) if date_from else (None, None)
     wh = _wh()
     r = _etl().load_slurmdbd(wh, db, w0, w1, cluster=cluster or wh.cfg.default_cluster,
                              retry=_retry(f"slurmdbd {cluster or wh.cfg.default_cluster}"))
@@ -490,13 +492,7 @@ def nodes(
         raise OpsError("give both --from and --to (or --month)")
     if month and date_from:
         raise OpsError("choose one: --month or --from/--to")
-    start = end = None
-    if date_from:
-        d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
-        if d1 < d0:
-            raise OpsError(f"--to {d1} is before --from {d0}")
-        start = datetime.combine(d0, time(), timezone.utc)
-        end = datetime.combine(d1 + timedelta(days=1), time(), timezone.utc)
+    start, end = _day_window(date_from, date_to) if date_from else (None, None)
     api = Connection(_wh())
     with api.session() as w:
         if reservation is not None:
