@@ -11,7 +11,8 @@
 --                generator's checkpoints write 12 GB a GPU in 60-120 s; set the rate above a site's steady
 --                output writes
 --   lost_s       per interrupted run: end − its last checkpoint (end − start when it wrote none); NULL when
---                its nodes have no node samples in the run (no telemetry: unknown, never 0)
+--                no node sample of its nodes covers any of the run (a sample covers the step before it: no
+--                telemetry, unknown, never 0)
 -- Columns: user, account, project, job_name, first_submit_ts, last_end_ts, runs, interrupted_runs, max_gpus,
 --   wall_s           last end − first submit
 --   running_s        the runs' time, start to end (each run counted from the previous one's end when they overlap)
@@ -59,20 +60,23 @@ int_hours AS (
     SELECT job_id, submit_ts, start_ts, end_ts, node, hour
     FROM interrupted_runs
     ARRAY JOIN nodes AS node
-    ARRAY JOIN hours_touched(start_ts, end_ts) AS hour
+    ARRAY JOIN hours_touched(start_ts, end_ts + toIntervalHour(1)) AS hour
 ),
--- each interrupted run's node samples and its last checkpoint among them
+-- each interrupted run's node samples and its last checkpoint among them: a sample up to one step after the
+-- run's end still covers its last part (a run shorter than a step has only that one), a checkpoint is one
+-- within the run
 ckpt AS (
     SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, count() AS samples,
-           maxIf(toNullable(n.ts), ifNull(n.lustre_write_bytes, 0) >= {ckpt_write_bytes_per_s:Float64} * n.step_s)
-               AS last_ckpt_ts
+           maxIf(toNullable(n.ts), ifNull(n.lustre_write_bytes, 0) >= {ckpt_write_bytes_per_s:Float64} * n.step_s
+                                   AND n.ts <= r.end_ts) AS last_ckpt_ts
     FROM (SELECT node, toStartOfHour(ts) AS hour, ts, step_s, lustre_write_bytes
           FROM node_sample FINAL
           PREWHERE cluster = {cluster:String}
-               AND ts > (SELECT min(start_ts) FROM interrupted_runs) AND ts <= (SELECT max(end_ts) FROM interrupted_runs)
+               AND ts > (SELECT min(start_ts) FROM interrupted_runs)
+               AND ts <= (SELECT max(end_ts) FROM interrupted_runs) + toIntervalHour(1)
           ) AS n
     INNER JOIN int_hours AS r ON r.node = n.node AND r.hour = n.hour
-    WHERE n.ts > r.start_ts AND n.ts <= r.end_ts
+    WHERE n.ts > r.start_ts AND toInt64(n.ts) - n.step_s < toInt64(r.end_ts)
     GROUP BY job_id, submit_ts
 ),
 per_run AS (
