@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
-from ops_warehouse.analytics.pseudonyms import pseudonym, pseudonym_key
+from ops_warehouse.analytics.pseudonyms import pseudonym_key, pseudonymize
 from ops_warehouse.errors import OpsError
 
 EXPORT_VERSION = "2.1"
@@ -84,9 +84,8 @@ def _export_month(api, out: Path, month=None, *, project: str | None = None, clu
     files = {}
     marts = _marts(api, per, project)
     for i, (name, df) in enumerate(marts.items()):
-        if anonymize_users and "user" in df.columns:
-            # '' is a total row's user (idle_gpu_users): kept
-            df = df.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key) if u else "", pl.String))
+        if anonymize_users:
+            df = pseudonymize(df, key)
         tmp = folder / f".{name}.parquet.tmp"
         df.write_parquet(tmp)
         tmp.replace(folder / f"{name}.parquet")  # a reader never sees half a file

@@ -21,7 +21,7 @@ from datetime import date, datetime, timedelta, timezone
 import polars as pl
 from ops_warehouse.analytics.marts import PARAMETERS
 from ops_warehouse.analytics.periods import Period, history_span, last_complete_month, month_window, resolve_cluster
-from ops_warehouse.analytics.pseudonyms import pseudonym, pseudonym_key
+from ops_warehouse.analytics.pseudonyms import pseudonym_key, pseudonymize
 from ops_warehouse.errors import OpsError
 from ops_warehouse.migrations import warehouse_cost_model
 
@@ -130,14 +130,8 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         users = pl.DataFrame()
     if anonymize_users:
         key = pseudonym_key(wh)
-        if users.height:
-            users = users.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
-        jobs = jobs.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
-        hung, idle_jobs, campaigns = (
-            df.with_columns(pl.col("user").map_elements(lambda u: pseudonym(u, key), pl.String))
-            for df in (hung, idle_jobs, campaigns))
-        idle_users = idle_users.with_columns(  # '' is the project and total rows' user: kept
-            pl.col("user").map_elements(lambda u: pseudonym(u, key) if u else "", pl.String))
+        users, jobs, hung, idle_jobs, idle_users, campaigns = (
+            pseudonymize(df, key) for df in (users, jobs, hung, idle_jobs, idle_users, campaigns))
 
     total = eff.filter(pl.col("project_key") == "")
     own = eff.filter(pl.col("project_key") == p) if project is not None else total

@@ -36,6 +36,19 @@ def pseudonym(user: str, key: str) -> str:
     return "user-" + hmac.new(key.encode(), user.encode(), hashlib.sha256).hexdigest()[:8]
 
 
+def pseudonymize(df, key: str):
+    """A polars frame with its ``user`` column replaced by :func:`pseudonym` s (unchanged without one). A total
+    row (a ``level`` other than 'user', as idle_gpu_users' project and scope rows) names no user and keeps its
+    ''."""
+    if "user" not in df.columns:
+        return df
+    users = df.get_column("user")
+    named = users.map_elements(lambda u: pseudonym(u, key), return_dtype=df.schema["user"])
+    if "level" in df.columns:
+        named = named.zip_with(df.get_column("level") == "user", users)
+    return df.with_columns(named)
+
+
 def pseudonym_key(wh) -> str:
     """The warehouse's pseudonym key: the configured one, else the one kept for the warehouse (made now if
     there is none yet)."""

@@ -286,7 +286,7 @@ def _nodes(nodes: list[str], most: int = 4) -> str:
 
 
 def _waste_sections(r: dict, who: str) -> list[tuple[str, str, list[str], list[list[str]], str | None]]:
-    """Hung jobs, the nodes in them, and GPUs held idle (schema 2.1)."""
+    """Hung jobs (with their suspect nodes) and GPUs held idle (schema 2.1)."""
     out = []
     fine = r.get("fine_telemetry") or {}
     rule = (f"all its GPUs under {r['idle_util_pct']:g}% utilization and its nodes' NICs under "

@@ -48,8 +48,8 @@ from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.analytics.marts import run_mart
 from ops_warehouse.etl.grains import refresh_capacity
 from ops_warehouse.analytics.api import Connection
-from ops_warehouse.analytics.monthly import monthly_report, pseudonym
-from ops_warehouse.analytics.pseudonyms import pseudonym_key
+from ops_warehouse.analytics.monthly import monthly_report
+from ops_warehouse.analytics.pseudonyms import pseudonym, pseudonym_key
 from ops_warehouse.reports.monthly_render import to_html, to_json, to_markdown
 
 # the loads and reports here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)

@@ -80,8 +80,7 @@ def test_pseudonyms_are_keyed_per_warehouse_and_stable(tmp_path):
 
 
 def test_a_configured_key_is_used_and_no_file_is_made(tmp_path):
-    from ops_warehouse.analytics.monthly import pseudonym
-    from ops_warehouse.analytics.pseudonyms import pseudonym_key
+    from ops_warehouse.analytics.pseudonyms import pseudonym, pseudonym_key
 
     wh = open_warehouse(Config(dsn=f"chdb://{tmp_path / 'w'}", pseudonym_key="site-key-from-the-config"))
     try:
