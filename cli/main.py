@@ -91,6 +91,7 @@ def _etl() -> SimpleNamespace:
     """The loads and their sources (polars, pyarrow, the sources' clients), for the `etl` commands."""
     from ops_warehouse.etl import (
         capacity_sources,
+        carbon_intensity,
         nightly,
         openmetrics_source,
         prometheus_source,
@@ -103,7 +104,8 @@ def _etl() -> SimpleNamespace:
     )  # polars, pyarrow, the sources' HTTP and SQL clients: 0.6 s that only the loads pay
 
     return SimpleNamespace(
-        load_capacity=capacity_sources.load_capacity, run_nightly=nightly.run_nightly,
+        load_capacity=capacity_sources.load_capacity, load_carbon_intensity=carbon_intensity.load_carbon_intensity,
+        run_nightly=nightly.run_nightly,
         load_text_files=openmetrics_source.load_text_files, PromClient=prometheus_source.PromClient,
         load_prometheus=prometheus_source.load_prometheus, load_sacct=sacct_load.load_sacct,
         run_sacct=sacct_run.run_sacct, XDMOD_FIELDS=sacct_text.XDMOD_FIELDS, parse_fields=sacct_text.parse_fields,
@@ -371,6 +373,32 @@ def etl_capacity(
         raise OpsError("give at least one of --inventory, --events, --reservations")
     c = _etl().load_capacity(_wh(), inventory=inventory, events=events, reservations=reservations, cluster=cluster)
     print(", ".join(f"{t}: {n} rows" for t, n in c.items()))
+
+
+@etl_app.command("carbon")
+def etl_carbon(
+    file: Annotated[Path, typer.Argument(
+        help="An hourly grid carbon intensity CSV: an Electricity Maps export (Datetime (UTC), Zone Id, Carbon "
+             "Intensity gCO₂eq/kWh (direct)/(LCA)), NESO's historic generation mix (DATETIME, CARBON_INTENSITY, "
+             "half-hourly) or hour,g_co2e_per_kwh[,zone]; times in UTC unless they carry an offset")],
+    cluster: Annotated[Optional[str], typer.Option(
+        help="The Slurm cluster whose runs draw on this grid (default: config)")] = None,
+    zone: Annotated[Optional[str], typer.Option(
+        help="The grid zone to load from a file of several (Electricity Maps' Zone Id), or to record for a file "
+             "that names none")] = None,
+    basis: Annotated[str, typer.Option(
+        help="Electricity Maps' figure: direct (operational emissions, as location-based Scope 2 reports them) "
+             "or lifecycle (LCA, with the plants' and fuels' life-cycle emissions)")] = "direct",
+):
+    """Load the grid's carbon intensity hour by hour (gCO2e/kWh) for the energy reports' kgCO2e (idempotent).
+
+    An hour the file holds is priced at its intensity; other hours at the config's energy.carbon_g_per_kwh.
+    """
+
+    r = _etl().load_carbon_intensity(_wh(), file, cluster=cluster, zone=zone, basis=basis)
+    span = f"{r['first']:%Y-%m-%d %H:%M} .. {r['last']:%Y-%m-%d %H:%M} UTC" if r["hours"] else "no hours"
+    print(f"{r['source']}: read {r['rows']} rows, loaded {r['hours']} hours of zone {r['zone'] or '-'} "
+          f"({span}), quarantined {r['quarantined']}")
 
 
 @etl_app.command("refresh")

@@ -13,10 +13,15 @@
 -- Columns: job_id, submit_ts, user, account, project, gpus, gpu_model, gpu_hours (in the window);
 --   gpu_kwh (gpu_counter_kwh of it from counters), rest_kwh (the rest of its nodes), it_kwh = gpu_kwh + rest_kwh;
 --   facility_kwh   it_kwh × the GPU model's PUE (cost_model: [cost.<model>] pue)
---   kg_co2e        facility_kwh × {carbon_g_per_kwh} ÷ 1000 (the config's [energy] carbon_g_per_kwh; NULL when
---                  it is not set: -1)
+--   kg_co2e        each hour's facility energy × that hour's grid carbon intensity ÷ 1000: the hourly intensity
+--                  loaded for the cluster (carbon_intensity, `ops-report etl carbon`) where the table has the
+--                  hour, else {carbon_g_per_kwh} (the config's [energy] carbon_g_per_kwh; -1: not set). NULL when
+--                  an hour in which the run used energy has neither, or when none of its hours has an intensity
 --   gpu_energy_source  'counters', 'power samples', 'counters and power samples', or 'none' (no telemetry)
 --   node_power     'measured' (every node-hour of the run reported power), 'partial' or 'missing'
+--   carbon_source  which intensity its node-hours took: 'hourly' (all from the table), 'constant' (none),
+--                  'hourly and constant', 'hourly with gaps' (the rest had none: no constant), or 'none'
+--   carbon_hourly_kwh  the part of facility_kwh priced at an hourly intensity
 WITH
 hours AS (
     SELECT job_id, submit_ts, node, hour, gpu_model, account,
@@ -46,6 +51,11 @@ alloc AS (
     FROM capacity_node_hour FINAL
     WHERE cluster = {cluster:String} AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
 ),
+intensity AS (
+    SELECT hour, g_co2e_per_kwh
+    FROM carbon_intensity FINAL
+    WHERE cluster = {cluster:String} AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
+),
 shared AS (
     SELECT h.job_id AS job_id, h.submit_ts AS submit_ts, h.gpu_model AS gpu_model, h.gpu_s AS gpu_s,
            h.gpu_s / nullIf(a.allocated_gpu_s, 0) AS share,
@@ -54,17 +64,31 @@ shared AS (
            if(n.node_power_w_avg IS NULL, 0,
               greatest(n.node_power_w_avg * g.node_covered_s - ifNull(g.counter_j, 0) - ifNull(g.power_j, 0), 0)) * share
                AS rest_j,
-           toUInt8(n.node_power_w_avg IS NOT NULL) AS node_measured
+           toUInt8(n.node_power_w_avg IS NOT NULL) AS node_measured,
+           -- the hour's intensity: the table's, else the constant, else NULL
+           toUInt8(ci.g_co2e_per_kwh IS NOT NULL) AS hourly,
+           coalesce(ci.g_co2e_per_kwh, if({carbon_g_per_kwh:Float64} < 0, NULL, {carbon_g_per_kwh:Float64}))
+               AS g_per_kwh
     FROM hours AS h
     LEFT JOIN alloc AS a ON a.node = h.node AND a.hour = h.hour
     LEFT JOIN gpu AS g ON g.node = h.node AND g.hour = h.hour
     LEFT JOIN node AS n ON n.node = h.node AND n.hour = h.hour
+    LEFT JOIN intensity AS ci ON ci.hour = h.hour
+),
+priced AS (
+    -- the node-hour's IT energy, priced at g_per_kwh
+    SELECT *, ifNull(counter_j, 0) + ifNull(power_j, 0) + ifNull(rest_j, 0) AS it_j
+    FROM shared
 ),
 per_run AS (
     SELECT job_id, submit_ts, any(gpu_model) AS gpu_model, sum(gpu_s) / 3600 AS gpu_hours,
            sum(ifNull(counter_j, 0)) AS counter_j, sum(ifNull(power_j, 0)) AS power_j, sum(ifNull(rest_j, 0)) AS rest_j,
-           min(node_measured) AS all_measured, max(node_measured) AS any_measured
-    FROM shared
+           min(node_measured) AS all_measured, max(node_measured) AS any_measured,
+           -- Σ IT energy (J) × the hour's intensity (g/kWh); the energy of the node-hours priced hourly
+           sum(it_j * ifNull(g_per_kwh, 0)) AS it_j_g, sumIf(it_j, hourly = 1) AS hourly_it_j,
+           count() AS n_hours, sum(hourly) AS n_hourly, countIf(g_per_kwh IS NOT NULL) AS n_priced,
+           countIf(g_per_kwh IS NULL AND it_j > 0) AS n_unpriced_energy
+    FROM priced
     GROUP BY job_id, submit_ts
 )
 SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, j.user AS user, j.account AS account, j.project AS project,
@@ -74,10 +98,13 @@ SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, j.user AS user, j.account A
        r.rest_j / 3.6e6 AS rest_kwh,
        gpu_kwh + rest_kwh AS it_kwh,
        it_kwh * ifNull(m.pue, 1) AS facility_kwh,
-       facility_kwh * if({carbon_g_per_kwh:Float64} < 0, NULL, {carbon_g_per_kwh:Float64}) / 1000 AS kg_co2e,
+       if(r.n_priced = 0 OR r.n_unpriced_energy > 0, NULL, r.it_j_g / 3.6e6 * ifNull(m.pue, 1) / 1000) AS kg_co2e,
        multiIf(r.counter_j > 0 AND r.power_j > 0, 'counters and power samples', r.counter_j > 0, 'counters',
                r.power_j > 0, 'power samples', 'none') AS gpu_energy_source,
-       multiIf(r.all_measured = 1, 'measured', r.any_measured = 1, 'partial', 'missing') AS node_power
+       multiIf(r.all_measured = 1, 'measured', r.any_measured = 1, 'partial', 'missing') AS node_power,
+       multiIf(r.n_hourly = r.n_hours, 'hourly', r.n_priced = 0, 'none', r.n_hourly = 0, 'constant',
+               r.n_priced = r.n_hours, 'hourly and constant', 'hourly with gaps') AS carbon_source,
+       r.hourly_it_j / 3.6e6 * ifNull(m.pue, 1) AS carbon_hourly_kwh
 FROM per_run AS r
 INNER JOIN (SELECT job_id, submit_ts, user, account, project, gpus FROM fct_job_run
             WHERE cluster = {cluster:String}) AS j ON j.job_id = r.job_id AND j.submit_ts = r.submit_ts
