@@ -37,6 +37,7 @@ FATAL_XIDS = {79: "GPU has fallen off the bus", 48: "double-bit ECC error", 95: 
 DRAIN_XIDS = {92: "high single-bit ECC error rate", 64: "ECC row remapping failure"}
 REQUEUE_SHARE = 0.6
 WATCHDOG_S = 1800  # NCCL watchdog kills a hung job after this long
+CKPT_WRITE_S = 120  # a checkpoint of a run on whole nodes (8 GPUs x 12 GB at 0.5 GB/s, capped: telemetry.py)
 CHUNK_RUNS = 50_000
 
 
@@ -288,7 +289,9 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         alloc_rows.append((flushed[0] + len(out) - 1, chosen, gsel))
         heapq.heappush(completions, (end_t, flushed[0] + len(out) - 1))
         if state == "NODE_FAIL" and rng.random() < REQUEUE_SHARE:
-            left = max(runtime - (end_t - t), 60)
+            # the requeued run starts again from the run's last complete checkpoint (from the beginning
+            # without one): the work since then is done twice, as the campaigns mart measures it
+            left = max(runtime - _saved_s(end_t - t, int(J["ckpt_period_s"][i])), 60)
             requeued.append([end_t, i, run_no + 1, left, end_t])
         if sh is not None and sh[2] == i:
             del shadow[p]
@@ -391,6 +394,14 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
                    (resv_name, spec.accounts[owner], spec.partitions[0], rs, re_), lemons, straggler)
 
 
+def _saved_s(elapsed_s: int, ckpt_period_s: int) -> int:
+    """Seconds of work a run interrupted after ``elapsed_s`` keeps: up to the start of its last checkpoint
+    that was written whole (one every ``ckpt_period_s`` from its start, each taking CKPT_WRITE_S), 0 without."""
+    if ckpt_period_s <= 0:
+        return 0
+    return max(0, (elapsed_s - CKPT_WRITE_S) // ckpt_period_s) * ckpt_period_s
+
+
 def _dt(v) -> datetime | None:
     return None if v is None else datetime.fromtimestamp(int(v), timezone.utc)
 
@@ -414,13 +425,14 @@ def _chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, off
             "gpus": int(J["gpus"][i]), "timelimit_min": None if J["unlimited"][i] else int(J["timelimit_min"][i]),
             "nodes": r["nodes"], "reservation": r["reservation"],
             "hang_from": r.get("hang_from"),
+            "ckpt_period_s": int(J["ckpt_period_s"][i]),
         })
     runs = pl.DataFrame(recs, schema={
         "job_id_raw": pl.Int64, "job_id": pl.String, "array_job_id": pl.Int64, "run": pl.Int32, "name": pl.String,
         "user": pl.String, "uid": pl.Int64, "account": pl.String, "gid": pl.Int64, "partition": pl.String,
         "qos": pl.String, "submit": pl.Int64, "start": pl.Int64, "end": pl.Int64, "state": pl.String,
         "exit": pl.String, "gpus": pl.Int32, "timelimit_min": pl.Int64, "nodes": pl.List(pl.String),
-        "reservation": pl.String, "hang_from": pl.Int64,
+        "reservation": pl.String, "hang_from": pl.Int64, "ckpt_period_s": pl.Int64,
     }).with_row_index("run_idx", offset=offset)
     # GPU allocations: one row per (run, node, GPU)
     ai, an, ag = [], [], []

@@ -192,18 +192,22 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
 
     g = _one(r["goodput"], project_key="")
     rows = [[e["project_key"] or "all", _num(e["campaigns"]), _num(e["unknown_campaigns"]), _pct(e["ettr"]),
-             _num(e["gpu_hours"]), _num(e["gpu_hours_lost"]), _num(e["lost_node_fail_gpu_hours"]),
-             _num(e["lost_failed_gpu_hours"]), _num(e["lost_timeout_gpu_hours"]), _num(e["lost_other_gpu_hours"]),
-             _num(e["restart_wait_hours"])] for e in r["goodput"]]
+             _num(e["gpu_hours"]), _num(e["gpu_hours_lost"]), _num(e["lost_hang_gpu_hours"]),
+             _num(e["lost_node_fail_gpu_hours"]), _num(e["lost_failed_gpu_hours"]), _num(e["lost_timeout_gpu_hours"]),
+             _num(e["lost_other_gpu_hours"]), _num(e["restart_wait_hours"]), _num(e["restart_startup_hours"], 1),
+             _num(e["restart_overhead_gpu_hours"])] for e in r["goodput"]]
     out.append(("Goodput: effective training time ratio",
                 f"Campaigns of {who}: the runs of one user, account and job name each submitted within "
                 f"{r['campaign_gap_hours']:g} h of the campaign's latest end (requeues and resubmissions). ETTR = "
                 "(running time − work lost since the last checkpoint) ÷ (last end − first submission), weighted by "
                 f"GPUs: **{_pct(g.get('ettr'))}** for {who}. A checkpoint is a Lustre write burst of "
                 f"{r['ckpt_write_bytes_per_s'] / 1e6:g} MB/s or more on the run's nodes; a campaign with an "
-                "interrupted run and no telemetry is unknown, counted apart. Published: Kokolis et al. (HPCA 2025).",
-                ["project", "campaigns", "unknown", "ETTR", "GPU-hours", "GPU-h lost", "node failures", "failed",
-                 "time limit", "other", "restart wait h"], rows, "goodput"))
+                "interrupted run and no telemetry is unknown, counted apart. Work lost by cause: hangs (the hung "
+                "runs above), node failures, the job's own failure, time limit, other (cancelled, preempted). A "
+                "restart costs its wait in the queue and its start-up until the GPUs are busy again, in GPU-hours "
+                "at the campaign's size. Published: Kokolis et al. (HPCA 2025).",
+                ["project", "campaigns", "unknown", "ETTR", "GPU-hours", "GPU-h lost", "hangs", "node failures",
+                 "failed", "time limit", "other", "restart wait h", "start-up h", "restart GPU-h"], rows, "goodput"))
     rows = [[c["user"], c["job_name"], _num(c["runs"]), _num(c["interrupted_runs"]), _num(c["max_gpus"]),
              _hours(c["wall_s"]), _hours(c["queued_s"]), _hours(c["lost_s"]), _pct(c["ettr"]), _num(c["gpu_hours"])]
             for c in r["campaigns"]]
@@ -211,8 +215,13 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
                                                         "queued", "lost work", "ETTR", "GPU-hours"], rows, None))
 
     scope = _one(r["energy"], project_key="")
+    hourly = scope.get("carbon_hourly_share") or 0
     carbon = (f"carbon at {r['carbon_g_per_kwh']:g} gCO2e/kWh ([energy] carbon_g_per_kwh)"
-              if r.get("carbon_g_per_kwh") is not None else "no carbon intensity configured ([energy] carbon_g_per_kwh)")
+              if r.get("carbon_g_per_kwh") is not None else "no constant carbon intensity configured "
+              "([energy] carbon_g_per_kwh)")
+    if hourly:
+        carbon = (f"carbon at the grid's hourly intensity for {_pct(hourly)} of the facility energy "
+                  f"(`ops-report etl carbon`), the rest: {carbon}")
     rows = [[e["project_key"] or "all", _num(e["gpu_hours"]), _num(e["gpu_kwh"]), _num(e["rest_kwh"]),
              _num(e["facility_kwh"]), _num(e["kg_co2e"]), _num(e["kwh_per_gpu_hour"], 3),
              _num(e["facility_kwh_per_pflop_day"], 1)] for e in r["energy"]]

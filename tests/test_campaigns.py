@@ -4,7 +4,9 @@ worked out by hand below (issue 17, part 1; sql/marts/campaigns.sql).
 Cluster t1: two 8-GPU nodes n1, n2. Lustre client telemetry (lustre_exporter's lustre_write_bytes_total) for
 2026-10-05 only, a sample every 10 minutes: each node writes 1e6 B/s in the background (6e8 bytes a step),
 and n1 writes a checkpoint in the steps ending 02:00 and 04:00 (3e11 bytes: 5e8 B/s, over the 1e8 B/s
-threshold). Jobs (8 GPUs each, sacct lines below):
+threshold). dcgm-exporter on n2 the same day, every 10 minutes: its GPUs at 90 % in the samples 06:30 .. 10:00
+(3002 starting up for its first 30 minutes) and 11:10 .. 11:50 (3006, which then hangs), 0 % otherwise.
+Jobs (8 GPUs each, sacct lines below):
 
   3001 alice proja "llm"   n1  submit 10-05 00:00, run 01:00 .. 05:00  NODE_FAIL
   3002 alice proja "llm"   n2  submit 10-05 05:30, run 06:00 .. 10:00  COMPLETED   (resubmitted: same campaign)
@@ -16,13 +18,16 @@ threshold). Jobs (8 GPUs each, sacct lines below):
 Campaigns (gap 24 h, checkpoint at 1e8 B/s):
   alice llm (1)  runs 3001, 3002. Wall 00:00 .. 10:00 = 36,000 s; running 4 h + 4 h = 28,800; queued 7,200;
                  3001's last checkpoint 04:00, lost 05:00 − 04:00 = 3,600 s; restart wait 06:00 − 05:00 =
-                 3,600; productive 25,200; ETTR 0.7. GPU-hours 64, lost 8 (NODE_FAIL).
-  dave llm2      lost 13:00 − 11:00 = 7,200 (no checkpoint in the run: all its work); ETTR 0; 16 GPU-h lost (TIMEOUT).
+                 3,600; 3002's start-up 06:00 .. its first busy sample 06:30 = 1,800 s; productive 25,200;
+                 ETTR 0.7. GPU-hours 64, lost 8 (NODE_FAIL).
+  dave llm2      lost 13:00 − 11:00 = 7,200 (no checkpoint in the run: all its work); ETTR 0; 16 GPU-h lost,
+                 to a hang (hung_jobs: busy until 11:50, idle samples 12:00 .. 13:00, 60 minutes), not TIMEOUT.
   bob sweep      wall 12:00 .. 14:30 = 9,000; running 7,200; ETTR 0.8.
   carol x        FAILED without telemetry: lost unknown, ETTR unknown (NULL), never 0.
   alice llm (2)  wall = running = 7,200; ETTR 1.
 Per project (goodput.sql: GPU-time weighted, max GPUs × seconds): A = (8 × 25,200 + 8 × 0 + 8 × 7,200) ÷
 (8 × 36,000 + 8 × 7,200 + 8 × 7,200) = 32,400 ÷ 50,400 = 0.642857; B 0.8; C unknown (its one campaign is).
+A's restart overhead: 8 GPUs × (3,600 + 1,800) s = 12 GPU-hours, 1,800 s of it start-up (4 GPU-hours).
 """
 
 from __future__ import annotations
@@ -80,6 +85,16 @@ def site(tmp_path, cfg):
     (tmp_path / "lustre").mkdir()
     pl.DataFrame(rows).with_columns(pl.col("timestamp").dt.cast_time_unit("ms")).write_parquet(
         tmp_path / "lustre" / "2026-10-05.parquet")
+    gpu_rows = []
+    for k in range(144):
+        t = t0 + timedelta(minutes=10 * k)
+        util = 90.0 if (t0 + timedelta(minutes=390) <= t <= t0 + timedelta(hours=10)  # 3002: busy from 06:30
+                        or t0 + timedelta(minutes=670) <= t <= t0 + timedelta(minutes=710)) else 0.0  # 3006
+        gpu_rows += [{"timestamp": t, "Hostname": "n2", "gpu": str(g), "UUID": f"GPU-n2-{g}",
+                      "modelName": "NVIDIA H100 80GB HBM3", "DCGM_FI_DEV_GPU_UTIL": util} for g in range(8)]
+    (tmp_path / "dcgm").mkdir()
+    pl.DataFrame(gpu_rows).with_columns(pl.col("timestamp").dt.cast_time_unit("ms")).write_parquet(
+        tmp_path / "dcgm" / "2026-10-05.parquet")
     load_parquet_dir(wh, tmp_path, date(2026, 10, 5), date(2026, 10, 5), cluster="t1")
     return wh
 
@@ -94,8 +109,10 @@ def test_campaigns_and_their_ettr(site):
     assert a["ettr"] == pytest.approx(0.7) and a["gpu_hours"] == pytest.approx(64)
     assert (a["gpu_hours_lost"], a["lost_node_fail_gpu_hours"], a["last_state"]) == (pytest.approx(8), pytest.approx(8),
                                                                                        "COMPLETED")
+    assert (a["restarts"], a["restart_startup_s"], a["restarts_without_startup"]) == (1, 1_800, 0)
     d = got[("dave", "llm2", 5)]
-    assert (d["lost_s"], d["ettr"], d["lost_timeout_gpu_hours"]) == (7_200, 0.0, pytest.approx(16))
+    assert (d["lost_s"], d["ettr"], d["lost_hang_gpu_hours"], d["lost_timeout_gpu_hours"]) == (
+        7_200, 0.0, pytest.approx(16), 0)
     b = got[("bob", "sweep", 5)]
     assert (b["wall_s"], b["running_s"], b["lost_s"]) == (9_000, 7_200, 0) and b["ettr"] == pytest.approx(0.8)
     x = got[("carol", "x", 6)]
@@ -119,7 +136,10 @@ def test_goodput_per_project(site):
     assert g["A"]["ettr"] == pytest.approx(32_400 / 50_400)
     assert g["B"]["ettr"] == pytest.approx(0.8) and g["C"]["ettr"] is None and g["C"]["unknown_campaigns"] == 1
     assert g["A"]["gpu_hours_lost"] == pytest.approx(8 + 16)
-    assert (g["A"]["lost_node_fail_gpu_hours"], g["A"]["lost_timeout_gpu_hours"]) == (pytest.approx(8), pytest.approx(16))
+    assert (g["A"]["lost_node_fail_gpu_hours"], g["A"]["lost_hang_gpu_hours"], g["A"]["lost_timeout_gpu_hours"]) == (
+        pytest.approx(8), pytest.approx(16), 0)
+    assert (g["A"]["restart_wait_hours"], g["A"]["restart_startup_hours"], g["A"]["restart_overhead_gpu_hours"]) == (
+        pytest.approx(1), pytest.approx(0.5), pytest.approx(12))
     # the whole cluster: the campaigns whose ETTR is known (A's three, B's), C's counted as unknown
     assert g[""]["ettr"] == pytest.approx((32_400 + 7_200) / (50_400 + 9_000))
     assert (g[""]["campaigns"], g[""]["unknown_campaigns"]) == (5, 1)

@@ -1,4 +1,4 @@
-"""Hung jobs, idle-GPU jobs and lemon nodes found from the loaded files alone, against the generator's ground
+"""Hung jobs, idle-GPU jobs, campaigns' lost work and lemon nodes found from the loaded files alone, against the generator's ground
 truth (issue 17, part 6): the simulation's own frames (truth/runs.parquet: ``hang_from``, the time a run's NCCL stall
 began; truth/gpu_alloc.parquet: each allocated GPU's utilization while busy), which never went through our
 parsers, loads or SQL.
@@ -9,6 +9,9 @@ generator plants (generate/workload.py, generate/schedule.py):
   watchdog, WATCHDOG_S) and is recorded FAILED; on this site 3 runs, 2 of them ending inside the 14 days
   (1001068: 128 GPUs, 1003754: 64; 1011034 ends on the 15th, after the telemetry). Their GPUs sit at ~0 % and their NICs quiet from ``hang_from`` to the end.
 - idle-GPU jobs: 3 % of the runs under 64 GPUs hold their GPUs at 0-3 % all along.
+- training campaigns: runs of 16+ GPUs checkpoint every 30, 60 or 120 minutes (truth/runs.parquet:
+  ``ckpt_period_s``), each a 120 s Lustre write burst; a run cut by a node failure is often requeued and goes
+  on from its last checkpoint; the test works out each campaign's lost work and ETTR from that schedule.
 - two lemon nodes (25 times the failure rate: DOWN events with hardware Xids) and a straggler (its GPUs at
   0.7 of the speed of its peers'), returned by the simulation (``h.lemons``, ``h.straggler``).
 
@@ -120,3 +123,99 @@ def test_the_straggler_lemons_and_hot_nodes_on_the_scorecard(site):
     assert card.filter(pl.col("swap") == 1).height >= 2
     # a reservation's nodes only (the cluster's rates); a name that is none selects nothing
     assert run_mart(wh, "node_health", cluster=cluster, window=(W0, W1), reservation="no-such").height == 0
+
+
+def _truth_campaigns(runs: pl.DataFrame, gap_s: int = 24 * 3600) -> pl.DataFrame:
+    """The generator's campaigns from its own run records: the runs that ended by W1 (sacct shows later ends
+    RUNNING), grouped by campaigns.sql's rule (one user, account and job name; a run submitted more than the
+    gap after the group's latest end so far starts a new campaign), with the work each interrupted run lost
+    from the generator's checkpoint schedule: a checkpoint every ckpt_period_s from the run's start, written
+    whole in CKPT_WRITE_S and only before the run stopped (ended, or hung: none are written while it hangs);
+    the work since the last one's start is lost, all of it without one."""
+    from ops_warehouse.generate.schedule import CKPT_WRITE_S
+
+    w0, w1 = int(W0.timestamp()), int(W1.timestamp())
+    r = (runs.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null() & (pl.col("gpus") > 0)
+                     & (pl.col("nodes").list.len() > 0) & (pl.col("end") > w0) & (pl.col("end") <= w1))
+         .sort("user", "account", "name", "start", "job_id"))
+    stop = pl.coalesce("hang_from", "end")
+    ckpts = ((stop - pl.col("start") - CKPT_WRITE_S) // pl.col("ckpt_period_s")).clip(0)
+    last_ckpt = pl.when(pl.col("ckpt_period_s") > 0).then(pl.col("start") + ckpts * pl.col("ckpt_period_s")) \
+        .otherwise(pl.col("start"))
+    grp = ["user", "account", "name"]
+    r = r.with_columns(
+        interrupted=pl.col("state") != "COMPLETED",
+        prev_max_end=pl.col("end").cum_max().shift(1).over(grp),
+        prev_end=pl.col("end").shift(1).over(grp),
+    ).with_columns(
+        new=pl.col("prev_max_end").is_null() | (pl.col("submit") > pl.col("prev_max_end") + gap_s),
+    ).with_columns(
+        campaign=pl.col("new").cast(pl.Int32).cum_sum().over(grp),
+        lost_s=pl.when(pl.col("interrupted")).then(pl.col("end") - last_ckpt).otherwise(0),
+        run_s=pl.col("end") - pl.when(pl.col("new")).then(pl.col("start"))
+        .otherwise(pl.max_horizontal("start", "prev_end")),
+    )
+    return r.group_by(*grp, "campaign").agg(
+        pl.len().alias("runs"), pl.col("interrupted").sum().alias("interrupted_runs"),
+        (pl.col("end").max() - pl.col("submit").min()).alias("wall_s"),
+        pl.col("run_s").clip(0).sum().alias("running_s"), pl.col("lost_s").sum().alias("lost_s"),
+        (pl.col("gpus") * pl.col("lost_s")).sum().truediv(3600).alias("gpu_hours_lost"),
+        (pl.col("gpus") * pl.col("lost_s")).filter(pl.col("hang_from").is_not_null()).sum().truediv(3600)
+        .alias("lost_hang_gpu_hours"),
+        (pl.col("interrupted") & (pl.col("ckpt_period_s") > 0)).sum().alias("ckpt_interruptions"),
+        pl.col("ckpt_period_s").max(),
+        pl.col("submit").min().alias("first_submit"),
+    ).with_columns(ettr=(pl.col("running_s") - pl.col("lost_s")) / pl.col("wall_s"))
+
+
+def test_the_planted_campaigns_checkpoints_and_ettr(site):
+    """Campaigns, lost work and ETTR against the generator's checkpoint schedule and failures (issue 17, part 6).
+    Large runs (16+ GPUs) checkpoint every 30, 60 or 120 minutes (generate/workload.py), each checkpoint 120 s
+    of Lustre writes from every node; a run cut by a node failure is requeued from its last checkpoint. The
+    warehouse sees a checkpoint at the first 300 s node sample whose step carries enough of the burst, so it
+    places each one between its start and its end + one step: a run's lost work is found up to 120 + 300 s
+    short, never more; and a run's first step may carry the last checkpoint of its node's previous run, so a
+    run without checkpoints may be found up to a step short too. Tolerances: per campaign, lost work within
+    that much per interrupted run (most runs without checkpoints exact: all their work is lost), runs,
+    interruptions, wall and running time exact, and ETTR within the lost-work tolerance ÷ wall; GPU-hours
+    lost to hangs are the planted hangs'."""
+    from ops_warehouse.generate.schedule import CKPT_WRITE_S
+
+    wh, cluster, truth, _ = site
+    want = _truth_campaigns(pl.read_parquet(truth / "runs.parquet"))
+    got = run_mart(wh, "campaigns", cluster=cluster, window=(W0, W1))
+    key = ["user", "account", "job_name", "first_submit_ts"]
+    want = want.rename({"name": "job_name"}).with_columns(
+        first_submit_ts=pl.from_epoch("first_submit", "s").dt.replace_time_zone("UTC").dt.cast_time_unit("us"))
+    got = got.with_columns(pl.col("first_submit_ts").dt.cast_time_unit("us").dt.replace_time_zone("UTC"))
+    both = want.join(got, on=key, how="full", suffix="_got", coalesce=True)
+    assert both.filter(pl.col("runs").is_null() | pl.col("runs_got").is_null()).height == 0  # the same campaigns
+    assert want.height > 1_000 and want.filter(pl.col("interrupted_runs") > 0).height > 300
+    for c in ("runs", "interrupted_runs", "wall_s", "running_s"):
+        assert (both[c] == both[f"{c}_got"]).all(), c
+    known = both.filter(pl.col("lost_s_got").is_not_null())
+    assert both.height - known.height <= both.height // 100  # unknown only where a failed node sent nothing
+    tol = pl.col("ckpt_interruptions") * CKPT_WRITE_S + pl.col("interrupted_runs") * STEP_S
+    short = known.select(d=pl.col("lost_s") - pl.col("lost_s_got"), tol=tol)
+    assert ((short["d"] >= 0) & (short["d"] <= short["tol"])).all(), short.filter(
+        (pl.col("d") < 0) | (pl.col("d") > pl.col("tol")))
+    # without checkpoints the whole run is lost, found exactly; with them, the planted campaigns' losses
+    no_ckpt = known.filter((pl.col("ckpt_period_s") == 0) & (pl.col("interrupted_runs") > 0))
+    assert (no_ckpt["lost_s"] == no_ckpt["lost_s_got"]).mean() > 0.95
+    ckpt = known.filter((pl.col("ckpt_period_s") > 0) & (pl.col("interrupted_runs") > 0))
+    assert ckpt.height >= 20
+    assert ((ckpt["ettr_got"] - ckpt["ettr"]).abs()
+            <= ckpt["interrupted_runs"] * (CKPT_WRITE_S + STEP_S) / ckpt["wall_s"] + 1e-9).all()
+    lost = ckpt["gpu_hours_lost"].sum()
+    assert ckpt["gpu_hours_lost_got"].sum() == pytest.approx(lost, rel=0.1)  # the checkpointing campaigns' loss
+    # the hangs' loss: the planted hangs, all of it since the run's last checkpoint before the stall
+    hang = known.filter(pl.col("lost_hang_gpu_hours") > 0)
+    assert hang.height == 2 and (hang["lost_hang_gpu_hours_got"] > 0).all()
+    assert hang["lost_hang_gpu_hours_got"].sum() == pytest.approx(hang["lost_hang_gpu_hours"].sum(), rel=0.1)
+    assert known["lost_hang_gpu_hours_got"].sum() == pytest.approx(hang["lost_hang_gpu_hours_got"].sum())
+    # restarted runs: the generator's large runs (64+ GPUs, never planted idle) are busy from their first
+    # second, seen within one step; a planted idle run restarted never gets busy: its first hour (or all of it)
+    restarted = got.filter((pl.col("restarts") > 0) & (pl.col("restarts_without_startup") == 0))
+    large = restarted.filter(pl.col("max_gpus") >= 64)
+    assert large.height >= 1 and (large["restart_startup_s"] <= large["restarts"] * STEP_S).all()
+    assert restarted.filter(pl.col("restart_startup_s") > pl.col("restarts") * STEP_S).height < restarted.height // 10

@@ -6,8 +6,12 @@
 --                  (GPU-time weighted: a 512-GPU campaign counts 512 times a 1-GPU one); NULL when no campaign's
 --                  is known
 --   gpu_hours, gpu_hours_lost      the runs' GPU-hours, and the GPU-hours of work lost at interruptions (known ones)
---   lost_node_fail_gpu_hours, lost_failed_gpu_hours, lost_timeout_gpu_hours, lost_other_gpu_hours  by cause
+--   lost_hang_gpu_hours, lost_node_fail_gpu_hours, lost_failed_gpu_hours, lost_timeout_gpu_hours,
+--   lost_other_gpu_hours  by cause (campaigns.sql's cause)
 --   queued_hours, restart_wait_hours   hours waited in the queue, and of them after interruptions
+--   restart_startup_hours, restart_startup_gpu_hours   restarted runs' start-up until their GPUs were busy
+--   restart_overhead_gpu_hours   what restarts cost: (restart wait + start-up) × the campaign's largest GPU
+--                                count (the wait holds no GPUs but delays the campaign's work by that much)
 WITH
 sums AS (
     SELECT if(grouping(project) = 1, '', project) AS project_key,
@@ -17,18 +21,24 @@ sums AS (
                / nullIf(sumIf(c.max_gpus * c.wall_s, c.ettr IS NOT NULL), 0) AS t_ettr,
            sum(c.gpu_hours) AS t_gpu_hours,
            sum(ifNull(c.gpu_hours_lost, 0)) AS t_lost,
+           sum(c.lost_hang_gpu_hours) AS t_hang,
            sum(c.lost_node_fail_gpu_hours) AS t_node_fail,
            sum(c.lost_failed_gpu_hours) AS t_failed,
            sum(c.lost_timeout_gpu_hours) AS t_timeout,
            sum(c.lost_other_gpu_hours) AS t_other,
            sum(c.queued_s) / 3600 AS t_queued,
-           sum(c.restart_wait_s) / 3600 AS t_restart
+           sum(c.restart_wait_s) / 3600 AS t_restart,
+           sum(c.restart_startup_s) / 3600 AS t_startup,
+           sum(c.max_gpus * c.restart_startup_s) / 3600 AS t_startup_gpu,
+           sum(c.max_gpus * (c.restart_wait_s + c.restart_startup_s)) / 3600 AS t_overhead_gpu
     FROM ({{mart campaigns}}) AS c
     GROUP BY GROUPING SETS ((), (project))
 )
 SELECT project_key, n_campaigns AS campaigns, n_unknown AS unknown_campaigns, t_ettr AS ettr,
-       t_gpu_hours AS gpu_hours, t_lost AS gpu_hours_lost, t_node_fail AS lost_node_fail_gpu_hours,
+       t_gpu_hours AS gpu_hours, t_lost AS gpu_hours_lost, t_hang AS lost_hang_gpu_hours,
+       t_node_fail AS lost_node_fail_gpu_hours,
        t_failed AS lost_failed_gpu_hours, t_timeout AS lost_timeout_gpu_hours, t_other AS lost_other_gpu_hours,
-       t_queued AS queued_hours, t_restart AS restart_wait_hours
+       t_queued AS queued_hours, t_restart AS restart_wait_hours, t_startup AS restart_startup_hours,
+       t_startup_gpu AS restart_startup_gpu_hours, t_overhead_gpu AS restart_overhead_gpu_hours
 FROM sums
 ORDER BY project_key;
