@@ -310,10 +310,11 @@ class Connection:
 
     # ------------------------------------------------------------------ waste: hangs and idle GPUs
     def hung_jobs(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                  hang_minutes: float | None = None, hang_nic_bytes_per_s: float | None = None) -> pl.DataFrame:
+                  hang_minutes: float | None = None) -> pl.DataFrame:
         """Runs that ended TIMEOUT, CANCELLED, FAILED or NODE_FAIL after their GPUs had all fallen idle (under
-        the config's idle threshold) with no NIC traffic for at least ``hang_minutes`` (default 20): the
-        NCCL-hang signature, read from the per-sample telemetry. Each with the hang's start, its length in
+        the config's idle threshold) with their NICs quiet (under ``[reports] hang_nic_bytes_per_s``) for at
+        least ``hang_minutes`` (default 20): the NCCL-hang signature, read from what the loads formed from the
+        per-sample telemetry (run_telemetry). Each with the hang's start, its length in
         minutes (a lower bound within one sampling step), the GPU-hours lost and the nodes (sql/marts/hung_jobs.sql).
         A month whose per-sample telemetry is gone (``[telemetry] fine_ttl_days``) has no rows: see
         :meth:`fine_telemetry` for whether the answer is "none" or "unknown".
@@ -323,15 +324,14 @@ class Connection:
         True
         """
         return self.mart("hung_jobs", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"hang_minutes": hang_minutes, "hang_nic_bytes_per_s": hang_nic_bytes_per_s})
+                         params={"hang_minutes": hang_minutes})
 
     def hang_suspect_nodes(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                           hang_minutes: float | None = None,
-                           hang_nic_bytes_per_s: float | None = None) -> pl.DataFrame:
+                           hang_minutes: float | None = None) -> pl.DataFrame:
         """Per node, the hung runs it was in (:meth:`hung_jobs`' rule): a node in two or more is a suspect
         (``suspect``), with its hours, lost GPU-hours and the runs that ended on it (sql/marts/hang_suspect_nodes.sql)."""
         return self.mart("hang_suspect_nodes", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"hang_minutes": hang_minutes, "hang_nic_bytes_per_s": hang_nic_bytes_per_s})
+                         params={"hang_minutes": hang_minutes})
 
     def idle_gpu_jobs(self, month=None, *, project=None, cluster=None, start=None, end=None,
                       idle_min_minutes: float | None = None) -> pl.DataFrame:
@@ -370,27 +370,26 @@ class Connection:
                          params={"reservation": reservation, "swap_min_score": swap_min_score})
 
     def campaigns(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                  campaign_gap_hours: float | None = None, ckpt_write_bytes_per_s: float | None = None) -> pl.DataFrame:
+                  campaign_gap_hours: float | None = None) -> pl.DataFrame:
         """Training campaigns (the runs of one user, account and job name, each submitted within
         ``campaign_gap_hours``, default 24, of the campaign's latest end): wall time, running, queued, restart
-        waits, work lost since the last checkpoint (Lustre write bursts at ``ckpt_write_bytes_per_s``, default
-        1e8; unknown without telemetry), and ETTR = productive ÷ wall time (sql/marts/campaigns.sql).
+        waits and start-ups, work lost since the last checkpoint (Lustre write bursts at ``[reports]
+        ckpt_write_bytes_per_s``, default 1e8, seen by the loads; unknown without telemetry) by cause, and
+        ETTR = productive ÷ wall time (sql/marts/campaigns.sql).
 
         >>> c = wh.campaigns("2026-10")
         >>> bool(c.filter(c["ettr"].is_not_null())["ettr"].is_between(0, 1).all())
         True
         """
         return self.mart("campaigns", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"campaign_gap_hours": campaign_gap_hours,
-                                 "ckpt_write_bytes_per_s": ckpt_write_bytes_per_s})
+                         params={"campaign_gap_hours": campaign_gap_hours})
 
     def goodput(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                campaign_gap_hours: float | None = None, ckpt_write_bytes_per_s: float | None = None) -> pl.DataFrame:
+                campaign_gap_hours: float | None = None) -> pl.DataFrame:
         """:meth:`campaigns` summed for the scope (``project_key`` '') and per project: ETTR weighted by GPU
         count, GPU-hours lost by cause, queued and restart hours (sql/marts/goodput.sql)."""
         return self.mart("goodput", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"campaign_gap_hours": campaign_gap_hours,
-                                 "ckpt_write_bytes_per_s": ckpt_write_bytes_per_s})
+                         params={"campaign_gap_hours": campaign_gap_hours})
 
     def energy(self, month=None, *, project=None, cluster=None, start=None, end=None,
                carbon_g_per_kwh: float | None = None) -> pl.DataFrame:

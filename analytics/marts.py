@@ -25,8 +25,8 @@ from ops_warehouse.sqlfiles import sql_query
 # top_jobs runs by GPU-hours (largest_jobs.sql). The report records the values it ran with.
 # runs_limit: job_efficiency for only the runs holding the most GPU-hours (0: every run; the largest-jobs
 # mart sets it to top_jobs, so that it forms the efficiency of those runs alone).
-# A hung run's GPUs all idled, with its NICs under hang_nic_bytes_per_s, for at least hang_minutes before it
-# ended (hung_jobs.sql). 20, not 30: the hang's length is measured from the first idle sample, so a hang killed
+# A hung run's GPUs all idled, with its NICs quiet, for at least hang_minutes before it ended (hung_jobs.sql;
+# the NIC and checkpoint thresholds are the config's, applied by the loads: run_telemetry). 20, not 30: the hang's length is measured from the first idle sample, so a hang killed
 # by a 30-minute NCCL watchdog measures between 30 minutes less one sampling step and 30; a site whose
 # watchdog is shorter (PyTorch's NCCL default is 10 minutes) sets it lower. An idle-GPU run held its GPUs
 # under the idle threshold (the config's idle_util_pct) for at least idle_min_minutes (idle_gpu_jobs.sql).
@@ -35,11 +35,11 @@ from ops_warehouse.sqlfiles import sql_query
 # or hangs beyond 2 above its share): two DOWNs, or two hardware Xids, or five runs behind its peers;
 # reservation '' scores every node, a name only that reservation's.
 # A run submitted within campaign_gap_hours of the end of a run with the same user, account and job name
-# continues its campaign; a node writing ckpt_write_bytes_per_s to Lustre is checkpointing (campaigns.sql).
+# continues its campaign (campaigns.sql).
 PARAMETERS = {"behind_ratio": 0.8, "top_jobs": 15, "runs_limit": 0,
-              "hang_minutes": 20, "hang_nic_bytes_per_s": 1e6, "idle_min_minutes": 60,
+              "hang_minutes": 20, "idle_min_minutes": 60,
               "swap_min_score": 6.0, "reservation": "",
-              "campaign_gap_hours": 24.0, "ckpt_write_bytes_per_s": 1e8}
+              "campaign_gap_hours": 24.0}
 
 
 def mart_sql(name: str) -> str:

@@ -160,7 +160,7 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         # the hung- and idle-job marts' parameters (2.1): minutes idle before the end, NIC bytes/s under which
         # a node is quiet, minutes of telemetry an idle run must have
         "hang_minutes": PARAMETERS["hang_minutes"],
-        "hang_nic_bytes_per_s": PARAMETERS["hang_nic_bytes_per_s"],
+        "hang_nic_bytes_per_s": wh.cfg.hang_nic_bytes_per_s,
         "idle_min_minutes": PARAMETERS["idle_min_minutes"],
         "swap_min_score": PARAMETERS["swap_min_score"],
         "users_anonymized": anonymize_users,
@@ -199,7 +199,7 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "goodput": _rows(goodput),
         "campaigns": _rows(campaigns),
         "campaign_gap_hours": PARAMETERS["campaign_gap_hours"],
-        "ckpt_write_bytes_per_s": PARAMETERS["ckpt_write_bytes_per_s"],
+        "ckpt_write_bytes_per_s": wh.cfg.ckpt_write_bytes_per_s,
         "carbon_g_per_kwh": wh.cfg.carbon_g_per_kwh,
         "cost_model": warehouse_cost_model(wh),  # the one the cost marts used
     }

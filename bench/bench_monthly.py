@@ -86,7 +86,8 @@ def ensure_grains(work: Path) -> None:
 
     wh = open_warehouse(Config(dsn=f"chdb://{work / 'warehouse'}"))
     try:
-        empty = [t for t in ("run_node_hour", "gpu_day") if not wh.query_rows(f"SELECT count() FROM {t}")[0][0]]
+        empty = [t for t in ("run_node_hour", "gpu_day", "run_telemetry")
+                 if not wh.query_rows(f"SELECT count() FROM {t}")[0][0]]
         if empty:
             t = time.perf_counter()
             refresh_history(wh)

@@ -60,6 +60,11 @@ class Config:
     metric_catalog: dict = field(default_factory=dict)
     # reports: a GPU-hour whose mean GPU utilization is under this is idle (allocated-but-idle)
     idle_util_pct: float = 5.0
+    # what the loads read from each run's samples (run_telemetry, sql/intermediate/run_telemetry.sql): a node
+    # moving under hang_nic_bytes_per_s over its NICs is quiet (a hung run's signature, with its GPUs idle); one
+    # writing ckpt_write_bytes_per_s or more to Lustre is checkpointing ([reports]; `etl refresh` after a change)
+    hang_nic_bytes_per_s: float = 1e6
+    ckpt_write_bytes_per_s: float = 1e8
     # energy: grid carbon intensity, gCO2e per kWh ([energy] carbon_g_per_kwh; None: carbon is not reported,
     # the energy is)
     carbon_g_per_kwh: float | None = None
@@ -174,6 +179,11 @@ def _apply_file(cfg: Config, p: Path) -> None:
         cfg.pseudonym_key = str(rep["pseudonym_key"])
     if not 0 <= cfg.idle_util_pct <= 100:
         raise OpsError(f"{p}: reports.idle_util_pct must be a percentage (0-100)")
+    for key in ("hang_nic_bytes_per_s", "ckpt_write_bytes_per_s"):
+        v = rep.get(key, getattr(cfg, key))
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0:
+            raise OpsError(f"{p}: reports.{key} must be a positive number of bytes a second")
+        setattr(cfg, key, float(v))
     carbon = data.get("energy", {}).get("carbon_g_per_kwh")
     if carbon is not None:
         if not isinstance(carbon, (int, float)) or isinstance(carbon, bool) or not 0 <= carbon <= 2000:

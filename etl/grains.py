@@ -5,7 +5,10 @@
 - run_node_hour (sql/intermediate/run_node_hour.sql): the run → node → hour fan-out with each node-hour's
   telemetry as rates, what chargeback, the daily timeline, stragglers and the per-run efficiency read;
 - gpu_day (sql/intermediate/gpu_day.sql): the hourly GPU rollups summed per GPU and day (the heatmap and
-  throttling over a month).
+  throttling over a month);
+- run_telemetry (sql/intermediate/run_telemetry.sql): per ended run, what its per-sample telemetry says (last
+  checkpoint, start-up, last busy time and the idle samples after it), refreshed with the hourly grains for
+  the runs that ended over their hours, what hung_jobs and campaigns read.
 
 Who refreshes what: a sacct or slurmdbd load the days its runs changed (the runs whose fan-out in
 run_node_hour no longer matches the history, sql/intermediate/run_node_hour_changes.sql: a job still
@@ -25,9 +28,14 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta, timezone
 
+from ops_warehouse.etl.watermarks import set_watermark, watermark
 from ops_warehouse.sqlfiles import sql_query, sql_statements
 
 _HOURLY_GRAINS = ("capacity_node_hour", "run_node_hour")
+# a grain a refresh has written once is marked in etl_watermark (a fixed time: the mark only says "built"),
+# so that a warehouse upgraded to it is built whole by its next load, and one whose runs simply have no
+# samples (telemetry under other host names) is not rebuilt by every load
+_BUILT, _BUILT_TS = "grain built: ", datetime(2000, 1, 2, tzinfo=timezone.utc)
 
 
 def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct: float | None = None) -> None:
@@ -45,7 +53,15 @@ def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct
     for name in _HOURLY_GRAINS if grid else _HOURLY_GRAINS[1:]:
         for stmt in sql_statements(f"intermediate/{name}.sql"):
             wh.client.command(stmt, parameters=params, settings={"optimize_on_insert": 0})
-    _compact(wh, _HOURLY_GRAINS)
+    # the runs that ended over these hours, formed whole from their samples (a run's row depends on all of
+    # them, so a long run is formed again by each load of one of its days: reads, once a load, not a report)
+    for stmt in sql_statements("intermediate/run_telemetry.sql"):
+        wh.client.command(stmt, parameters={**params, "hang_nic_bytes_per_s": float(wh.cfg.hang_nic_bytes_per_s),
+                                            "ckpt_write_bytes_per_s": float(wh.cfg.ckpt_write_bytes_per_s)},
+                          settings={"optimize_on_insert": 0})
+    _compact(wh, (*_HOURLY_GRAINS, "run_telemetry"))
+    if not _built(wh, "run_telemetry"):
+        set_watermark(wh, _BUILT + "run_telemetry", _BUILT_TS)
 
 
 def history_as_of(wh) -> tuple[datetime | None, datetime | None]:
@@ -153,10 +169,15 @@ def _build_gpu_day(wh) -> None:
 
 
 def _unbuilt(wh) -> bool:
-    """run_node_hour has never been built though runs held GPUs: a warehouse upgraded to the grain (migration
-    0012), whose first refresh builds it for the whole history."""
-    return wh.query_rows("SELECT (SELECT count() FROM run_node_hour) = 0 AND (SELECT count() FROM job_run "
-                         "WHERE NOT never_ran AND gpus > 0 AND length(nodes) > 0) > 0")[0][0] == 1
+    """run_node_hour (migration 0012) has never been built though runs held GPUs, or run_telemetry (0014) was
+    never refreshed: a warehouse upgraded to the grain, whose first refresh builds it for the whole history."""
+    return wh.query_rows(
+        "SELECT (SELECT count() FROM job_run WHERE NOT never_ran AND gpus > 0 AND length(nodes) > 0) > 0 "
+        "AND (SELECT count() FROM run_node_hour) = 0")[0][0] == 1 or not _built(wh, "run_telemetry")
+
+
+def _built(wh, grain: str) -> bool:
+    return watermark(wh, _BUILT + grain) is not None
 
 
 def _holds_rows(wh, table: str) -> bool:

@@ -2,7 +2,7 @@
 night by night (each night's sacct extract re-reads the jobs still running, some of them for days), the
 refresh covers the days the night changed, not every hour back to the earliest run it re-read, and what
 the loads leave equals a refresh of the whole history from what is loaded (capacity_node_hour,
-run_node_hour, job_run, gpu_day, compared as content checksums). A night loaded again changes nothing and
+run_node_hour, job_run, gpu_day, run_telemetry, compared as content checksums). A night loaded again changes nothing and
 refreshes nothing but the day its as-of time sits in.
 
 The site is the generator's: 6 days of a 16-node cluster with nightly sacct extracts, 30-minute
@@ -25,7 +25,7 @@ from tests.conftest import table_checksums
 
 START = datetime(2026, 10, 1, tzinfo=timezone.utc)
 DAYS = 6
-GRAINS = ("capacity_node_hour", "run_node_hour", "job_run", "gpu_day")
+GRAINS = ("capacity_node_hour", "run_node_hour", "job_run", "gpu_day", "run_telemetry")
 
 
 @pytest.fixture(scope="module")

@@ -62,7 +62,7 @@ import pytest
 
 from ops_warehouse.analytics.marts import run_mart
 from ops_warehouse.etl.capacity_sources import load_capacity
-from ops_warehouse.etl.grains import refresh_capacity
+from ops_warehouse.etl.grains import refresh_capacity, refresh_history
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 
@@ -232,8 +232,14 @@ def test_hung_jobs_and_suspect_nodes(site):
     assert mart(site, "hung_jobs")["job_id"].to_list() == ["2001", "2002", "2003"]
     assert short["2003"]["hang_minutes"] == pytest.approx(20)
     assert short["2003"]["gpu_hours_lost"] == pytest.approx(8 * 20 / 60)
-    # the NIC rule: 2008's GPUs idled while its NICs moved 2e8 B/s; over a threshold above that, it hung
-    nic = {r["job_id"]: r for r in mart(site, "hung_jobs", hang_minutes=30, hang_nic_bytes_per_s=1e9).to_dicts()}
+    # the NIC rule: 2008's GPUs idled while its NICs moved 2e8 B/s; over a threshold above that, it hung. The
+    # threshold is the site's ([reports] hang_nic_bytes_per_s), applied when the loads form run_telemetry
+    site.cfg.hang_nic_bytes_per_s = 1e9
+    refresh_history(site)
+    nic = {r["job_id"]: r for r in mart(site, "hung_jobs", hang_minutes=30).to_dicts()}
+    site.cfg.hang_nic_bytes_per_s = 1e6
+    refresh_history(site)
+    assert mart(site, "hung_jobs")["job_id"].to_list() == ["2001", "2002", "2003"]  # formed again: as before
     assert set(nic) == {"2001", "2002", "2008"}
     assert (nic["2008"]["hang_start_ts"], nic["2008"]["hang_minutes"], nic["2008"]["gpu_hours_lost"]) == (
         at("13:00"), pytest.approx(120), pytest.approx(16))

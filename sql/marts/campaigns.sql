@@ -6,22 +6,24 @@
 --                arrays are their tasks' own job names). A campaign that crosses the window's edges is cut there.
 --   interrupted  a run that did not end COMPLETED (FAILED, NODE_FAIL, TIMEOUT, CANCELLED, OUT_OF_MEMORY,
 --                PREEMPTED, ...): its work since its last checkpoint is lost
---   checkpoint   a node_sample on one of the run's nodes whose step (the step_s before its time) overlaps the
---                run and in which the node wrote at least {ckpt_write_bytes_per_s} bytes a second to Lustre
+--   checkpoint   run_telemetry's last_ckpt_ts (the grain the loads form, sql/intermediate/run_telemetry.sql):
+--                a node_sample on one of the run's nodes whose step (the step_s before its time) overlaps the
+--                run and in which the node wrote at least [goodput] ckpt_write_bytes_per_s to Lustre
 --                (lustre_write_bytes ÷ step_s), placed at the sample's time or the run's end, the earlier: the
 --                generator's checkpoints write 12 GB a GPU in 60-120 s; set the rate above a site's steady
 --                output writes. A checkpoint is so seen up to one step (+ its write time) after it began, and
 --                a run's first step may carry its node's previous run's last write: lost work is found up to a
 --                step short, never long (tests/test_generated_phenomena.py measures it against the truth)
 --   lost_s       per interrupted run: end − its last checkpoint (end − start when it wrote none); NULL when
---                no node sample of its nodes covers any of the run (a sample covers the step before it: no
---                telemetry, unknown, never 0)
+--                no node sample of its nodes covers any of the run (run_telemetry's node_samples; a sample
+--                covers the step before it: no telemetry, unknown, never 0)
 --   cause        of an interrupted run's loss: 'hang' when hung_jobs.sql (included below, so the rule is that
 --                file's) lists the run: its GPUs and NICs fell quiet {hang_minutes}+ minutes before it ended
 --                (a run ending after the window is not looked at); else by how it ended: NODE_FAIL, FAILED and
 --                OUT_OF_MEMORY (the job's own error), TIMEOUT, other (CANCELLED, PREEMPTED, ...)
 --   start-up     of a run that restarts an interrupted one: its start to the first GPU sample of its nodes at
---                {idle_util_pct}+ percent utilization (the GPUs busy again: loading the checkpoint, the data,
+--                the idle threshold or more (run_telemetry's first_busy_ts; the GPUs busy again: loading the
+--                checkpoint, the data,
 --                compiling), looked for in the run's first hour; a run not busy by then counts the hour (or its
 --                whole length when shorter), one without GPU samples counts 0 (restarts_without_startup)
 -- Columns: user, account, project, job_name, first_submit_ts, last_end_ts, runs, interrupted_runs, max_gpus,
@@ -70,69 +72,32 @@ numbered AS (
 ),
 -- (the joined CTEs name their keys apart: with several joins, n.* would come back qualified where names clash)
 hung_runs AS (SELECT job_id AS h_job_id, submit_ts AS h_submit_ts, 1 AS hung FROM ({{mart hung_jobs}})),
--- the runs that restarted an interrupted one, by node and hour of their first hour: where their start-up is
-restarted_hours AS (
-    SELECT job_id, submit_ts, start_ts, first_hour_end_ts, node, hour
-    FROM (SELECT job_id, submit_ts, nodes, start_ts, least(end_ts, start_ts + toIntervalHour(1)) AS first_hour_end_ts
-          FROM numbered WHERE continues = 1 AND prev_state != 'COMPLETED')
-    ARRAY JOIN nodes AS node
-    ARRAY JOIN hours_touched(start_ts, first_hour_end_ts) AS hour
-),
-startup AS (
-    SELECT r.job_id AS su_job_id, r.submit_ts AS su_submit_ts, count() AS su_samples,
-           toInt64(coalesce(minIf(toNullable(g.ts), g.gpu_util_pct >= {idle_util_pct:Float64}), any(r.first_hour_end_ts)))
-               - toInt64(any(r.start_ts)) AS startup_s
-    FROM (SELECT node, toStartOfHour(ts) AS hour, ts, gpu_util_pct
-          FROM gpu_sample FINAL
-          PREWHERE cluster = {cluster:String}
-               AND ts > (SELECT min(start_ts) FROM restarted_hours)
-               AND ts <= (SELECT max(first_hour_end_ts) FROM restarted_hours)
-          WHERE gpu_util_pct IS NOT NULL) AS g
-    INNER JOIN restarted_hours AS r ON r.node = g.node AND r.hour = g.hour
-    WHERE g.ts > r.start_ts AND g.ts <= r.first_hour_end_ts
-    GROUP BY su_job_id, su_submit_ts
-),
-interrupted_runs AS (SELECT job_id, submit_ts, nodes, start_ts, end_ts FROM numbered WHERE interrupted),
-int_hours AS (
-    SELECT job_id, submit_ts, start_ts, end_ts, node, hour
-    FROM interrupted_runs
-    ARRAY JOIN nodes AS node
-    ARRAY JOIN hours_touched(start_ts, end_ts + toIntervalHour(1)) AS hour
-),
--- each interrupted run's node samples and its last checkpoint among them: a sample up to one step after the
--- run's end still covers its last part (a run shorter than a step has only that one; a checkpoint written in
--- the run's last minutes is seen there)
-ckpt AS (
-    SELECT r.job_id AS c_job_id, r.submit_ts AS c_submit_ts, count() AS samples,
-           maxIf(toNullable(least(n.ts, r.end_ts)),
-                 ifNull(n.lustre_write_bytes, 0) >= {ckpt_write_bytes_per_s:Float64} * n.step_s) AS last_ckpt_ts
-    FROM (SELECT node, toStartOfHour(ts) AS hour, ts, step_s, lustre_write_bytes
-          FROM node_sample FINAL
-          PREWHERE cluster = {cluster:String}
-               AND ts > (SELECT min(start_ts) FROM interrupted_runs)
-               AND ts <= (SELECT max(end_ts) FROM interrupted_runs) + toIntervalHour(1)
-          ) AS n
-    INNER JOIN int_hours AS r ON r.node = n.node AND r.hour = n.hour
-    WHERE n.ts > r.start_ts AND toInt64(n.ts) - n.step_s < toInt64(r.end_ts)
-    GROUP BY c_job_id, c_submit_ts
+-- what the loads read from the samples of each run (one row a run with samples; a run without: unknown)
+telemetry AS (
+    SELECT job_id AS t_job_id, submit_ts AS t_submit_ts, end_ts AS t_end_ts, node_samples, last_ckpt_ts,
+           first_hour_gpu_samples, first_busy_ts
+    FROM run_telemetry FINAL
+    WHERE cluster = {cluster:String} AND end_ts > {from_ts:DateTime('UTC')}
+      AND start_ts < {to_ts:DateTime('UTC')}
 ),
 per_run AS (
     SELECT n.*,
            toInt64(n.end_ts) - greatest(toInt64(n.start_ts), if(n.continues = 1, toInt64(n.prev_end), 0)) AS run_s,
            if(n.interrupted,
-              if(ifNull(c.samples, 0) = 0, NULL,
-                 toInt64(n.end_ts) - toInt64(coalesce(c.last_ckpt_ts, n.start_ts))),
+              if(ifNull(t.node_samples, 0) = 0, NULL,
+                 toInt64(n.end_ts) - toInt64(coalesce(t.last_ckpt_ts, n.start_ts))),
               0) AS run_lost_s,
            n.continues = 1 AND n.prev_state != 'COMPLETED' AS restart,
            if(restart, greatest(toInt64(n.start_ts) - toInt64(n.prev_end), 0), 0) AS run_restart_wait_s,
-           if(restart, ifNull(su.startup_s, 0), 0) AS run_startup_s,
-           restart AND su.su_job_id IS NULL AS startup_unknown,
+           restart AND ifNull(t.first_hour_gpu_samples, 0) = 0 AS startup_unknown,
+           if(restart AND NOT startup_unknown,
+              toInt64(coalesce(t.first_busy_ts, least(n.end_ts, n.start_ts + toIntervalHour(1)))) - toInt64(n.start_ts),
+              0) AS run_startup_s,
            multiIf(NOT n.interrupted, '', h.hung = 1, 'hang', n.state = 'NODE_FAIL', 'node_fail',
                    n.state IN ('FAILED', 'OUT_OF_MEMORY'), 'failed', n.state = 'TIMEOUT', 'timeout', 'other') AS cause
     FROM numbered AS n
-    LEFT JOIN ckpt AS c ON c.c_job_id = n.job_id AND c.c_submit_ts = n.submit_ts
+    LEFT JOIN telemetry AS t ON t.t_job_id = n.job_id AND t.t_submit_ts = n.submit_ts AND t.t_end_ts = n.end_ts
     LEFT JOIN hung_runs AS h ON h.h_job_id = n.job_id AND h.h_submit_ts = n.submit_ts
-    LEFT JOIN startup AS su ON su.su_job_id = n.job_id AND su.su_submit_ts = n.submit_ts
 )
 SELECT user, account, any(project) AS project, job_name,
        min(submit_ts) AS first_submit_ts, max(end_ts) AS last_end_ts,
