@@ -47,10 +47,11 @@ def _analysis() -> SimpleNamespace:
     """The marts, the monthly report and the exports. Their modules import polars (0.3 s) and `import
     ops_warehouse` is what every command and load starts with, so they are imported by the first call that
     needs them."""
-    from ops_warehouse.analytics import export, marts, monthly  # polars: imported by the first call needing it
+    from ops_warehouse.analytics import export, marts, monthly, whatif  # polars: imported by the first call needing it
 
     return SimpleNamespace(run_mart=marts.run_mart, PARAMETERS=marts.PARAMETERS,
-                           monthly_report=monthly.monthly_report, export_month=export.export_month)
+                           monthly_report=monthly.monthly_report, export_month=export.export_month,
+                           whatif=whatif.whatif, parse_change=whatif.parse_change)
 
 
 class Connection:
@@ -390,6 +391,26 @@ class Connection:
         count, GPU-hours lost by cause, queued and restart hours (sql/marts/goodput.sql)."""
         return self.mart("goodput", month, project=project, cluster=cluster, start=start, end=end,
                          params={"campaign_gap_hours": campaign_gap_hours})
+
+    def whatif(self, month=None, *, cluster=None, start=None, end=None, add=(), remove=(), reservation=(),
+               scale_load: float = 1.0, project=None, name: str = "") -> dict:
+        """What the next purchase would buy: the period's jobs replayed with the backfill scheduler on the cluster
+        as it was and as changed (``add=["h200:16"]``, ``remove=["h100:8"]``, ``reservation=["A:0"]``: a
+        project's reservations resized to that many nodes, ``scale_load=1.2``), beside what was observed. Returns
+        {'summary', 'waits', 'projects', 'daily'} frames (marts whatif_*: utilization, idle GPU-hours, waits
+        per size class, GPU-hours per project, cost per allocated GPU-hour, wait-hours saved per added node, and
+        the unchanged replay's error against the observed month), 'scenarios' and 'replay_stats'
+        (docs/whatif.md).
+
+        >>> w = wh.whatif("2026-10", add=["h200:16"])
+        >>> w["scenarios"], bool(abs(w["summary"]["utilization_error_pts"][1]) < 2)
+        (['observed', 'replay', '+16 h200'], True)
+        """
+        change = _analysis().parse_change(add, remove, reservation, scale_load, name)
+        with self.session() as w:
+            p = self.period(month, start=start, end=end, cluster=cluster)
+            return _analysis().whatif(w, cluster=p.cluster, window=(p.start, p.end), changes=[change],
+                                      project=project or "")
 
     def energy(self, month=None, *, project=None, cluster=None, start=None, end=None,
                carbon_g_per_kwh: float | None = None) -> pl.DataFrame:

@@ -22,10 +22,11 @@ import polars as pl
 from ops_warehouse.analytics.marts import PARAMETERS
 from ops_warehouse.analytics.periods import Period, history_span, last_complete_month, month_window, resolve_cluster
 from ops_warehouse.analytics.pseudonyms import pseudonym_key, pseudonymize
+from ops_warehouse.analytics.whatif import parse_change, whatif_report
 from ops_warehouse.errors import OpsError
 from ops_warehouse.migrations import warehouse_cost_model
 
-SCHEMA_VERSION = "2.1"
+SCHEMA_VERSION = "2.2"
 SIZE_CLASSES = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
 
 
@@ -123,6 +124,13 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
     energy = run("energy", api.energy, per, project=proj)  # the scope's row and its projects'
     goodput = run("goodput", api.goodput, per, project=proj)
     campaigns = run("campaigns", api.campaigns, per, project=proj).head(top_jobs)  # the largest, as listed
+    # what the next purchase buys (2.2): the config's [[whatif]] scenarios replayed on the month, when it has any
+    whatif = None
+    if wh.cfg.whatif:
+        step("what-if replays")
+        changes = [parse_change(e.get("add", ()), e.get("remove", ()), e.get("reservation", ()),
+                                float(e.get("scale_load", 1.0)), str(e.get("name", ""))) for e in wh.cfg.whatif]
+        whatif = whatif_report(wh, cluster=cluster, window=w, changes=changes, project=proj)
 
     if project is not None:
         users = run("users", api.users, per, project=proj)
@@ -198,6 +206,7 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "energy": _rows(energy),
         "goodput": _rows(goodput),
         "campaigns": _rows(campaigns),
+        "whatif": whatif,
         "campaign_gap_hours": PARAMETERS["campaign_gap_hours"],
         "ckpt_write_bytes_per_s": wh.cfg.ckpt_write_bytes_per_s,
         "carbon_g_per_kwh": wh.cfg.carbon_g_per_kwh,

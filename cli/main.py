@@ -116,10 +116,11 @@ def _etl() -> SimpleNamespace:
 
 def _analytics() -> SimpleNamespace:
     """The reports' queries (polars), for the commands that report."""
-    from ops_warehouse.analytics import export, monthly, summary, telemetry  # polars: 0.3 s, reports only
+    from ops_warehouse.analytics import export, monthly, summary, telemetry, whatif  # polars: 0.3 s, reports only
 
     return SimpleNamespace(export_month=export.export_month, monthly_report=monthly.monthly_report,
-                           summary=summary.summary, parse_by=summary.parse_by, telemetry=telemetry.telemetry)
+                           summary=summary.summary, parse_by=summary.parse_by, telemetry=telemetry.telemetry,
+                           whatif_report=whatif.whatif_report, parse_change=whatif.parse_change)
 
 
 def _render(df, fmt: str) -> str:
@@ -534,6 +535,67 @@ def nodes(
     if fmt == "table":
         card = card.select("rank", "node", "gpu_model", "score", "swap", "reasons")
     sys.stdout.write(_render(card, fmt))
+
+
+@app.command()
+def whatif(
+    month: Annotated[Optional[str], typer.Option(
+        help="YYYY-MM (UTC). Default: the last complete month with data; or give --from and --to")] = None,
+    date_from: Annotated[Optional[str], typer.Option("--from", help="First day (YYYY-MM-DD, UTC)")] = None,
+    date_to: Annotated[Optional[str], typer.Option("--to", help="Last day, inclusive")] = None,
+    add: Annotated[Optional[list[str]], typer.Option(
+        help="MODEL:NODES nodes of a GPU model to add, in its partition (e.g. h200:16); repeatable")] = None,
+    remove: Annotated[Optional[list[str]], typer.Option(
+        help="MODEL:NODES nodes of a GPU model to take out (e.g. h100:8); repeatable")] = None,
+    reservation: Annotated[Optional[list[str]], typer.Option(
+        help="PROJECT:NODES resize a project's reservations to NODES nodes (A:0: none); repeatable")] = None,
+    scale_load: Annotated[float, typer.Option(
+        help="Submit this many times the jobs (1.2: a fifth more, copies a few minutes after their originals)")] = 1.0,
+    fmt: Annotated[str, typer.Option("--format", help="table, json, md or html")] = "table",
+    out: Annotated[Optional[Path], typer.Option(help="File to write md or html to (default: print md; html needs it)")] = None,
+    slurm_cluster: Annotated[Optional[str], typer.Option(
+        help="Slurm cluster (default: the only one loaded, else config)")] = None,
+):
+    """What the next purchase buys: replay the month's jobs with the backfill scheduler on the cluster as it
+    was and as changed, and print the observed month, the unchanged replay (with its error: how far to trust
+    it) and the changed one side by side: utilization, idle GPU-hours, queue waits by size class, GPU-hours per
+    project, jobs not started, cost per allocated GPU-hour, wait-hours saved per added node (docs/whatif.md)."""
+
+    if fmt not in ("table", "json", "md", "html"):
+        raise OpsError("--format must be table, json, md or html")
+    if fmt == "html" and out is None:
+        raise OpsError("--format html needs --out FILE")
+    if (date_from is None) != (date_to is None):
+        raise OpsError("give both --from and --to (or --month)")
+    if month and date_from:
+        raise OpsError("choose one: --month or --from/--to")
+    an = _analytics()
+    change = an.parse_change(add or [], remove or [], reservation or [], scale_load)
+    start, end = _day_window(date_from, date_to) if date_from else (None, None)
+    api = Connection(_wh())
+    with api.session() as w, _steps("what-if replay"):
+        p = api.period(parse_month(month) if month else None, start=start, end=end, cluster=slurm_cluster)
+        r = an.whatif_report(w, cluster=p.cluster, window=(p.start, p.end), changes=[change])
+    from ops_warehouse.reports import whatif_render  # matplotlib for --format html: only here
+
+    if fmt == "table":
+        import polars as pl
+
+        for title, lead, head, rows, _ in whatif_render.sections(r):
+            df = pl.DataFrame(rows, schema=[h or " " for h in head], orient="row")
+            sys.stdout.write(f"{title}\n{lead + chr(10) if lead else ''}{_render(df, 'table')}\n")
+        return
+    if fmt == "json":
+        text = whatif_render.to_json(r)
+    elif fmt == "md":
+        text = whatif_render.to_markdown(r)
+    else:
+        text = whatif_render.to_html(r, whatif_render.chart(r))
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+        print(out)
 
 
 @app.command()

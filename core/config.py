@@ -74,6 +74,8 @@ class Config:
     slurmdbd_password: str | None = None
     # `ops-report etl nightly` sources ([[nightly.slurm]], [nightly.telemetry], [nightly.capacity])
     nightly: dict = field(default_factory=dict)
+    # what-if scenarios the monthly report replays ([[whatif]]: name, add, remove, reservation, scale_load)
+    whatif: list = field(default_factory=list)
     # how patiently `ops-report etl nightly` retries a network source ([nightly] retries, backoff_s): up to
     # `retries` more tries after waits of backoff_s, twice that, four times that... (10+20+40+80 s by default)
     nightly_retries: int = 4
@@ -172,6 +174,17 @@ def _apply_file(cfg: Config, p: Path) -> None:
     if "password" in dbd:
         _private(p, "the slurmdbd password")
         cfg.slurmdbd_password = str(dbd["password"])
+    wi = data.get("whatif", [])
+    if not isinstance(wi, list) or not all(isinstance(e, dict) for e in wi):
+        raise OpsError(f"{p}: whatif must be [[whatif]] tables (name, add, remove, reservation, scale_load)")
+    for e in wi:
+        unknown = set(e) - {"name", "add", "remove", "reservation", "scale_load"}
+        if unknown:
+            raise OpsError(f"{p}: [[whatif]] has unknown keys: {', '.join(sorted(unknown))}")
+        for key in ("add", "remove", "reservation"):
+            if not isinstance(e.get(key, []), list):
+                raise OpsError(f"{p}: [[whatif]] {key} must be a list such as [\"h200:16\"]")
+    cfg.whatif = wi
     rep = data.get("reports", {})
     cfg.idle_util_pct = float(rep.get("idle_util_pct", cfg.idle_util_pct))
     if "pseudonym_key" in rep:  # whoever has the key can tell which pseudonym is which user

@@ -277,6 +277,40 @@ def energy(r: dict) -> bytes | None:
     return _png(fig)
 
 
+def whatif(r: dict) -> bytes | None:
+    """What-if scenarios side by side: median and p90 queue wait by size class, and utilization by day."""
+    w = r.get("whatif")
+    if not w or not w.get("waits"):
+        return None
+    scen = [s["scenario"] for s in w["summary"]]
+    sizes = list(dict.fromkeys(x["size_class"] for x in w["waits"]))
+    fig = _figure(10, 3.6, left=0.07, right=0.98, bottom=0.16, wspace=0.25)
+    a1, a2 = fig.subplots(1, 2)
+    by = {(x["scenario"], x["size_class"]): x for x in w["waits"]}
+    width = 0.8 / max(len(scen), 1)
+    colors = ["#718096", "#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280"]
+    for k, sc in enumerate(scen):
+        xs = np.arange(len(sizes)) + (k - (len(scen) - 1) / 2) * width
+        p50 = [by.get((sc, s), {}).get("wait_p50_hours") or 0 for s in sizes]
+        p90 = [by.get((sc, s), {}).get("wait_p90_hours") or 0 for s in sizes]
+        a1.bar(xs, p90, width, color=colors[k % len(colors)], alpha=0.35)
+        a1.bar(xs, p50, width, color=colors[k % len(colors)], label=sc)
+    a1.set_xticks(np.arange(len(sizes)), sizes)
+    a1.set_xlabel("GPUs")
+    a1.set_ylabel("hours")
+    a1.set_title("Queue wait by size class (p50; p90 light)")
+    a1.legend(fontsize=8, frameon=False)
+    for k, sc in enumerate(scen):
+        days = [d for d in w["daily"] if d["scenario"] == sc]
+        a2.plot([str(d["day"])[5:10] for d in days], [100 * (d["utilization"] or 0) for d in days],
+                color=colors[k % len(colors)], label=sc)
+    a2.set_ylim(0, 105)
+    a2.set_ylabel("utilization %")
+    a2.set_title("Utilization by day")
+    a2.tick_params(axis="x", labelsize=7, rotation=90)
+    return _png(fig)
+
+
 CHARTS = [("capacity_timeline", "Capacity over the month", capacity_timeline),
           ("size_shares", "Job sizes", size_shares),
           ("runtime_cdf", "Run times", runtime_cdf),
@@ -285,12 +319,13 @@ CHARTS = [("capacity_timeline", "Capacity over the month", capacity_timeline),
           ("failures", "Failures", failures),
           ("waste", "Idle GPUs and hung runs", waste),
           ("energy", "Energy by project", energy),
-          ("goodput", "Effective training time ratio", goodput)]
+          ("goodput", "Effective training time ratio", goodput),
+          ("whatif", "What the next purchase buys", whatif)]
 # what each chart reads of the report: its input, for knowing whether it changed
 _INPUTS = {"capacity_timeline": ("utilization_daily", "scope", "project"), "size_shares": ("job_sizes",),
            "runtime_cdf": ("run_times",), "gpu_heatmap": ("gpu_heatmap",), "gantt": ("largest_jobs",),
            "failures": ("end_states", "xid_codes"), "waste": ("idle_gpu_users", "hung_jobs"),
-           "energy": ("energy",), "goodput": ("goodput", "campaigns")}
+           "energy": ("energy",), "goodput": ("goodput", "campaigns"), "whatif": ("whatif",)}
 _CODE = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:16]  # a changed chart is drawn again
 _DRAWN: dict[str, bytes | None] = {}  # input digest -> PNG (None: nothing to show), this process
 

@@ -9,6 +9,7 @@ import json
 from datetime import date, datetime
 from pathlib import Path
 
+from ops_warehouse.reports import whatif_render
 from ops_warehouse.reports.charts import CHARTS, draw_all, drawn_before
 
 
@@ -179,6 +180,8 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
                 ["node", "multi-node runs", "behind", "util vs peers", "util %"], rows, None))
 
     out += _waste_sections(r, who)
+    if r.get("whatif"):
+        out += whatif_render.sections(r["whatif"])
 
     swap = [n for n in r["node_health"] if n["swap"]]
     rows = [[str(n["rank"]), n["node"], n["gpu_model"], _num(n["score"], 1), "yes" if n["swap"] else "", n["reasons"]]

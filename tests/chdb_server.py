@@ -6,7 +6,8 @@ in the suite. This process holds a chDB warehouse of its own and answers clickho
 a server does: queries in the body or the ``query`` parameter, ``param_<name>`` query parameters, settings and
 ``database`` as URL parameters, inserts as a body in the format the INSERT names (Native, Parquet, ...),
 sessions (``session_id``: one engine handle each, so SET and temporary tables live as long as the session;
-a request with URL settings runs on a handle of its own, as a server applies them to that query alone),
+URL settings apply to their request alone, as on a server: set before it and reset after it in a session,
+on a handle of its own outside one),
 errors as ``Code: N. DB::Exception: ...`` with the X-ClickHouse-Exception-Code header, and the
 X-ClickHouse-Summary/-Format/-Timezone headers.
 
@@ -193,9 +194,10 @@ def make_handler(engine: Engine):
             t0 = time.monotonic()
             try:
                 with engine.lock:
-                    # a read-only user's every request, and every request with settings, runs on a handle of its
-                    # own: a server applies URL settings to that query only, and readonly = 1 to the user
-                    conn, transient = engine.handle(None if readonly or settings else params.get("session_id"))
+                    # a read-only user's every request runs on a handle of its own (readonly = 1 is the user's);
+                    # URL settings apply to their query only: outside a session on a handle of its own, in a
+                    # session (whose temporary tables the query may read) on the session's, reset after it
+                    conn, transient = engine.handle(None if readonly else params.get("session_id"))
                     try:
                         if params.get("database"):
                             conn.query(f"USE `{params['database']}`", "TabSeparated")
@@ -210,6 +212,8 @@ def make_handler(engine: Engine):
                     finally:
                         if transient:
                             conn.close()
+                        elif settings:
+                            conn.query("SET " + ", ".join(f"{k} = DEFAULT" for k in settings), "TabSeparated")
             except Exception as e:
                 self._error(str(e))
                 return

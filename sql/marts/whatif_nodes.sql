@@ -1,0 +1,17 @@
+-- The nodes of {cluster} a what-if replay places jobs on (analytics/whatif.py): each node of the inventory
+-- in service at some time before to_ts, with the intervals of [from_ts, to_ts) in which it was down or
+-- drained (node_event, any state: no job starts on it then), as [start, end) epoch-second pairs.
+SELECT i.node AS node, i.partition AS partition, i.gpu_model AS gpu_model, i.gpus AS gpus,
+       i.in_service_ts AS in_service_ts, i.retired_ts AS retired_ts,
+       ifNull(e.unusable, []) AS unusable
+FROM (SELECT * FROM node_inventory FINAL WHERE cluster = {cluster:String} AND in_service_ts < {to_ts:DateTime('UTC')}
+      AND (retired_ts IS NULL OR retired_ts > {from_ts:DateTime('UTC')})) AS i
+LEFT JOIN (SELECT node,
+                  groupArray((toInt64(start_ts), toInt64(least(coalesce(end_ts, {to_ts:DateTime('UTC')}),
+                                                              {to_ts:DateTime('UTC')})))) AS unusable
+           FROM node_event FINAL
+           WHERE cluster = {cluster:String} AND start_ts < {to_ts:DateTime('UTC')}
+             AND coalesce(end_ts, {to_ts:DateTime('UTC')}) > {from_ts:DateTime('UTC')}
+           GROUP BY node) AS e ON e.node = i.node
+ORDER BY i.partition, i.node
+SETTINGS join_use_nulls = 1;

@@ -1,0 +1,6 @@
+-- The reservations of {cluster} overlapping [from_ts, to_ts), as a what-if replay applies them
+-- (analytics/whatif.py): their nodes start only their accounts' jobs while they last.
+SELECT name, start_ts, end_ts, nodes, arrayMap(a -> lower(a), accounts) AS accounts, partition
+FROM reservation FINAL
+WHERE cluster = {cluster:String} AND start_ts < {to_ts:DateTime('UTC')} AND end_ts > {from_ts:DateTime('UTC')}
+ORDER BY start_ts, name;

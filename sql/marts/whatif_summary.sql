@@ -1,0 +1,70 @@
+-- What a what-if scenario gives over [from_ts, to_ts), one row a scenario, from the replays analytics/whatif.py
+-- hands over in two temporary tables of its session (it writes nothing to the warehouse):
+--   whatif_run    one row a job and scenario: submit_ts, start_ts, end_ts (NULL start: it did not start),
+--                 gpus, account, project; 'observed' holds the jobs as they ran, 'replay' the unchanged replay,
+--                 the others a changed cluster or load
+--   whatif_node   one row a node and scenario: gpu_model, gpus, in_service_ts, retired_ts
+-- Columns:
+--   nodes, capacity_gpu_hours   the nodes, and their GPUs × the time in service within the window
+--   allocated_gpu_hours         the jobs' GPUs × the part of their run inside the window
+--   utilization, idle_gpu_hours allocated ÷ capacity; capacity − allocated
+--   jobs                        jobs submitted in the window; jobs_started of them started in it, jobs_not_started
+--                               still waiting at its end (a replay whose cluster is smaller leaves more)
+--   wait_hours                  the jobs' waits summed: start − submit, or to_ts − submit for those still waiting
+--   wait_p50_hours, wait_p90_hours  of the jobs that started (all sizes; whatif_waits.sql by size class)
+--   capex, cost_per_allocated_gpu_hour  capacity GPU-hours × capex_per_gpu_hour (cost_model, as cost.sql),
+--                               and that ÷ allocated GPU-hours
+--   added_nodes, wait_hours_saved, wait_hours_saved_per_added_node, added_capex, cost_per_wait_hour_saved
+--                               the scenario against the unchanged replay: the marginal value of the change
+--   utilization_error_pts       (this scenario's utilization − the observed one's) × 100: for 'replay', how far
+--                               the replay is from what happened, the error to read every figure with
+WITH
+nodes AS (
+    SELECT n.scenario AS scenario, count() AS n_nodes,
+           sum(n.gpus * overlap_s({from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}, n.in_service_ts,
+                                  coalesce(n.retired_ts, {to_ts:DateTime('UTC')}))) / 3600 AS cap_h,
+           sum(n.gpus * overlap_s({from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}, n.in_service_ts,
+                                  coalesce(n.retired_ts, {to_ts:DateTime('UTC')})) / 3600
+               * ifNull(capex_per_gpu_hour(m.node_price, n.gpus, m.amortization_years), 0)) AS capex_total
+    FROM whatif_node AS n
+    LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(m.gpu_model) = lower(n.gpu_model)
+    GROUP BY scenario
+),
+runs AS (
+    SELECT scenario,
+           sum(gpus * if(start_ts IS NULL, 0, overlap_s({from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')},
+                                                        assumeNotNull(start_ts), assumeNotNull(end_ts)))) / 3600 AS alloc_h,
+           countIf(submit_ts >= {from_ts:DateTime('UTC')}) AS n_jobs,
+           countIf(submit_ts >= {from_ts:DateTime('UTC')} AND start_ts < {to_ts:DateTime('UTC')}) AS n_started,
+           sumIf(toInt64(if(start_ts < {to_ts:DateTime('UTC')}, assumeNotNull(start_ts), {to_ts:DateTime('UTC')}))
+                 - toInt64(submit_ts), submit_ts >= {from_ts:DateTime('UTC')}) / 3600 AS wait_h,
+           quantileExactIf(0.5)(toInt64(start_ts) - toInt64(submit_ts),
+                                submit_ts >= {from_ts:DateTime('UTC')} AND start_ts < {to_ts:DateTime('UTC')}) / 3600 AS p50_h,
+           quantileExactIf(0.9)(toInt64(start_ts) - toInt64(submit_ts),
+                                submit_ts >= {from_ts:DateTime('UTC')} AND start_ts < {to_ts:DateTime('UTC')}) / 3600 AS p90_h
+    FROM whatif_run
+    WHERE submit_ts < {to_ts:DateTime('UTC')}
+    GROUP BY scenario
+),
+s AS (
+    SELECT n.scenario AS scenario, n.n_nodes AS nodes, n.cap_h AS capacity_gpu_hours, ifNull(r.alloc_h, 0) AS allocated_gpu_hours,
+           allocated_gpu_hours / nullIf(capacity_gpu_hours, 0) AS utilization,
+           capacity_gpu_hours - allocated_gpu_hours AS idle_gpu_hours,
+           ifNull(r.n_jobs, 0) AS jobs, ifNull(r.n_started, 0) AS jobs_started, jobs - jobs_started AS jobs_not_started,
+           ifNull(r.wait_h, 0) AS wait_hours, r.p50_h AS wait_p50_hours, r.p90_h AS wait_p90_hours,
+           n.capex_total AS capex, capex / nullIf(allocated_gpu_hours, 0) AS cost_per_allocated_gpu_hour
+    FROM nodes AS n LEFT JOIN runs AS r ON r.scenario = n.scenario
+)
+SELECT s.*,
+       toInt64(s.nodes) - toInt64(b.b_nodes) AS added_nodes,
+       b.b_wait_hours - s.wait_hours AS wait_hours_saved,
+       wait_hours_saved / nullIf(added_nodes, 0) AS wait_hours_saved_per_added_node,
+       s.capex - b.b_capex AS added_capex,
+       added_capex / nullIf(wait_hours_saved, 0) AS cost_per_wait_hour_saved,
+       (s.utilization - o.o_utilization) * 100 AS utilization_error_pts
+FROM s
+LEFT JOIN (SELECT nodes AS b_nodes, wait_hours AS b_wait_hours, capex AS b_capex FROM s WHERE scenario = 'replay') AS b
+    ON 1 = 1
+LEFT JOIN (SELECT utilization AS o_utilization FROM s WHERE scenario = 'observed') AS o ON 1 = 1
+ORDER BY s.scenario = 'observed' DESC, s.scenario = 'replay' DESC, s.scenario
+SETTINGS join_use_nulls = 1;
