@@ -46,6 +46,7 @@ BENCHES = {
     "api": ("bench_api.py", [], ["--demo-days", "3"]),
     "generate": ("bench_generate.py", [],
                  ["--jobs", "20000", "--days", "20", "--telemetry-nodes", "8", "--telemetry-days", "2"]),
+    "whatif": ("bench_whatif.py", [], ["--days", "5", "--workdir", "{work}/whatif", "--big-workdir", "{work}/none"]),
     "scaling": ("bench_scaling.py", ["--scales", "1", "2", "4", "--extrapolate", "8"],
                 ["--scales", "1", "--days", "3", "--repeat", "1", "--calibrate-days", "1",
                  "--workdir", "{work}/scaling"]),

@@ -50,6 +50,8 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
         cfg.dsn = f"chdb://{directory / 'warehouse'}"
     if not cfg.projects:  # the generated accounts proja..projf are the projects A..F
         cfg.projects = {f"proj{c}": c.upper() for c in "abcdef"}
+    if not cfg.whatif:  # the reports' "What the next purchase buys" (docs/whatif.md)
+        cfg.whatif = [{"name": "16 more H200 nodes", "add": ["h200:16"]}]
     start = datetime.combine(DEMO_START, datetime.min.time(), timezone.utc)
     last = DEMO_START + timedelta(days=days - 1)
 
@@ -140,6 +142,14 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     print(f"Hung runs: {len(hung)}{worst}; "
           f"idle-GPU runs: {idle['runs']}, {idle['gpu_hours']:,.0f} GPU-hours at under "
           f"{reports[0]['idle_util_pct']:g}% utilization.")
+    wi = reports[0].get("whatif")
+    if wi:  # what the next purchase buys (issue 18): the [[whatif]] scenario, read against the replay's error
+        by = {r["scenario"]: r for r in wi["summary"]}
+        name = wi["scenarios"][-1]
+        print(f"What-if ({name}, ops-report whatif --add h200:16): utilization {100 * by['replay']['utilization']:.1f}% "
+              f"-> {100 * by[name]['utilization']:.1f}%, {by[name]['wait_hours_saved']:,.0f} wait-hours saved "
+              f"({by[name]['wait_hours_saved_per_added_node']:,.0f} per added node); the unchanged replay is "
+              f"{by['replay']['utilization_error_pts']:+.2f} points of utilization from what happened.")
     wh.close()
     print(f"Reports: {out} (open monthly-*.html in a browser); Parquet marts for DuckDB/polars: {exports}\n"
           f"Notebooks: pip install '.[notebooks]', then OPS_WAREHOUSE=chdb://{(directory / 'warehouse').resolve()} "

@@ -21,10 +21,10 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 MONTH, PROJECT = "2026-10", "A"
 
 
-def test_there_are_the_five_notebooks_and_none_carries_outputs():
+def test_there_are_the_six_notebooks_and_none_carries_outputs():
     assert [p.name for p in NOTEBOOKS] == ["01_utilization_and_idle_capacity.ipynb", "02_job_sizes_and_run_times.ipynb",
                                            "03_reliability.ipynb", "04_investment_effectiveness.ipynb",
-                                           "05_goodput_and_node_health.ipynb"]
+                                           "05_goodput_and_node_health.ipynb", "06_capacity_planning.ipynb"]
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
         nbformat.validate(nb)
@@ -139,6 +139,22 @@ def test_hangs_idle_and_node_health_notebook_matches_the_report(executed):
     own = next(g for g in report["goodput"] if g["project_key"] == PROJECT)
     assert s["ettr"] == (None if own["ettr"] is None else pytest.approx(own["ettr"], abs=1e-6))
     assert _images(nb) == 3
+
+
+def test_capacity_planning_notebook_matches_the_report(executed):
+    """The demo's config replays "16 more H200 nodes" in the monthly report ([[whatif]]): the notebook's own
+    replay through the API gives the same figures."""
+    nbs, report, _ = executed
+    s = _summary(nbs["06_capacity_planning.ipynb"])
+    w = report["whatif"]
+    assert s["scenarios"] == w["scenarios"] == ["observed", "replay", "16 more H200 nodes"]
+    by = {r["scenario"]: r for r in w["summary"]}
+    assert s["utilization"] == {k: pytest.approx(v["utilization"], abs=1e-6) for k, v in by.items()}
+    assert s["replay_error_pts"] == pytest.approx(by["replay"]["utilization_error_pts"], abs=1e-6)
+    assert s["wait_hours_saved_per_added_node"] == pytest.approx(
+        by["16 more H200 nodes"]["wait_hours_saved_per_added_node"], abs=1e-6)
+    assert s["project_gpu_hours"] == {r["scenario"]: pytest.approx(r["gpu_hours"], abs=1e-3) for r in w["projects"]}
+    assert _images(nbs["06_capacity_planning.ipynb"]) == 2
 
 
 JUPYTER = Path(sys.executable).parent / "jupyter"

@@ -23,6 +23,7 @@ counted to the window's end.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
 import pytest
@@ -146,3 +147,29 @@ def test_the_monthly_report_replays_the_configured_scenarios(site):
 
 def _by_rows(rows, key):
     return {r[key]: r for r in rows}
+
+
+def test_the_command(site, tmp_path):
+    """`ops-report whatif` prints the three columns with the replay's error first; json carries the marts' rows;
+    html is one file with the chart inline; a bad change is one line."""
+    import json
+
+    from tests.test_cli import ops
+
+    dsn = site.dsn
+    site.close()  # the command opens the warehouse itself (the embedded engine is one process's)
+    from ops_warehouse.warehouse import close_embedded
+
+    close_embedded()
+    out = ops("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "h100:1").stdout
+    header = next(line for line in out.splitlines() if line.startswith("|") and "observed" in line)
+    assert [c.strip() for c in header.strip("|").split("|")][1:] == ["observed", "replay", "+1 h100"]
+    assert re.search(r"\| wait-hours saved\s+\| 0\s+\| 0\s+\| 4 ", out), out
+    assert "0.00 points from what happened" in out and "| wait-hours saved per added node" in out
+    j = json.loads(ops("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "h100:1", "--format", "json").stdout)
+    assert {r["scenario"]: r["wait_hours_saved"] for r in j["summary"]}["+1 h100"] == pytest.approx(4)
+    page = tmp_path / "w.html"
+    ops("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "h100:1", "--format", "html", "--out", str(page))
+    assert page.read_text().count("data:image/png;base64,") == 1
+    bad = ops("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "b200:2", check=False)
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "no b200 nodes" in bad.stderr
