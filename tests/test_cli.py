@@ -83,10 +83,12 @@ def test_runs_sacct_for_a_window_through_a_site_wrapper(dsn, tmp_path):
     failing = tmp_path / "fail-sacct"
     failing.write_text("#!/bin/sh\necho 'sacct: error: Problem talking to the database: Connection refused' >&2\nexit 1\n")
     failing.chmod(0o755)
-    cfg.write_text(f'[sacct]\ncommand = ["{failing}"]\n')
+    # the default retries (4) with short waits: the default 10+20+40+80 s backoff only slows the suite
+    cfg.write_text(f'[sacct]\ncommand = ["{failing}"]\n[nightly]\nbackoff_s = 0.01\n')
     bad = ops("--config", str(cfg), "--warehouse", dsn, "etl", "sacct", "--from", "2026-11-29", "--to", "2026-11-30",
               check=False)
     assert bad.returncode == 2 and "sacct failed (exit 1): sacct: error: Problem talking" in bad.stderr
+    assert "(after 5 tries)" in bad.stderr
 
 
 def test_every_option_is_documented_in_help():
