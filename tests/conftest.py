@@ -37,15 +37,28 @@ HB_FIELDS = (
 
 def require(available: bool, what: str):
     """A mark for tests that need a real component: skipped off CI (a developer without root), a failure
-    under CI (CI=true), where the README's test command installs it."""
-    if available or os.environ.get("CI"):
-        return pytest.mark.usefixtures()  # under CI the test runs and fails on the missing component
+    under CI (CI=true), where the README's test command installs it: the test fails before its fixtures
+    start anything, naming what is missing."""
+    if available:
+        return pytest.mark.real_component(what)
+    if os.environ.get("CI"):
+        return pytest.mark.real_component(what, missing=True)
     return pytest.mark.skip(reason=f"{what} not installed (scripts/test installs it as root)")
 
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "both_forms: run the test on the embedded warehouse and on a ClickHouse "
                                        "server (the `form` parameter)")
+    config.addinivalue_line("markers", "real_component(what, missing=False): the test needs a real component "
+                                       "(tests/conftest.py: require)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    for mark in item.iter_markers("real_component"):
+        if mark.kwargs.get("missing"):
+            pytest.fail(f"{mark.args[0]} is not installed, and under CI a test that needs a real component fails "
+                        "rather than skips (scripts/test installs it as root)", pytrace=False)
 
 
 def pytest_generate_tests(metafunc):
