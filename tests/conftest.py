@@ -62,8 +62,10 @@ def pytest_runtest_setup(item):
 
 
 def pytest_generate_tests(metafunc):
+    # module scope: a module may build one warehouse per form for all its tests (a module-scoped fixture that
+    # takes `form`, with warehouse_config), and its tests run form by form
     if "form" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_forms"):
-        metafunc.parametrize("form", ["embedded", "server"])
+        metafunc.parametrize("form", ["embedded", "server"], scope="module")
 
 
 _FORMS: dict[str, dict[str, int]] = {}
@@ -133,11 +135,16 @@ def chdb_server(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture
-def cfg(tmp_path, form, request) -> Config:
+def warehouse_config(form: str, folder: Path, request) -> Config:
+    """A fresh warehouse of the form: a new database on the test server, or an embedded one in ``folder``."""
     if form == "server":
         return Config(dsn=request.getfixturevalue("chdb_server").new_database())
-    return Config(dsn=f"chdb://{tmp_path / 'warehouse'}")
+    return Config(dsn=f"chdb://{folder / 'warehouse'}")
+
+
+@pytest.fixture
+def cfg(tmp_path, form, request) -> Config:
+    return warehouse_config(form, tmp_path, request)
 
 
 @pytest.fixture

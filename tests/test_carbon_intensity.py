@@ -37,7 +37,7 @@ from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.carbon_intensity import load_carbon_intensity, read_carbon_intensity
 from tests.conftest import DATA, table_checksums
 from tests.test_cli import ops
-from tests.test_monthly_scenario import mart, scenario  # noqa: F401  (the hand-built month, a fixture)
+from tests.test_monthly_scenario import build_scenario, mart
 
 UTC = timezone.utc
 EXCERPT = DATA / "carbon" / "DE_2024_hourly-2024-09-08.csv"
@@ -172,8 +172,19 @@ def _site_csv(path, first: datetime, values: list[float]) -> None:
         f"{(first + timedelta(hours=i)):%Y-%m-%d %H:%M:%S},{v},GB\n" for i, v in enumerate(values)))
 
 
+@pytest.fixture
+def scenario(tmp_path, cfg):
+    """The hand-built month of tests/test_monthly_scenario.py, a warehouse of this test's own (it loads into it)."""
+    from ops_warehouse.warehouse import close_embedded
+
+    wh = build_scenario(tmp_path, cfg)
+    yield wh
+    wh.close()
+    close_embedded()
+
+
 @pytest.mark.both_forms
-def test_runs_are_priced_hour_by_hour(scenario, tmp_path):  # noqa: F811
+def test_runs_are_priced_hour_by_hour(scenario, tmp_path):
     wh = scenario
     day1 = tmp_path / "hourly-1.csv"
     _site_csv(day1, datetime(2026, 10, 1), [250.0] * 4)

@@ -51,6 +51,7 @@ from ops_warehouse.analytics.api import Connection
 from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.analytics.pseudonyms import pseudonym, pseudonym_key
 from ops_warehouse.reports.monthly_render import to_html, to_json, to_markdown
+from tests.conftest import warehouse_config
 
 # the loads and reports here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
 pytestmark = pytest.mark.both_forms
@@ -114,8 +115,8 @@ def _telemetry(root):
             d / f"{day}.parquet")
 
 
-@pytest.fixture
-def scenario(tmp_path, cfg):
+def build_scenario(tmp_path, cfg):
+    """The scenario's month loaded into the warehouse ``cfg`` names (files written in ``tmp_path``)."""
     from ops_warehouse.warehouse import open_warehouse
 
     cfg.projects = {"proja": "A", "projb": "B", "projc": "C"}
@@ -142,6 +143,18 @@ def scenario(tmp_path, cfg):
     load_parquet_dir(wh, tmp_path, date(2026, 10, 5), date(2026, 10, 20), cluster="t1")
     refresh_capacity(wh, "t1", *OCT)
     return wh
+
+
+@pytest.fixture(scope="module")
+def scenario(form, tmp_path_factory, request):
+    """One scenario warehouse per form for the module's tests: they only read it."""
+    from ops_warehouse.warehouse import close_embedded
+
+    folder = tmp_path_factory.mktemp(f"scenario-{form}")
+    wh = build_scenario(folder, warehouse_config(form, folder, request))
+    yield wh
+    wh.close()
+    close_embedded()
 
 
 def mart(wh, name, project="", **params):

@@ -10,7 +10,7 @@ import pytest
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.sacct_text import XDMOD_FIELDS, parse_fields
 from ops_warehouse.analytics.summary import summary
-from tests.conftest import XDMOD
+from tests.conftest import XDMOD, warehouse_config
 from tests.xdmod_reference import reference_summary
 
 # the loads and reports here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
@@ -21,12 +21,19 @@ STATS = ["jobs_ended", "jobs_started", "jobs_cancelled_before_start", "cpu_hours
          "wall_hours", "wait_hours"]
 
 
-@pytest.fixture
-def loaded(wh):
+@pytest.fixture(scope="module")
+def loaded(form, tmp_path_factory, request):
+    """The two logs loaded once per form; the tests only read (summary)."""
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+    folder = tmp_path_factory.mktemp(f"xdmod-{form}")
+    wh = open_warehouse(warehouse_config(form, folder, request))
     for p in LOGS:
         r = load_sacct(wh, p, fields=parse_fields(XDMOD_FIELDS))
         assert r.quarantined == 0
-    return wh
+    yield wh
+    wh.close()
+    close_embedded()
 
 
 @pytest.mark.parametrize("period", ["none", "day", "month"])
