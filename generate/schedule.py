@@ -1,47 +1,18 @@
 """A month of a GPU cluster, simulated: inventory, failures, a reservation, and jobs placed on nodes.
 
-Node failures are drawn first (Poisson per node, a few "lemon" nodes at a much higher rate) with an Xid just
-before; a job running on a node when it fails ends NODE_FAIL and is often requeued (a new run of the same job
-id). Drains (high ECC rate, thermal, maintenance) stop new jobs starting on a node. GPU allocations never
-overlap, so telemetry drawn from them is coherent. The placement loop is a discrete-event simulation,
-sequential by nature; everything around it is vectorized.
-
-What a replay of the accounting must mirror, the placement rules exactly:
-
-- Partition and size, fixed at submission: runs of 64+ GPUs go to the first partition, runs of 8-32 GPUs to
-  the partitions in MID_PARTITION_P, others by capacity; nothing to a partition before it is in service. No
-  run may take more than half the first partition (the shared QOS's MaxTRESPerJob: the largest GPU count
-  of workload.GPU_COUNTS up to half its GPUs, 256 of 720); larger draws are sized down to it, except the
-  reservation owner's submitted inside its reservation in time to end in it (by their time limit): these
-  are hero runs, sized to nine tenths of the reservation's nodes (a tenth kept spare for failures; more
-  than the QOS allows, at most all of them, on a small cluster).
-- The reservation: the first account holds the first RESERVED_SHARE of the first partition's nodes (half,
-  rounded up: h100-001..045) from ``reservation_days[0]`` to ``[1]``. A hero run that starts in it and
-  would end in it runs only on its nodes. The owner's other runs that start in it and would end in it go
-  onto its nodes when enough of them are free (each run wholly inside or wholly outside), else onto the open
-  nodes. Every other run that would be running while it lasts (its time limit, at most 3 days, from its
-  start reaches past the reservation's start) keeps off the reserved nodes. Other accounts' runs under 64
-  GPUs that would be running in it go to the other partitions at submission.
-- Events: submissions, run ends and requeues (a run ended NODE_FAIL is submitted again at its end). At a
-  time where runs ended, the whole queue is tried in priority order (submission order; requeued runs at
-  their resubmission) and the shadow plans are made anew; at a time with only new submissions, only those
-  are tried. At most 60 jobs of each (partition, multi-node or not) queue are tried per pass (bf_max_job_part).
-- A job starts when its partition has the GPUs now on nodes that are up, not drained and in service: a
-  multi-node job takes whole free nodes, the first in node order; a single-node job the fullest node that
-  fits. Held jobs (CANCELLED_PENDING) never start and are never planned.
-- EASY backfill: the first multi-node job of a partition that cannot start gets a shadow plan: the nodes it
-  needs that are free first (each node free when its running jobs end, a down or drained node when that
-  spell ends, the reserved nodes as above) and the time the last of them is free; a later job may use those
-  nodes only if it ends (min of its time limit and its run time) before that time. The reservation's nodes
-  are a pool of their own: the first of the owner's multi-node runs planned on them gets its own shadow
-  plan there.
+Jobs are placed in submission order at the earliest time their partition has the GPUs (first fit; a job
+never waits behind a larger one, like Slurm's backfill), so GPU allocations never overlap and telemetry
+drawn from them is coherent. Node failures are drawn first (Poisson per node, a few "lemon" nodes at a
+much higher rate) with an Xid just before; a job running on a node when it fails ends NODE_FAIL and is
+often requeued (a new run of the same job id). Drains (high ECC rate, thermal, maintenance) stop new jobs
+starting on a node. One project holds a reservation of a whole partition for part of the period. The
+placement loop is a discrete-event simulation, sequential by nature; everything around it is vectorized.
 """
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from fractions import Fraction
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -57,7 +28,7 @@ from ops_warehouse.generate.model import (
     XID_SCHEMA,
     ClusterSpec,
 )
-from ops_warehouse.generate.workload import GPU_COUNTS, draw_jobs
+from ops_warehouse.generate.workload import draw_jobs
 
 FAILURES_PER_1000_NODE_DAYS = 4.0
 LEMON_FACTOR = 25.0
@@ -68,8 +39,6 @@ REQUEUE_SHARE = 0.6
 WATCHDOG_S = 1800  # NCCL watchdog kills a hung job after this long
 CKPT_WRITE_S = 120  # a checkpoint of a run on whole nodes (8 GPUs x 12 GB at 0.5 GB/s, capped: telemetry.py)
 CHUNK_RUNS = 50_000
-MID_PARTITION_P = (0.2, 0.55, 0.25)  # where runs of 8-32 GPUs go, of three partitions
-RESERVED_SHARE = Fraction(1, 2)  # of the first partition's nodes, held by the reservation
 
 
 @dataclass
@@ -172,42 +141,28 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     ns_start = np.array([x[1] for x in nostart], dtype=np.int64)
     ns_end = np.array([x[2] for x in nostart], dtype=np.int64)
 
-    # --- the reservation: for part of the period the first account holds half the first partition's nodes
-    # for its largest runs; the other half stays open to every account
+    # --- the reservation: the first account holds the whole first partition for part of the period
     owner = 0
     rs, re_ = t0 + reservation_days[0] * 86400, t0 + reservation_days[1] * 86400
     resv_name = f"{spec.accounts[owner]}_{spec.partitions[0].name}"
-    resv = np.zeros(n_nodes, dtype=bool)
-    resv[big[: -(-len(big) * RESERVED_SHARE.numerator // RESERVED_SHARE.denominator)]] = True
 
     jobs = draw_jobs(spec, start, days, jobs_per_day, rng)
     n_jobs = jobs.height
     J = {c: jobs.get_column(c).to_numpy() for c in jobs.columns}
     # partition: by capacity; mid-size runs (8-32 GPUs) favour the newer partitions, whose GPUs would
     # otherwise only see small jobs; large runs (64+) need the largest one; nothing goes to a partition
-    # before it is in service; the other accounts' runs under 64 GPUs that would be running while the owner
-    # holds its nodes of the first partition go elsewhere (the large ones keep to the nodes left open)
+    # before it is in service; while the owner holds the first partition, the others send what fits elsewhere
     n_parts = len(spec.partitions)
     cap = np.array([p.nodes for p in spec.partitions], float)
     part = rng.choice(n_parts, n_jobs, p=cap / cap.sum())
     mid = (J["gpus"] >= 8) & (J["gpus"] <= 32)
-    part = np.where(mid, rng.choice(n_parts, n_jobs, p=MID_PARTITION_P if n_parts == 3 else cap / cap.sum()), part)
+    part = np.where(mid, rng.choice(n_parts, n_jobs, p=[0.4, 0.3, 0.3] if n_parts == 3 else cap / cap.sum()), part)
     part = np.where(J["gpus"] >= 64, 0, part)
     late = in_service[part_nodes[-1][0]]
     part = np.where((part == n_parts - 1) & (J["submit"] < late), 0, part)
-    limit_at_submit = np.where(J["unlimited"], 10**9, J["timelimit_min"] * 60)
-    in_resv = ((J["submit"] + np.minimum(limit_at_submit, 3 * 86400) > rs) & (J["submit"] < re_)
-               & (J["account_idx"] != owner))
+    in_resv = (J["submit"] >= rs - 3 * 86400) & (J["submit"] < re_) & (J["account_idx"] != owner)
     others = np.where(J["submit"] >= late, rng.choice([1, 2], n_jobs, p=[2 / 3, 1 / 3]), 1)
-    part = np.where(in_resv & (part == 0) & (J["gpus"] < 64), others, part)
-    # no shared run may take more than half the first partition (the QOS's MaxTRESPerJob): users size their
-    # runs to that; runs larger than that are the owner's hero runs, sized to its reservation, submitted
-    # while it holds it in time to end in it, and run only there
-    qos_max = int(GPU_COUNTS[GPU_COUNTS * 2 <= len(big) * G].max(initial=G))
-    hero = ((J["account_idx"] == owner) & (J["submit"] >= rs) & (J["submit"] + limit_at_submit <= re_)
-            & (J["gpus"] > qos_max))
-    hero_nodes = min(int(resv.sum()), max(int(resv.sum()) * 9 // 10, -(-qos_max // G) + 1))
-    J["gpus"] = np.where(hero, hero_nodes * G, np.minimum(J["gpus"], qos_max))
+    part = np.where(in_resv & (part == 0), np.where(J["gpus"] >= 64, 1, others), part)
     # a job larger than its partition goes to the first (largest) partition; on a small (scaled-down)
     # cluster a job larger than even that is cut to it: Slurm refuses a job no partition can hold at submit
     # time, and one left in the queue would block every multi-node job behind it
@@ -258,9 +213,7 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
             alloc_rows.clear()
     pending: list[list] = []  # [priority submit, i, run_no, remaining runtime or -1, true submit]
     completions: list[tuple[int, int]] = []  # (end, run index)
-    # (partition, in the reservation) -> (time, node set, job) held for the oldest blocked multi-node job of
-    # that pool (EASY backfill); the reservation's nodes are a pool of their own while it lasts
-    shadow: dict[tuple[int, bool], tuple[int, np.ndarray, int]] = {}
+    shadow = {}  # partition -> (time, node set) held for its oldest blocked large job (EASY backfill)
 
     class Pass:
         """What is free at one instant, kept up to date as jobs start within the pass."""
@@ -292,10 +245,8 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         if outcome == "CANCELLED_PENDING":
             return False  # held (a dependency that never resolves) until its owner cancels it
         limit_s = 10**9 if J["unlimited"][i] else int(J["timelimit_min"][i]) * 60
-        # the owner's run starting in the reservation and ending in it (within its time limit) may run on its
-        # nodes; any other run that would be running while it lasts keeps off them
-        kept_in = p == 0 and acct == owner and rs <= t and t + limit_s <= re_
-        kept_out = p == 0 and not kept_in and t < re_ and t + min(limit_s, 3 * 86400) > rs
+        if p == 0 and acct != owner and t < re_ and t + min(limit_s, 3 * 86400) > rs:
+            return False  # would run into the reservation
         k, per_node = max(1, -(-g // G)), min(g, G)
         if not ps.fits(p, per_node, k):
             return False
@@ -303,17 +254,9 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         cand = part_nodes[p]
         free_n = ps.free[cand]
         ok = (free_n >= per_node) & ps.avail[cand]
-        if kept_out:
-            ok &= ~resv[cand]
-        for pool in (False, True):
-            sh = shadow.get((p, pool))
-            if sh is not None and sh[2] != i and t + min(limit_s, runtime) > sh[0]:
-                ok &= ~sh[1]  # keep the large job's nodes unless done before it starts
-        if kept_in:
-            # the owner's run goes into its reservation when it fits there, else on the open nodes (a hero
-            # run only there)
-            ok = ok & resv[cand] if (hero[i] or (ok & resv[cand]).sum() >= k) else ok & ~resv[cand]
-            kept_in = bool(resv[cand][ok].any())
+        sh = shadow.get(p)
+        if sh is not None and sh[2] != i and t + min(limit_s, runtime) > sh[0]:
+            ok &= ~sh[1]  # keep the large job's nodes unless done before it starts
         idx = np.flatnonzero(ok)
         if len(idx) < k:
             return False
@@ -342,7 +285,7 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         out.append({"i": i, "run": run_no, "submit": shown, "partition": spec.partitions[p].name, "start": t,
                     "end": end_t, "state": state, "exit": exit_code, "nodes": [nodes[n] for n in sorted(chosen)],
                     "hang_from": hang_from,
-                    "reservation": resv_name if kept_in else ""})
+                    "reservation": resv_name if (p == 0 and acct == owner and rs <= t < re_) else ""})
         alloc_rows.append((flushed[0] + len(out) - 1, chosen, gsel))
         heapq.heappush(completions, (end_t, flushed[0] + len(out) - 1))
         if state == "NODE_FAIL" and rng.random() < REQUEUE_SHARE:
@@ -350,54 +293,29 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
             # without one): the work since then is done twice, as the campaigns mart measures it
             left = max(runtime - _saved_s(end_t - t, int(J["ckpt_period_s"][i])), 60)
             requeued.append([end_t, i, run_no + 1, left, end_t])
-        for key in [key for key, sh in shadow.items() if sh[2] == i]:
-            del shadow[key]
+        if sh is not None and sh[2] == i:
+            del shadow[p]
         return True
 
     def set_shadow(job, t: int) -> None:
-        _, i, run_no, _, _ = job
+        _, i, _, _, _ = job
         p, g = int(part[i]), int(J["gpus"][i])
-        if g <= G or (run_no == 0 and J["outcome"][i] == "CANCELLED_PENDING"):
-            return  # a held job is not planned (it would hold its nodes until its owner cancels it)
-        mine = p == 0 and int(J["account_idx"][i]) == owner and t < re_
-        if (p, False) in shadow and (not mine or (p, True) in shadow):
+        if g <= G or p in shadow:
             return
         cand = part_nodes[p]
-        k = -(-g // G)
-        # when each node is free: its GPUs' jobs ended, out of a down or drained spell, in service
-        node_free = np.maximum(busy[cand].max(axis=1), np.maximum(in_service[cand], t))
-        m = (ns_start <= t) & (t < ns_end) & (part_of[ns_node] == p)
-        if m.any():
-            out_until = np.zeros(n_nodes, dtype=np.int64)
-            np.maximum.at(out_until, ns_node[m], ns_end[m])
-            node_free = np.maximum(node_free, out_until[cand])
-        # the reserved nodes as try_start uses them: the owner's run planned to start in the reservation and
-        # end in it has them or the open nodes, whichever are free first (a hero run only them); any other run
-        # that would be running while it lasts has them once it is over
-        if p == 0:
-            limit_s = 10**9 if J["unlimited"][i] else int(J["timelimit_min"][i]) * 60
-            inside = np.where(resv[cand], node_free, np.maximum(node_free, re_))
-            outside = np.where(resv[cand], np.maximum(node_free, re_), node_free)
-            if mine and rs <= np.sort(inside)[k - 1] and np.sort(inside)[k - 1] + limit_s <= re_ and (
-                    hero[i] or np.sort(inside)[k - 1] <= np.sort(outside)[k - 1]):
-                node_free = inside
-            elif np.sort(node_free)[k - 1] < re_ and np.sort(node_free)[k - 1] + min(limit_s, 3 * 86400) > rs:
-                node_free = np.where(resv[cand], np.maximum(node_free, re_), node_free)
-        order = np.argsort(node_free, kind="stable")[:k]
+        # a job of another account kept off the reserved partition cannot start before the reservation ends:
+        # holding nodes for it from now would stop the owner using its own reservation
+        earliest = re_ if (p == 0 and int(J["account_idx"][i]) != owner and t < re_) else t
+        node_free = np.maximum(busy[cand].max(axis=1), earliest)
+        order = np.argsort(node_free, kind="stable")[: -(-g // G)]
         held = np.zeros(len(cand), dtype=bool)
         held[order] = True
-        key = (p, bool(mine and rs <= int(node_free[order[-1]]) < re_ and resv[cand][held].all()))
-        if key not in shadow:
-            shadow[key] = (int(node_free[order[-1]]), held, i)
+        shadow[p] = (int(node_free[order[-1]]), held, i)
 
-    def schedule(t: int, jobs: list, limit: int = 60, replan: bool = False) -> list:
+    def schedule(t: int, jobs: list, limit: int = 60) -> list:
         """Start what can start at t, in priority order; return the jobs still waiting. Like Slurm's
-        bf_max_job_part, at most ``limit`` jobs of each (partition, multi-node or not) queue are tried.
-        ``replan`` (a pass over the whole queue): the shadow plans are made again, as Slurm's backfill
-        does every cycle, so none outlives what it was made for (a node gone down, a job ended early)."""
+        bf_max_job_part, at most ``limit`` jobs of each (partition, multi-node or not) queue are tried."""
         ps = Pass(t)
-        if replan:
-            shadow.clear()
         waiting = []
         tried: dict[tuple[int, bool], int] = {}
         for job in jobs:
@@ -446,7 +364,7 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
                             "nodes": [], "hang_from": None, "reservation": ""})
         if freed:
             # resources came back: the whole queue in priority order, new arrivals last
-            pending[:] = schedule(t_next, pending + new, replan=True)
+            pending[:] = schedule(t_next, pending + new)
         elif new:
             # nothing was freed: only the new arrivals can start (backfill)
             pending.extend(schedule(t_next, new))
@@ -473,8 +391,7 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         gpu_alloc = pl.concat([c[1] for c in chunks]) if chunks else pl.DataFrame(schema=GPU_ALLOC_SCHEMA)
     return _frames(spec, start, t0, t_end, inv, nodes, runs, gpu_alloc,
                    (ev, x_node, x_gpu, x_ts, x_code), (th_node, th_gpu, th_s, th_e),
-                   (resv_name, spec.accounts[owner], spec.partitions[0], [nodes[n] for n in np.flatnonzero(resv)],
-                    rs, re_), lemons, straggler)
+                   (resv_name, spec.accounts[owner], spec.partitions[0], rs, re_), lemons, straggler)
 
 
 def _saved_s(elapsed_s: int, ckpt_period_s: int) -> int:
@@ -566,10 +483,10 @@ def _frames(spec, start, t0, t_end, inv, nodes, runs, gpu_alloc, events, throttl
     throttle_df = pl.DataFrame({"node": [nodes[n] for n in th_node], "gpu": th_gpu,
                                 "start_ts": [_dt(t) for t in th_s], "end_ts": [_dt(t) for t in th_e]},
                                schema=THROTTLE_SCHEMA)
-    name, acct, p, resv_nodes, rs, re_ = resv
+    name, acct, p, rs, re_ = resv
     reservations = pl.DataFrame({
         "name": [name], "accounts": [acct], "partition": [p.name],
-        "nodes": [resv_nodes], "start_ts": [_dt(rs)], "end_ts": [_dt(re_)],
+        "nodes": [[n for n in nodes if n.startswith(p.node_prefix)]], "start_ts": [_dt(rs)], "end_ts": [_dt(re_)],
     }, schema={"name": pl.String, "accounts": pl.String, "partition": pl.String, "nodes": pl.List(pl.String),
                "start_ts": TS, "end_ts": TS})
     return History(spec, start, datetime.fromtimestamp(t_end, timezone.utc), inv, runs, gpu_alloc, node_events,

@@ -2,7 +2,7 @@
 
 Shapes (targets checked by tests/test_generate_calibration.py): over 40% of jobs on one GPU and over 90% on
 fewer than 8, under 10% of GPU-hours; jobs of 256+ GPUs over half of the GPU-hours; run times lognormal
-with a median of minutes for small jobs and hours for large ones; outcomes by count and by GPU time in
+with a median of minutes for small jobs and many hours for large ones; outcomes by count and by GPU time in
 the range of the LLM clusters of AcmeTrace (Seren, Kalos) and Helios (tests/data/published/).
 """
 
@@ -16,10 +16,7 @@ from ops_warehouse.generate.model import ClusterSpec
 
 # GPUs per job and their probabilities.
 GPU_COUNTS = np.array([1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 128, 256, 512])
-GPU_P = np.array([.475, .18, .03, .17, .02, .02, .01, .05, .015, .01, .004, .003, .013, .001])
-# Run time a job would take if nothing stopped it: lognormal, by GPUs per job (up to, median s, sigma).
-RUNTIME_BY_GPUS = np.array([(7, 150.0, 1.7), (8, 1800.0, 1.3), (63, 5 * 3600.0, 1.3), (255, 2 * 3600.0, 0.9),
-                            (1 << 30, 2.5 * 3600.0, 0.9)])
+GPU_P = np.array([.48, .18, .03, .17, .02, .02, .01, .05, .015, .01, .007, .004, .003, .002])
 # Account shares of submissions; proja is the big customer.
 ACCOUNT_P = np.array([.30, .25, .15, .12, .10, .08])
 USERS_PER_ACCOUNT = 25
@@ -51,8 +48,8 @@ def draw_jobs(spec: ClusterSpec, start: datetime, days: int, jobs_per_day: int, 
     acct = rng.choice(len(spec.accounts), n, p=ACCOUNT_P / ACCOUNT_P.sum())
     user = acct * USERS_PER_ACCOUNT + np.minimum(rng.zipf(1.6, n) - 1, USERS_PER_ACCOUNT - 1)
     # run time the job would take if nothing stopped it
-    row = np.searchsorted(RUNTIME_BY_GPUS[:, 0], gpus)
-    med, sigma = RUNTIME_BY_GPUS[row, 1], RUNTIME_BY_GPUS[row, 2]
+    med = np.where(gpus < 8, 150.0, np.where(gpus == 8, 1800.0, np.where(gpus >= 256, 14 * 3600.0, np.where(large, 8 * 3600.0, 2 * 3600.0))))
+    sigma = np.where(gpus < 8, 1.7, np.where(large, 0.9, 1.3))
     runtime = np.clip(np.exp(np.log(med) + sigma * rng.standard_normal(n)), 5, 14 * 86400).astype(np.int64)
     # users ask for a limit above what they expect; some guess too low (TIMEOUT)
     need_min = runtime / 60 * rng.uniform(0.7, 3.0, n)
