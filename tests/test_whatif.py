@@ -92,7 +92,7 @@ def test_replays_worked_by_hand(site):
     assert add["capex"] == pytest.approx(3 * capex_node)
     assert add["cost_per_allocated_gpu_hour"] == pytest.approx(3 * capex_node / 81)
     rm = s["-1 h100"]
-    assert (rm["nodes"], rm["capacity_gpu_hours"], rm["allocated_gpu_hours"]) == (2, 5_952, 17)  # n2 out from Oct 1
+    assert (rm["nodes"], rm["capacity_gpu_hours"], rm["allocated_gpu_hours"]) == (1, 5_952, 17)  # n2 out from Oct 1
     assert (rm["jobs_started"], rm["jobs_not_started"]) == (2, 1)
     never = (datetime(2026, 11, 1, tzinfo=UTC) - datetime(2026, 10, 5, tzinfo=UTC)).total_seconds() / 3600
     assert rm["wait_hours"] == pytest.approx(never + 0 + 1.5)

@@ -5,7 +5,7 @@
 --                 the others a changed cluster or load
 --   whatif_node   one row a node and scenario: gpu_model, gpus, in_service_ts, retired_ts
 -- Columns:
---   nodes, capacity_gpu_hours   the nodes, and their GPUs × the time in service within the window
+--   nodes, capacity_gpu_hours   the nodes in service during the window, and their GPUs × that time
 --   allocated_gpu_hours         the jobs' GPUs × the part of their run inside the window
 --   utilization, idle_gpu_hours allocated ÷ capacity; capacity − allocated
 --   jobs                        jobs submitted in the window; jobs_started of them started in it, jobs_not_started
@@ -20,7 +20,9 @@
 --                               the replay is from what happened, the error to read every figure with
 WITH
 nodes AS (
-    SELECT n.scenario AS scenario, count() AS n_nodes,
+    SELECT n.scenario AS scenario,
+           countIf(overlap_s({from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}, n.in_service_ts,
+                             coalesce(n.retired_ts, {to_ts:DateTime('UTC')})) > 0) AS n_nodes,
            sum(n.gpus * overlap_s({from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}, n.in_service_ts,
                                   coalesce(n.retired_ts, {to_ts:DateTime('UTC')}))) / 3600 AS cap_h,
            sum(n.gpus * overlap_s({from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}, n.in_service_ts,
