@@ -87,7 +87,7 @@ def to_markdown(w: dict, chart_file: str | None = None) -> str:
         if chart and chart_file:
             lines += [f"![{title}]({chart_file})", ""]
     passes = ", ".join(f"{k}: {v['passes']:,} scheduling passes" for k, v in w["replay_stats"].items())
-    lines.append(f"Replayed in {w['replay_s']:.1f} s ({passes}).")
+    lines.append(f"Replayed with {passes}.")
     return "\n".join(lines) + "\n"
 
 
