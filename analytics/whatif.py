@@ -109,8 +109,7 @@ def read_inputs(wh, cluster: str, window: tuple[datetime, datetime]) -> Inputs:
         submit=_epoch("submit_ts"), start=_epoch("start_ts"), end=_epoch("end_ts"),
         account_l=pl.col("account").str.to_lowercase(),
     ).with_columns(
-        part=pl.col("partition").str.split(",").list.eval(
-            pl.element().replace_strict(part_of_node and {p: p for p in partitions}, default=None)).list.drop_nulls()
+        part=pl.col("partition").str.split(",").list.eval(pl.element().filter(pl.element().is_in(partitions)))
         .list.first()
         .fill_null(pl.col("nodes").list.first().replace_strict(part_of_node, default=None))
         .fill_null(largest),
@@ -154,7 +153,8 @@ def _arrays(inp: Inputs, change: Change | None, seed: int = 0):
     un = nodes.select(pl.int_range(pl.len()).alias("i"), "unusable").explode("unusable").drop_nulls("unusable")
     nostart = np.array([[i, s, e] for i, (s, e) in zip(un["i"], un["unusable"])], dtype=np.int64).reshape(-1, 3) \
         if un.height else np.zeros((0, 3), np.int64)
-    N = Nodes(partition=np.array([inp.partitions.index(p) for p in nodes["partition"]], dtype=np.int64),
+    part_idx = {p: i for i, p in enumerate(inp.partitions)}
+    N = Nodes(partition=nodes["partition"].replace_strict(part_idx, return_dtype=pl.Int64).to_numpy(),
               gpus=nodes["gpus"].to_numpy().astype(np.int64), in_service=nodes["in_service"].to_numpy(),
               retired=nodes["retired"].to_numpy(), nostart=nostart)
     jobs = inp.place
@@ -162,18 +162,17 @@ def _arrays(inp: Inputs, change: Change | None, seed: int = 0):
         jobs = _scale(jobs, change.scale_load, inp.t0, seed)
     acct = {a: i for i, a in enumerate(inp.accounts)}
     ran = jobs["start"].is_not_null().to_numpy()
-    end = jobs["end"].to_numpy()
+    end = jobs["end"].fill_null(0).to_numpy().astype(np.int64)
     limit = jobs["timelimit_s"].to_numpy().astype(np.int64)
     limit = np.where(limit > 0, limit, NO_LIMIT_S)
-    never = ~ran
-    runtime = np.where(ran, np.nan_to_num(end, nan=0).astype(np.int64) - np.nan_to_num(jobs["start"].to_numpy(), nan=0)
-                       .astype(np.int64), np.minimum(limit, PENDING_RUNTIME_S))
-    cancelled = never & ~np.isnan(end.astype(float))
+    runtime = np.where(ran, end - jobs["start"].fill_null(0).to_numpy().astype(np.int64),
+                       np.minimum(limit, PENDING_RUNTIME_S))
+    cancelled = ~ran & jobs["end"].is_not_null().to_numpy()  # never ran, and its end is when it was cancelled
     J = Jobs(submit=jobs["submit"].to_numpy().astype(np.int64), gpus=jobs["gpus"].to_numpy().astype(np.int64),
-             partition=np.array([inp.partitions.index(p) for p in jobs["part"]], dtype=np.int64),
+             partition=jobs["part"].replace_strict(part_idx, return_dtype=pl.Int64).to_numpy(),
              runtime=np.maximum(runtime, 1).astype(np.int64), limit=limit,
-             account=np.array([acct[a] for a in jobs["account_l"]], dtype=np.int64),
-             held_until=np.where(cancelled, np.nan_to_num(end.astype(float), nan=0).astype(np.int64), NEVER))
+             account=jobs["account_l"].replace_strict(acct, return_dtype=pl.Int64).to_numpy(),
+             held_until=np.where(cancelled, end, NEVER))
     R = Running(node=np.array([node_idx[n] for n in inp.running["node"]], dtype=np.int64),
                 gpus=inp.running["gpus"].to_numpy().astype(np.int64), end=inp.running["end"].to_numpy().astype(np.int64))
     sizes = dict(change.reservation) if change is not None else {}
