@@ -151,7 +151,6 @@ class ChdbServer:
                 raise RuntimeError(f"the test ClickHouse server did not start: {(folder / 'server.log').read_text()}")
             time.sleep(0.05)
         self.port = int(port_file.read_text())
-        self.template: str | None = None
 
     def dsn(self, database: str = "default") -> str:
         return f"http://default@127.0.0.1:{self.port}/{database}"
@@ -165,42 +164,6 @@ class ChdbServer:
         admin.command(f"CREATE DATABASE {name}")
         admin.close()
         return self.dsn(name)
-
-    def new_warehouse(self) -> str:
-        """A fresh, migrated warehouse on the server; its DSN. A copy of a template database that
-        open_warehouse() migrated through this server once (in a third of the time a migration takes): each
-        table and view from the DDL the server gives for it, the template's rows (the migration log, the
-        default cost model) copied; functions are the server's, there already. test_server_form.py has the
-        CLI migrate an empty database (new_database)."""
-        import clickhouse_connect
-
-        if self.template is None:
-            dsn = self.new_database()
-            open_warehouse(Config(dsn=dsn)).close()
-            self.template = dsn.rsplit("/", 1)[1]
-        dsn = self.new_database()
-        name = dsn.rsplit("/", 1)[1]
-        admin = clickhouse_connect.get_client(dsn=self.dsn())
-        try:
-            objects = admin.query("SELECT name, create_table_query, total_rows FROM system.tables "
-                                  "WHERE database = {db:String} ORDER BY engine = 'View', name",
-                                  parameters={"db": self.template}).result_rows
-            while objects:  # a view made before one it reads fails: made again in the next round
-                failed = []
-                for table, ddl, n in objects:
-                    try:
-                        admin.command(ddl.replace(f"{self.template}.", f"{name}."))
-                    except Exception:
-                        failed.append((table, ddl, n))
-                        continue
-                    if n:
-                        admin.command(f"INSERT INTO {name}.{table} SELECT * FROM {self.template}.{table}")
-                if len(failed) == len(objects):
-                    raise RuntimeError(f"cannot copy {[t for t, _, _ in failed]} from the template warehouse")
-                objects = failed
-        finally:
-            admin.close()
-        return dsn
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -233,7 +196,7 @@ def warehouse_config(form: str, folder: Path, request) -> Config:
     """A fresh warehouse of the form: a new database on the test server, or an embedded one in ``folder``
     (a copy of the session's empty, migrated one: relative links only, so a copy is a warehouse of its own)."""
     if form == "server":
-        return Config(dsn=request.getfixturevalue("chdb_server").new_warehouse())
+        return Config(dsn=request.getfixturevalue("chdb_server").new_database())
     shutil.copytree(request.getfixturevalue("embedded_template"), folder / "warehouse", symlinks=True)
     return Config(dsn=f"chdb://{folder / 'warehouse'}")
 
