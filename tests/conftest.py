@@ -62,48 +62,6 @@ def pytest_runtest_setup(item):
                         "rather than skips (scripts/test installs it as root)", pytrace=False)
 
 
-# `scripts/test` runs the suite in two processes (pytest-xdist: -n 2). A worker takes whole groups: a module's
-# tests together, so a module-scoped fixture (a generated site, a started Prometheus) is built once; every
-# Slurm test in one group, since Slurm clusters share the machine's munged and its users; the tests of the
-# session's demo runs in one group, so the demo runs once. The groups are worked out from test ids alone (the
-# scheduler sees no marks), and the workers check them against the marks and fixtures.
-XDIST_GROUPS = {"tests/test_slurm_live.py": "slurm", "tests/test_nightly_faults.py::test_slurm_": "slurm",
-                "tests/test_api.py": "demo", "tests/test_demo.py": "demo", "tests/test_notebooks.py": "demo"}
-
-
-def xdist_group(nodeid: str) -> str:
-    for prefix, group in XDIST_GROUPS.items():
-        if nodeid.startswith(prefix):
-            return group
-    return nodeid.split("::")[0]
-
-
-@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a run without the plugin has no scheduler
-def pytest_xdist_make_scheduler(config, log):
-    from xdist.scheduler import LoadScopeScheduling
-
-    class GroupScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return xdist_group(nodeid)
-
-    return GroupScheduling(config, log)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    if not hasattr(config, "workerinput"):  # not an xdist worker
-        return
-    for item in items:
-        slurm = any(str(m.args[0]).startswith("Slurm") for m in item.iter_markers("real_component"))
-        need = "slurm" if slurm else "demo" if "demo_runs" in item.fixturenames else None
-        if need and xdist_group(item.nodeid) != need:
-            raise pytest.UsageError(f"{item.nodeid} belongs in the {need!r} group: add it to XDIST_GROUPS "
-                                    "(tests/conftest.py)")
-    # the longest groups first (scripts/test passes --no-loadscope-reorder so the scheduler keeps this order):
-    # the Slurm workload's minutes of waiting and the demo overlap the rest instead of ending the run alone
-    items.sort(key=lambda item: {"slurm": 0, "demo": 1}.get(xdist_group(item.nodeid), 2))
-
-
 def pytest_generate_tests(metafunc):
     # module scope: a module may build one warehouse per form for all its tests (a module-scoped fixture that
     # takes `form`, with warehouse_config), and its tests run form by form
