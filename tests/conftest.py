@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -136,26 +135,10 @@ def chdb_server(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture(scope="session")
-def embedded_template(tmp_path_factory) -> Path:
-    """An empty embedded warehouse migrated once for the session (in a process of its own, so that no engine
-    of this one is closed to make it). A fresh embedded warehouse is a copy of it: the same schema, cost model
-    and functions that open_warehouse() would write into an empty folder (a copy opens in ~0.4 s, a
-    migration of an empty folder takes ~1.2 s)."""
-    path = tmp_path_factory.mktemp("template") / "warehouse"
-    subprocess.run([sys.executable, "-c", "import sys; from ops_warehouse.config import Config; "
-                    "from ops_warehouse.warehouse import close_embedded, open_warehouse; "
-                    "open_warehouse(Config(dsn='chdb://' + sys.argv[1])).close(); close_embedded()", str(path)],
-                   check=True, timeout=300)
-    return path
-
-
 def warehouse_config(form: str, folder: Path, request) -> Config:
-    """A fresh warehouse of the form: a new database on the test server, or an embedded one in ``folder``
-    (a copy of the session's empty, migrated one: relative links only, so a copy is a warehouse of its own)."""
+    """A fresh warehouse of the form: a new database on the test server, or an embedded one in ``folder``."""
     if form == "server":
         return Config(dsn=request.getfixturevalue("chdb_server").new_database())
-    shutil.copytree(request.getfixturevalue("embedded_template"), folder / "warehouse", symlinks=True)
     return Config(dsn=f"chdb://{folder / 'warehouse'}")
 
 
