@@ -115,7 +115,7 @@ def read_inputs(wh, cluster: str, window: tuple[datetime, datetime]) -> Inputs:
         .fill_null(largest),
     )
     running = hist.filter(pl.col("start").is_not_null() & (pl.col("start") < t0))
-    place = hist.filter(pl.col("start").is_null() | (pl.col("start") >= t0)).sort("submit", "job_id")
+    place = hist.filter(pl.col("start").is_null() | (pl.col("start") >= t0)).sort("submit", "job_id_raw", "job_id")
     run_nodes = (running.select("nodes", "gpus", "end").with_columns(n=pl.col("nodes").list.len())
                  .explode("nodes").filter(pl.col("nodes").is_in(nodes["node"].implode()))
                  .select(node=pl.col("nodes"), gpus=(pl.col("gpus") // pl.col("n")).clip(1), end=pl.col("end")))
@@ -208,12 +208,12 @@ def _scale(jobs: pl.DataFrame, factor: float, t0: int, seed: int) -> pl.DataFram
         out.append(mine.filter(pl.Series(take)).with_columns(
             submit=pl.col("submit") + d, start=pl.col("start") + d, end=pl.col("end") + d,
             job_id=pl.col("job_id") + f"+{c + 1}"))
-    return pl.concat(out).sort("submit", "job_id")
+    return pl.concat(out).sort("submit", "job_id_raw", "job_id")
 
 
 def _run(args) -> Replay:
-    nodes, jobs, running, resv, t0, t1 = args
-    return replay(nodes, jobs, t0=t0, horizon=t1, running=running, reservations=resv)
+    nodes, jobs, running, resv, t0, t1, keys = args
+    return replay(nodes, jobs, t0=t0, horizon=t1, running=running, reservations=resv, keys=keys)
 
 
 def replay_scenarios(inp: Inputs, changes: list[Change], *, processes: int = 0) -> dict[str, tuple]:
@@ -223,7 +223,8 @@ def replay_scenarios(inp: Inputs, changes: list[Change], *, processes: int = 0) 
 
     scen = [("replay", None)] + [(c.label, c) for c in changes]
     built = {label: _arrays(inp, c) for label, c in scen}
-    args = [(b[0], b[1], b[2], b[3], inp.t0, inp.t1) for b in built.values()]
+    args = [(b[0], b[1], b[2], b[3], inp.t0, inp.t1, b[5]["job_id_raw"].to_numpy().astype(np.int64))
+            for b in built.values()]
     n = processes or min(len(args), os.cpu_count() or 1)
     if n > 1 and len(args) > 1 and "fork" in get_all_start_methods():
         # forked, as the report's charts are: a child only runs the scheduler (numpy), never the engine whose

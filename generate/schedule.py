@@ -1,17 +1,19 @@
 """A month of a GPU cluster, simulated: inventory, failures, a reservation, and jobs placed on nodes.
 
-Jobs are placed in submission order at the earliest time their partition has the GPUs (first fit; a job
-never waits behind a larger one, like Slurm's backfill), so GPU allocations never overlap and telemetry
-drawn from them is coherent. Node failures are drawn first (Poisson per node, a few "lemon" nodes at a
-much higher rate) with an Xid just before; a job running on a node when it fails ends NODE_FAIL and is
-often requeued (a new run of the same job id). Drains (high ECC rate, thermal, maintenance) stop new jobs
-starting on a node. One project holds a reservation of a whole partition for part of the period. The
-placement loop is a discrete-event simulation, sequential by nature; everything around it is vectorized.
+Jobs are placed by planning/backfill.py, the scheduler what-if replays run (one policy: FIFO with EASY
+backfill by time limits, reservations, down and drained nodes), so GPU allocations never overlap and
+telemetry drawn from them is coherent, and a replay of the accounting gives this schedule back. Node
+failures are drawn first (Poisson per node, a few "lemon" nodes at a much higher rate) with an Xid just
+before; a job running on a node when it fails ends NODE_FAIL and is often requeued (a new run of the same job
+id, submitted when the failed run ended). Drains (high ECC rate, thermal, maintenance) stop new jobs starting
+on a node. One project holds a reservation of a quarter of the largest partition for part of the period. A
+run's end is decided when it starts (its drawn run time cut by its outcome, slowed on the straggler, ended by
+a node failure); the scheduler only sees that end. The placement loop is a discrete-event simulation,
+sequential by nature; everything around it is vectorized.
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,7 +30,8 @@ from ops_warehouse.generate.model import (
     XID_SCHEMA,
     ClusterSpec,
 )
-from ops_warehouse.generate.workload import draw_jobs
+from ops_warehouse.generate.workload import GPU_COUNTS, draw_jobs
+from ops_warehouse.planning.backfill import NEVER, Nodes, Reservation, Scheduler
 
 FAILURES_PER_1000_NODE_DAYS = 4.0
 LEMON_FACTOR = 25.0
@@ -39,6 +42,9 @@ REQUEUE_SHARE = 0.6
 WATCHDOG_S = 1800  # NCCL watchdog kills a hung job after this long
 CKPT_WRITE_S = 120  # a checkpoint of a run on whole nodes (8 GPUs x 12 GB at 0.5 GB/s, capped: telemetry.py)
 CHUNK_RUNS = 50_000
+NO_LIMIT_S = 10**9  # a job without a time limit
+LARGE_PARTITION_P = {64: (0.7, 0.3, 0.0)}  # where runs of these GPU counts go, of three partitions
+RESERVED_SHARE = 4  # the reservation holds 1/RESERVED_SHARE of the first partition's nodes
 
 
 @dataclass
@@ -141,56 +147,69 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     ns_start = np.array([x[1] for x in nostart], dtype=np.int64)
     ns_end = np.array([x[2] for x in nostart], dtype=np.int64)
 
-    # --- the reservation: the first account holds the whole first partition for part of the period
+    # --- the reservation: for part of the period the first account holds a quarter of the first partition's
+    # nodes for its hero runs; the rest stays open to every account (a reservation of half the partition for
+    # a week left half of it idle while other accounts' large runs queued for the other half: waits of days)
     owner = 0
     rs, re_ = t0 + reservation_days[0] * 86400, t0 + reservation_days[1] * 86400
     resv_name = f"{spec.accounts[owner]}_{spec.partitions[0].name}"
+    resv_nodes = big[: -(-len(big) // RESERVED_SHARE)]
 
     jobs = draw_jobs(spec, start, days, jobs_per_day, rng)
     n_jobs = jobs.height
-    J = {c: jobs.get_column(c).to_numpy() for c in jobs.columns}
+    J = {c: jobs.get_column(c).to_numpy(writable=True) for c in jobs.columns}
     # partition: by capacity; mid-size runs (8-32 GPUs) favour the newer partitions, whose GPUs would
     # otherwise only see small jobs; large runs (64+) need the largest one; nothing goes to a partition
-    # before it is in service; while the owner holds the first partition, the others send what fits elsewhere
+    # before it is in service; while the owner holds its reservation, the other accounts send their runs under
+    # 64 GPUs elsewhere
     n_parts = len(spec.partitions)
     cap = np.array([p.nodes for p in spec.partitions], float)
     part = rng.choice(n_parts, n_jobs, p=cap / cap.sum())
     mid = (J["gpus"] >= 8) & (J["gpus"] <= 32)
     part = np.where(mid, rng.choice(n_parts, n_jobs, p=[0.4, 0.3, 0.3] if n_parts == 3 else cap / cap.sum()), part)
+    # large runs need the largest partition, except a share of the 64-GPU runs, which the H200 partition holds
     part = np.where(J["gpus"] >= 64, 0, part)
+    if n_parts == 3:
+        for g, share in LARGE_PARTITION_P.items():
+            part = np.where(J["gpus"] == g, rng.choice(n_parts, n_jobs, p=share), part)
     late = in_service[part_nodes[-1][0]]
     part = np.where((part == n_parts - 1) & (J["submit"] < late), 0, part)
     in_resv = (J["submit"] >= rs - 3 * 86400) & (J["submit"] < re_) & (J["account_idx"] != owner)
     others = np.where(J["submit"] >= late, rng.choice([1, 2], n_jobs, p=[2 / 3, 1 / 3]), 1)
-    part = np.where(in_resv & (part == 0), np.where(J["gpus"] >= 64, 1, others), part)
+    part = np.where(in_resv & (part == 0) & (J["gpus"] < 64), others, part)
+    # no run may take more than half the first partition (the shared QOS's limit, as sites set it, so that no
+    # single run drains it), except the hero runs of the reservation's owner submitted while it holds its nodes
+    qos_max = max(int(GPU_COUNTS[GPU_COUNTS * 2 <= len(big) * G].max(initial=G)), G)
+    # (a quarter larger than the QOS allows, on its reserved nodes and the open ones)
+    hero = (J["account_idx"] == owner) & (J["submit"] >= rs) & (J["submit"] < re_)
+    hero_gpus = (qos_max + qos_max // 4) // G * G
+    J["gpus"] = np.where(hero, np.minimum(J["gpus"], hero_gpus), np.minimum(J["gpus"], qos_max)).astype(J["gpus"].dtype)
     # a job larger than its partition goes to the first (largest) partition; on a small (scaled-down)
     # cluster a job larger than even that is cut to it: Slurm refuses a job no partition can hold at submit
     # time, and one left in the queue would block every multi-node job behind it
     part = np.where(J["gpus"] > np.array([p.nodes for p in spec.partitions])[part] * G, 0, part)
     J["gpus"] = np.minimum(J["gpus"], spec.partitions[0].nodes * G).astype(J["gpus"].dtype)
 
-    busy = np.full((n_nodes, G), t0 - 1, dtype=np.int64)  # each GPU busy until
     slow = np.ones(n_nodes)
     slow[straggler] = 0.7
-    ns_by_node = {}
-    for n, s_, e_ in nostart:
-        ns_by_node.setdefault(n, []).append((s_, e_))
 
     raw_id = np.arange(1_000_001, 1_000_001 + n_jobs, dtype=np.int64)
     array_of = np.full(n_jobs, -1, dtype=np.int64)
     task_of = np.full(n_jobs, -1, dtype=np.int64)
-    # arrays: array-flagged jobs of one user submitted within a minute of the first form one array
+    # arrays: array-flagged jobs of one user submitted within a minute of the first form one array, submitted
+    # together (each task's submit time is the array's, as sacct shows it)
     arr_open: dict[int, list[int]] = {}
     for i in np.flatnonzero(J["array"]):
         u = int(J["user_idx"][i])
         a = arr_open.get(u)
         if a and J["submit"][i] - a[1] < 60:
             array_of[i], task_of[i] = a[0], a[2] + 1
+            J["submit"][i] = a[1]
             a[2] += 1
         else:
             array_of[i], task_of[i] = raw_id[i], 0
             arr_open[u] = [int(raw_id[i]), int(J["submit"][i]), 0]
-    first_submit = {int(raw_id[i]): int(J["submit"][i]) for i in np.flatnonzero(task_of == 0)}
+    arrival = np.argsort(J["submit"], kind="stable")  # by submit time, then job id
 
     out: list[dict] = []
     alloc_rows = []
@@ -211,58 +230,29 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
             flushed[0] += len(out)
             out.clear()
             alloc_rows.clear()
-    pending: list[list] = []  # [priority submit, i, run_no, remaining runtime or -1, true submit]
-    completions: list[tuple[int, int]] = []  # (end, run index)
-    shadow = {}  # partition -> (time, node set) held for its oldest blocked large job (EASY backfill)
 
-    class Pass:
-        """What is free at one instant, kept up to date as jobs start within the pass."""
+    # placement: the one scheduling policy of planning/backfill.py (what-if replays run it too)
+    sched = Scheduler(
+        Nodes(partition=part_of.astype(np.int64), gpus=np.full(n_nodes, G, dtype=np.int64),
+              in_service=in_service.astype(np.int64), retired=np.full(n_nodes, NEVER, dtype=np.int64),
+              nostart=np.column_stack([ns_node, ns_start, ns_end]).astype(np.int64).reshape(-1, 3)),
+        t0=t0, reservations=(Reservation(np.isin(np.arange(n_nodes), resv_nodes), frozenset({owner}), rs, re_),))
+    limit_of = np.where(J["unlimited"], NO_LIMIT_S, J["timelimit_min"] * 60).astype(np.int64)
+    held = J["outcome"] == "CANCELLED_PENDING"  # held (a dependency that never resolves) until cancelled
+    run_job: list[int] = []     # scheduler job -> drawn job
+    run_no_of: list[int] = []   # its run number (requeues: 1, 2, ...)
+    run_left: list[int] = []    # run time left (-1: the drawn one)
+    for i in arrival.tolist():
+        sched.add(J["submit"][i], J["gpus"][i], part[i], limit_of[i], J["account_idx"][i], key=raw_id[i],
+                  held_until=int(J["submit"][i]) + int(J["cancel_wait_s"][i]) if held[i] else NEVER)
+        run_job.append(i), run_no_of.append(0), run_left.append(-1)
 
-        def __init__(self, t: int):
-            self.t = t
-            self.free = (busy <= t).sum(axis=1)
-            m = (ns_start <= t) & (t < ns_end)
-            self.avail = in_service <= t
-            self.avail[ns_node[m]] = False
-            self.summary = {}
-
-        def fits(self, p: int, per_node: int, k: int) -> bool:
-            """Cheap test before any per-node work: are there k nodes with per_node free GPUs?"""
-            if p not in self.summary:
-                f = np.where(self.avail[part_nodes[p]], self.free[part_nodes[p]], 0)
-                self.summary[p] = np.bincount(f, minlength=G + 1)[::-1].cumsum()[::-1]  # nodes with >= x free
-            return self.summary[p][per_node] >= k
-
-        def took(self, p: int, chosen, per_node: int) -> None:
-            self.free[chosen] -= per_node
-            self.summary.pop(p, None)
-
-    def try_start(job, ps: Pass) -> bool:
-        t = ps.t
-        _, i, run_no, remaining, submit = job
-        g, acct, p = int(J["gpus"][i]), int(J["account_idx"][i]), int(part[i])
+    def on_start(s: int, t: int, chosen: np.ndarray, gsel: np.ndarray) -> int:
+        """A run starts on ``chosen``: how it ends (its outcome, a node failure, the slow node), recorded."""
+        i, run_no, remaining = run_job[s], run_no_of[s], run_left[s]
         outcome = str(J["outcome"][i]) if run_no == 0 else "COMPLETED"
-        if outcome == "CANCELLED_PENDING":
-            return False  # held (a dependency that never resolves) until its owner cancels it
-        limit_s = 10**9 if J["unlimited"][i] else int(J["timelimit_min"][i]) * 60
-        if p == 0 and acct != owner and t < re_ and t + min(limit_s, 3 * 86400) > rs:
-            return False  # would run into the reservation
-        k, per_node = max(1, -(-g // G)), min(g, G)
-        if not ps.fits(p, per_node, k):
-            return False
+        limit_s = int(limit_of[i])
         runtime = int(J["runtime_s"][i]) if remaining < 0 else remaining
-        cand = part_nodes[p]
-        free_n = ps.free[cand]
-        ok = (free_n >= per_node) & ps.avail[cand]
-        sh = shadow.get(p)
-        if sh is not None and sh[2] != i and t + min(limit_s, runtime) > sh[0]:
-            ok &= ~sh[1]  # keep the large job's nodes unless done before it starts
-        idx = np.flatnonzero(ok)
-        if len(idx) < k:
-            return False
-        # single-node jobs pack onto the fullest node that fits; multi-node jobs take whole free nodes
-        idx = idx[np.argsort(free_n[idx], kind="stable")][:k] if k == 1 else idx[:k]
-        chosen = cand[idx]
         dur = int(min(runtime * (J["cut"][i] if run_no == 0 else 1.0), limit_s))
         dur = max(dur, 1)
         if np.any(slow[chosen] < 1):
@@ -278,106 +268,29 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         if J["hang"][i] and state in ("FAILED", "CANCELLED", "TIMEOUT") and dur > 2 * WATCHDOG_S:
             hang_from, state = end_t - WATCHDOG_S, "FAILED"
         exit_code = {"FAILED": "0:6" if hang_from else str(J["fail_exit"][i]), "OUT_OF_MEMORY": "0:125"}.get(state, "0:0")
-        gsel = np.argsort(busy[chosen] > t, axis=1, kind="stable")[:, :per_node]
-        busy[chosen[:, None], gsel] = end_t
-        ps.took(p, chosen, per_node)
-        shown = first_submit.get(int(array_of[i]), submit) if (array_of[i] >= 0 and run_no == 0) else submit
-        out.append({"i": i, "run": run_no, "submit": shown, "partition": spec.partitions[p].name, "start": t,
-                    "end": end_t, "state": state, "exit": exit_code, "nodes": [nodes[n] for n in sorted(chosen)],
-                    "hang_from": hang_from,
-                    "reservation": resv_name if (p == 0 and acct == owner and rs <= t < re_) else ""})
+        p, acct = int(part[i]), int(J["account_idx"][i])
+        out.append({"i": i, "run": run_no, "submit": sched.submit[s], "partition": spec.partitions[p].name,
+                    "start": t, "end": end_t, "state": state, "exit": exit_code,
+                    "nodes": [nodes[n] for n in sorted(chosen)], "hang_from": hang_from,
+                    "reservation": resv_name if (acct == owner and rs <= t < re_ and np.isin(chosen, resv_nodes).any())
+                    else ""})
         alloc_rows.append((flushed[0] + len(out) - 1, chosen, gsel))
-        heapq.heappush(completions, (end_t, flushed[0] + len(out) - 1))
         if state == "NODE_FAIL" and rng.random() < REQUEUE_SHARE:
             # the requeued run starts again from the run's last complete checkpoint (from the beginning
             # without one): the work since then is done twice, as the campaigns mart measures it
             left = max(runtime - _saved_s(end_t - t, int(J["ckpt_period_s"][i])), 60)
-            requeued.append([end_t, i, run_no + 1, left, end_t])
-        if sh is not None and sh[2] == i:
-            del shadow[p]
-        return True
-
-    def set_shadow(job, t: int) -> None:
-        _, i, _, _, _ = job
-        p, g = int(part[i]), int(J["gpus"][i])
-        if g <= G or p in shadow:
-            return
-        cand = part_nodes[p]
-        # a job of another account kept off the reserved partition cannot start before the reservation ends:
-        # holding nodes for it from now would stop the owner using its own reservation
-        earliest = re_ if (p == 0 and int(J["account_idx"][i]) != owner and t < re_) else t
-        node_free = np.maximum(busy[cand].max(axis=1), earliest)
-        order = np.argsort(node_free, kind="stable")[: -(-g // G)]
-        held = np.zeros(len(cand), dtype=bool)
-        held[order] = True
-        shadow[p] = (int(node_free[order[-1]]), held, i)
-
-    def schedule(t: int, jobs: list, limit: int = 60) -> list:
-        """Start what can start at t, in priority order; return the jobs still waiting. Like Slurm's
-        bf_max_job_part, at most ``limit`` jobs of each (partition, multi-node or not) queue are tried."""
-        ps = Pass(t)
-        waiting = []
-        tried: dict[tuple[int, bool], int] = {}
-        for job in jobs:
-            i = job[1]
-            key = (int(part[i]), bool(J["gpus"][i] > G))
-            n = tried.get(key, 0)
-            if n >= limit:
-                waiting.append(job)
-                continue
-            tried[key] = n + 1
-            if not try_start(job, ps):
-                set_shadow(job, t)
-                waiting.append(job)
-        return waiting
-
-    requeued: list[list] = []
-    cancel_at = {}
-    arrivals = J["submit"]
-    ai = 0
-    future: list = []  # requeued runs, submitted when their failed run ends
-    while ai < n_jobs or completions or future:
-        t_next = min(int(arrivals[ai]) if ai < n_jobs else 10**12, completions[0][0] if completions else 10**12,
-                     future[0][0] if future else 10**12)
-        if t_next >= t_end:
-            break
-        freed = False
-        while completions and completions[0][0] <= t_next:
-            heapq.heappop(completions)
-            freed = True
-        new = []
-        while ai < n_jobs and arrivals[ai] <= t_next:
-            i = ai
-            ai += 1
-            if J["outcome"][i] == "CANCELLED_PENDING":
-                cancel_at[i] = int(arrivals[i]) + int(J["cancel_wait_s"][i])
-            new.append([int(arrivals[i]), i, 0, -1, int(arrivals[i])])
-        while future and future[0][0] <= t_next:
-            new.append(heapq.heappop(future)[1])
-        # jobs cancelled while pending leave the queue
-        if cancel_at:
-            for j in [j for j in pending if j[2] == 0 and j[1] in cancel_at and cancel_at[j[1]] <= t_next]:
-                pending.remove(j)
-                i = j[1]
-                out.append({"i": i, "run": 0, "submit": j[4], "partition": spec.partitions[int(part[i])].name,
-                            "start": None, "end": cancel_at.pop(i), "state": "CANCELLED", "exit": "0:0",
-                            "nodes": [], "hang_from": None, "reservation": ""})
-        if freed:
-            # resources came back: the whole queue in priority order, new arrivals last
-            pending[:] = schedule(t_next, pending + new)
-        elif new:
-            # nothing was freed: only the new arrivals can start (backfill)
-            pending.extend(schedule(t_next, new))
-        for job in requeued:
-            heapq.heappush(future, (job[0], job))
-        requeued.clear()
+            sched.add(end_t, J["gpus"][i], p, limit_s, acct, key=raw_id[i])
+            run_job.append(i), run_no_of.append(run_no + 1), run_left.append(left)
         if len(out) >= CHUNK_RUNS:
             flush()
-    # what is left in the queue at the end of the period is pending (or was cancelled by then)
-    for j in pending:
-        i = j[1]
-        c = cancel_at.get(i)
-        out.append({"i": i, "run": j[2], "submit": j[4], "partition": spec.partitions[int(part[i])].name,
+        return end_t
+
+    sched.run(t_end, on_start)
+    # what never started: cancelled in the queue by the period's end, else still pending
+    for s in np.flatnonzero(np.array(sched.start) < 0).tolist():
+        i = run_job[s]
+        c = int(J["submit"][i]) + int(J["cancel_wait_s"][i]) if (held[i] and run_no_of[s] == 0) else None
+        out.append({"i": i, "run": run_no_of[s], "submit": sched.submit[s], "partition": spec.partitions[int(part[i])].name,
                     "start": None, "end": c if c is not None and c < t_end else None,
                     "state": "CANCELLED" if c is not None and c < t_end else "PENDING", "exit": "0:0",
                     "nodes": [], "hang_from": None, "reservation": ""})
@@ -391,7 +304,8 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         gpu_alloc = pl.concat([c[1] for c in chunks]) if chunks else pl.DataFrame(schema=GPU_ALLOC_SCHEMA)
     return _frames(spec, start, t0, t_end, inv, nodes, runs, gpu_alloc,
                    (ev, x_node, x_gpu, x_ts, x_code), (th_node, th_gpu, th_s, th_e),
-                   (resv_name, spec.accounts[owner], spec.partitions[0], rs, re_), lemons, straggler)
+                   (resv_name, spec.accounts[owner], spec.partitions[0], [nodes[n] for n in resv_nodes], rs, re_),
+                   lemons, straggler)
 
 
 def _saved_s(elapsed_s: int, ckpt_period_s: int) -> int:
@@ -483,10 +397,10 @@ def _frames(spec, start, t0, t_end, inv, nodes, runs, gpu_alloc, events, throttl
     throttle_df = pl.DataFrame({"node": [nodes[n] for n in th_node], "gpu": th_gpu,
                                 "start_ts": [_dt(t) for t in th_s], "end_ts": [_dt(t) for t in th_e]},
                                schema=THROTTLE_SCHEMA)
-    name, acct, p, rs, re_ = resv
+    name, acct, p, resv_nodes, rs, re_ = resv
     reservations = pl.DataFrame({
         "name": [name], "accounts": [acct], "partition": [p.name],
-        "nodes": [[n for n in nodes if n.startswith(p.node_prefix)]], "start_ts": [_dt(rs)], "end_ts": [_dt(re_)],
+        "nodes": [resv_nodes], "start_ts": [_dt(rs)], "end_ts": [_dt(re_)],
     }, schema={"name": pl.String, "accounts": pl.String, "partition": pl.String, "nodes": pl.List(pl.String),
                "start_ts": TS, "end_ts": TS})
     return History(spec, start, datetime.fromtimestamp(t_end, timezone.utc), inv, runs, gpu_alloc, node_events,

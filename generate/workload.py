@@ -16,7 +16,7 @@ from ops_warehouse.generate.model import ClusterSpec
 
 # GPUs per job and their probabilities.
 GPU_COUNTS = np.array([1, 2, 3, 4, 5, 6, 7, 8, 16, 32, 64, 128, 256, 512])
-GPU_P = np.array([.48, .18, .03, .17, .02, .02, .01, .05, .015, .01, .007, .004, .003, .002])
+GPU_P = np.array([.48, .18, .03, .17, .02, .02, .01, .05, .015, .01, .007, .0045, .005, .0025])
 # Account shares of submissions; proja is the big customer.
 ACCOUNT_P = np.array([.30, .25, .15, .12, .10, .08])
 USERS_PER_ACCOUNT = 25
@@ -48,7 +48,7 @@ def draw_jobs(spec: ClusterSpec, start: datetime, days: int, jobs_per_day: int, 
     acct = rng.choice(len(spec.accounts), n, p=ACCOUNT_P / ACCOUNT_P.sum())
     user = acct * USERS_PER_ACCOUNT + np.minimum(rng.zipf(1.6, n) - 1, USERS_PER_ACCOUNT - 1)
     # run time the job would take if nothing stopped it
-    med = np.where(gpus < 8, 150.0, np.where(gpus == 8, 1800.0, np.where(gpus >= 256, 14 * 3600.0, np.where(large, 8 * 3600.0, 2 * 3600.0))))
+    med = np.where(gpus < 8, 150.0, np.where(gpus == 8, 1800.0, np.where(gpus >= 256, 4 * 3600.0, np.where(large, 3 * 3600.0, 5 * 3600.0))))
     sigma = np.where(gpus < 8, 1.7, np.where(large, 0.9, 1.3))
     runtime = np.clip(np.exp(np.log(med) + sigma * rng.standard_normal(n)), 5, 14 * 86400).astype(np.int64)
     # users ask for a limit above what they expect; some guess too low (TIMEOUT)

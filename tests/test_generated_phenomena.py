@@ -6,8 +6,9 @@ parsers, loads or SQL.
 The site: 14 days of October 2026, 800 jobs a day on 40 nodes (320 GPUs), seed 11, 5-minute telemetry. The
 generator plants (generate/workload.py, generate/schedule.py):
 - hangs: one large run (64+ GPUs) in 12 that does not complete stalls 30 minutes before its end (the
-  watchdog, WATCHDOG_S) and is recorded FAILED; on this site 3 runs, 2 of them ending inside the 14 days
-  (1001068: 128 GPUs, 1003754: 64; 1011034 ends on the 15th, after the telemetry). Their GPUs sit at ~0 % and their NICs quiet from ``hang_from`` to the end.
+  watchdog, WATCHDOG_S) and is recorded FAILED; on this site 5 runs, all ending inside the 14 days
+  (1000546, 1001068, 1003685: 128 GPUs; 1003754, 1007865: 64). Their GPUs sit at ~0 % and their NICs quiet
+  from ``hang_from`` to the end.
 - idle-GPU jobs: 3 % of the runs under 64 GPUs hold their GPUs at 0-3 % all along.
 - training campaigns: runs of 16+ GPUs checkpoint every 30, 60 or 120 minutes (truth/runs.parquet:
   ``ckpt_period_s``), each a 120 s Lustre write burst; a run cut by a node failure is often requeued and goes
@@ -69,7 +70,7 @@ def test_the_planted_hangs_are_found(site):
     runs = pl.read_parquet(truth / "runs.parquet")
     planted = {r["job_id"]: r for r in runs.filter(pl.col("hang_from").is_not_null()
                                                     & (pl.col("end") < int(W1.timestamp()))).to_dicts()}
-    assert len(planted) == 2  # the site's (docstring); a generator change that plants none fails here
+    assert len(planted) == 5  # the site's (docstring); a generator change that plants none fails here
     found = run_mart(wh, "hung_jobs", cluster=cluster, window=(W0, W1))
     assert sorted(found["job_id"]) == sorted(planted)
     for r in found.to_dicts():
@@ -210,7 +211,7 @@ def test_the_planted_campaigns_checkpoints_and_ettr(site):
     assert ckpt["gpu_hours_lost_got"].sum() == pytest.approx(lost, rel=0.1)  # the checkpointing campaigns' loss
     # the hangs' loss: the planted hangs, all of it since the run's last checkpoint before the stall
     hang = known.filter(pl.col("lost_hang_gpu_hours") > 0)
-    assert hang.height == 2 and (hang["lost_hang_gpu_hours_got"] > 0).all()
+    assert hang.height == 5 and (hang["lost_hang_gpu_hours_got"] > 0).all()
     assert hang["lost_hang_gpu_hours_got"].sum() == pytest.approx(hang["lost_hang_gpu_hours"].sum(), rel=0.1)
     assert known["lost_hang_gpu_hours_got"].sum() == pytest.approx(hang["lost_hang_gpu_hours_got"].sum())
     # restarted runs: the generator's large runs (64+ GPUs, never planted idle) are busy from their first

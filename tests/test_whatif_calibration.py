@@ -1,18 +1,12 @@
 """The unchanged what-if replay reproduces what happened (issue 18, part 2), measured where the truth is
 known: a month the generator scheduled (its schedule is the truth), loaded from its files alone (sacct,
-inventory, node events, reservations). The replay is the generator's policy (planning/backfill.py says which)
-on the observed run times, so what it cannot reproduce is what the generator decided at a run's start that
-the history does not say: a run cut by a node failure was placed knowing only its own run time.
-
-Held to the issue's first bound: utilization within 2 points of what happened. Its second, each size
-class's median wait within 20%, is MISSED and not asserted: measured on this site (2026-12-01) the replay's
-median over the observed is 0.71 for 9-64 GPUs, 2.12 for 65-256 and 1.35 for 257-1024 (4 runs). The
-generator decides at a run's start with what the history does not hold (a backfill candidate is tested with
-the run time it was drawn with, before a failure or its owner cut it short; a run cut by a node failure is
-placed knowing only its own run time; requeued runs are submitted at the failure the replay does not
-repeat), so a handful of large runs start in another order and the classes of few runs move far. The test
-asserts instead that each class starts as many jobs within 5% (or one) and the small classes (under 6 minutes observed) stay
-under 6 minutes. Closing it: the generator scheduling through planning/backfill.py itself.
+inventory, node events, reservations). The generator places its jobs with planning/backfill.py, the scheduler
+the replay runs, and that policy decides with what the accounting holds (submit times and job ids, GPUs,
+partition, time limit, account, reservation, down and drained spells); the run times are the observed ones.
+So the replay must give the generator's schedule back: held here to the issue's bounds, utilization within 2
+points and each size class's median wait within 20% (a class whose observed median is under 6 minutes: under
+6 minutes), and every class starting as many jobs. Measured on this site (2026-12-01): utilization equal,
+medians equal in every class, the month's wait-hours 24,062 replayed against 24,076 observed.
 """
 
 from __future__ import annotations
@@ -58,9 +52,13 @@ def test_the_unchanged_replay_reproduces_the_generated_month(replayed):
     assert set(waits) == set(observed) and len(observed) >= 4
     for size, o in observed.items():
         r = waits[size]
-        assert abs(r["jobs_started"] - o["jobs_started"]) <= max(1, o["jobs_started"] // 20), (size, o, r)
+        assert r["jobs_started"] == o["jobs_started"], (size, o, r)
         if o["wait_p50_hours"] < SMALL_H:
             assert r["wait_p50_hours"] < SMALL_H, (size, o, r)
+        else:
+            assert r["wait_p50_hours"] == pytest.approx(o["wait_p50_hours"], rel=0.2), (size, o, r)
+    # at least two classes wait long enough for the 20% bound to bite
+    assert sum(o["wait_p50_hours"] >= SMALL_H for o in observed.values()) >= 2, observed
 
 
 def test_changes_move_the_waits_the_right_way(replayed):

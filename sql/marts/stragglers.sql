@@ -4,7 +4,10 @@
 -- utilization is under {behind_ratio} of the median of the run's nodes; per node: the multi-node runs it
 -- took part in, how often it was behind, and its utilization relative to its peers on average; the nodes
 -- behind in at least one run, with the ratio they were judged by. A node's utilization in an hour is the
--- run_node_hour grain's (capacity_node_hour's telemetry), weighted by the time the run held it.
+-- run_node_hour grain's (capacity_node_hour's telemetry), weighted by the time the run held it, over the
+-- hours the run held the node whole: a node's utilization in an hour it held only in part counts whatever
+-- ran on it before or after (a node idle until the run started at :50 looked behind peers that were busy
+-- with other jobs); a run held for no whole hour is not judged.
 WITH pieces AS (
     SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
            sum(r.node_util * r.held_s) / nullIf(sum(if(r.node_util IS NOT NULL, r.held_s, 0)), 0) AS util
@@ -12,7 +15,7 @@ WITH pieces AS (
           FROM run_node_hour FINAL WHERE cluster = {cluster:String}
           AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
           AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}
-          AND run_node_count >= 2 AND has_capacity) AS r
+          AND run_node_count >= 2 AND has_capacity AND e - s = 3600) AS r
     WHERE {project:String} = ''
        OR r.account IN (SELECT account FROM dim_account WHERE project = {project:String})
     GROUP BY job_id, submit_ts, node

@@ -1,15 +1,15 @@
 -- The job history a what-if replay starts from (analytics/whatif.py replays it with planning/backfill.py):
 -- every run of {cluster} that asked for GPUs and was in the system during [from_ts, to_ts): submitted
 -- before to_ts and not ended by from_ts (running at from_ts, waiting at it, or submitted in the window), in
--- submission order. Runs of a requeued job are jobs of their own, each submitted when it was.
+-- submission order (ties: by job id, Slurm's order of submission). Runs of a requeued job are jobs of their own, each submitted when it was.
 --   start_ts, end_ts   as observed (end_ts of a run still running: its as-of time, usage_end_ts)
 --   never_ran          1 for a run that never started: cancelled in the queue (end_ts: when) or still pending
 --   timelimit_s        its time limit (0: none recorded)
-SELECT job_id, submit_ts, usage_start_ts AS start_ts, if(never_ran, end_ts, usage_end_ts) AS end_ts,
+SELECT job_id, job_id_raw, submit_ts, usage_start_ts AS start_ts, if(never_ran, end_ts, usage_end_ts) AS end_ts,
        toUInt8(never_ran) AS never_ran, state, gpus, nodes, partition, ifNull(timelimit_s, 0) AS timelimit_s,
        account, project, as_of_ts
 FROM fct_job_run
 WHERE cluster = {cluster:String} AND gpus > 0 AND submit_ts < {to_ts:DateTime('UTC')}
   AND (end_ts IS NULL OR end_ts > {from_ts:DateTime('UTC')})
   AND NOT (NOT never_ran AND length(nodes) = 0)
-ORDER BY submit_ts, job_id;
+ORDER BY submit_ts, job_id_raw, job_id;
