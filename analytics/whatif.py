@@ -151,8 +151,9 @@ def _arrays(inp: Inputs, change: Change | None, seed: int = 0):
                 .select(nodes.columns)]).sort("partition", "node")
     node_idx = {n: i for i, n in enumerate(nodes["node"])}
     un = nodes.select(pl.int_range(pl.len()).alias("i"), "unusable").explode("unusable").drop_nulls("unusable")
-    nostart = np.array([[i, s, e] for i, (s, e) in zip(un["i"], un["unusable"])], dtype=np.int64).reshape(-1, 3) \
-        if un.height else np.zeros((0, 3), np.int64)
+    # each interval a (start, end) struct: its fields by position (iterating a struct gives its field names)
+    nostart = un.select(pl.col("i").cast(pl.Int64), pl.col("unusable").struct[0].cast(pl.Int64),
+                        pl.col("unusable").struct[1].cast(pl.Int64)).to_numpy().reshape(-1, 3).astype(np.int64)
     part_idx = {p: i for i, p in enumerate(inp.partitions)}
     N = Nodes(partition=nodes["partition"].replace_strict(part_idx, return_dtype=pl.Int64).to_numpy(),
               gpus=nodes["gpus"].to_numpy().astype(np.int64), in_service=nodes["in_service"].to_numpy(),
@@ -212,18 +213,20 @@ def _scale(jobs: pl.DataFrame, factor: float, t0: int, seed: int) -> pl.DataFram
 
 
 def _run(args) -> Replay:
-    nodes, jobs, running, resv, t0, t1, keys = args
-    return replay(nodes, jobs, t0=t0, horizon=t1, running=running, reservations=resv, keys=keys)
+    nodes, jobs, running, resv, t0, t1, keys, plan_by = args
+    return replay(nodes, jobs, t0=t0, horizon=t1, running=running, reservations=resv, keys=keys, plan_by=plan_by)
 
 
-def replay_scenarios(inp: Inputs, changes: list[Change], *, processes: int = 0) -> dict[str, tuple]:
+def replay_scenarios(inp: Inputs, changes: list[Change], *, processes: int = 0, plan_by: str = "limit"
+                     ) -> dict[str, tuple]:
     """{label: (node frame, job frame, Replay)} for the unchanged replay ('replay') and every change, in
-    parallel processes when there are several (``processes`` 0: one per scenario, at most the CPUs)."""
+    parallel processes when there are several (``processes`` 0: one per scenario, at most the CPUs);
+    ``plan_by``: the scheduler's backfill plans (planning/backfill.py)."""
     import os
 
     scen = [("replay", None)] + [(c.label, c) for c in changes]
     built = {label: _arrays(inp, c) for label, c in scen}
-    args = [(b[0], b[1], b[2], b[3], inp.t0, inp.t1, b[5]["job_id_raw"].to_numpy().astype(np.int64))
+    args = [(b[0], b[1], b[2], b[3], inp.t0, inp.t1, b[5]["job_id_raw"].to_numpy().astype(np.int64), plan_by)
             for b in built.values()]
     n = processes or min(len(args), os.cpu_count() or 1)
     if n > 1 and len(args) > 1 and "fork" in get_all_start_methods():
@@ -273,7 +276,7 @@ _TABLES = {
 
 
 def whatif(wh, *, cluster: str, window: tuple[datetime, datetime], changes: list[Change], project: str = "",
-           processes: int = 0) -> dict:
+           processes: int = 0, plan_by: str = "limit") -> dict:
     """The observed window, its unchanged replay and each change replayed: {'summary', 'waits', 'projects',
     'daily'} frames (marts whatif_*), 'scenarios' (labels in order) and 'replay_stats' (scheduler passes,
     jobs tried and seconds per scenario)."""
@@ -281,7 +284,7 @@ def whatif(wh, *, cluster: str, window: tuple[datetime, datetime], changes: list
 
     inp = read_inputs(wh, cluster, window)
     t = time.perf_counter()
-    out = replay_scenarios(inp, changes, processes=processes)
+    out = replay_scenarios(inp, changes, processes=processes, plan_by=plan_by)
     replay_s = time.perf_counter() - t
     obs_nodes = inp.nodes
     observed = pl.concat([inp.history.filter(pl.col("start").is_not_null() & (pl.col("start") < inp.t0)),

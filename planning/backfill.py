@@ -11,10 +11,11 @@ Policy (Slurm's main scheduler and backfill, simplified):
 - single-node jobs pack onto the fullest node that fits; multi-node jobs take the first free nodes;
 - EASY backfill: the first multi-node job of a partition that cannot start (SHADOWS_PER_PARTITION of them,
   in priority order, each apart from the nodes of those before) holds the nodes that will be free first (its
-  shadow) from the time the last of them is; a later job may use those nodes only when its time limit ends
-  before that time. The time limit, as Slurm's backfill uses it: a run time is what a job turns out to take,
-  which a scheduler does not know when it decides (nor does a replay of the accounting, for a run that a node
-  failure or its owner cut short);
+  shadow) from the time the last of them is, by the running jobs' time limits (``plan_by="limit"``, as Slurm
+  plans; ``"end"``: by when they will end, which a scheduler cannot know, kept to measure what the difference
+  does); a later job may use those nodes only when its time limit ends before that time. Time limits, as
+  Slurm's backfill uses them: a run time is what a job turns out to take (a replay of the accounting knows
+  it, but not for a run that a node failure or its owner cut short);
 - when resources free up, the whole queue is tried in priority order and the shadows are planned anew (as
   Slurm's backfill cycle does); when only new jobs arrived, only they are tried. At most ``bf_max_job_part``
   jobs of each (partition, multi-node or not) queue are tried in a pass (Slurm's bf_max_job_part);
@@ -100,15 +101,20 @@ class Scheduler:
     while it runs), then ``run`` until a horizon; ``start`` holds each job's start (-1: never started)."""
 
     def __init__(self, nodes: Nodes, *, t0: int, reservations: tuple[Reservation, ...] = (),
-                 running: Running | None = None, bf_max_job_part: int = 60):
+                 running: Running | None = None, bf_max_job_part: int = 60, plan_by: str = "limit"):
         n_nodes = len(nodes.gpus)
         G = int(nodes.gpus.max()) if n_nodes else 8
         self.nodes, self.G, self.t0 = nodes, G, t0
         self.reservations = reservations
         self.bf_max_job_part = bf_max_job_part
+        if plan_by not in ("limit", "end"):
+            raise ValueError(f"plan_by {plan_by!r}: 'limit' or 'end'")
+        self.plan_by = plan_by
         self.busy = np.full((n_nodes, G), t0 - 1, dtype=np.int64)  # each GPU busy until
+        self.due = np.zeros((n_nodes, G), dtype=np.int64)  # and until when its job may run (start + time limit)
         for n in np.flatnonzero(nodes.gpus < G):
             self.busy[n, nodes.gpus[n]:] = NEVER  # a node with fewer GPUs than the widest: the rest never free
+        self.ghost = self.busy == NEVER  # (and never in the way of a plan)
         self.n_parts = int(nodes.partition.max()) + 1 if n_nodes else 0
         self.part_nodes = [np.flatnonzero(nodes.partition == p) for p in range(self.n_parts)]
         self.completions: list[int] = []
@@ -116,6 +122,7 @@ class Scheduler:
             for n, g, e in zip(running.node, running.gpus, running.end):
                 free = np.argsort(self.busy[n] > t0, kind="stable")[:min(int(g), G)]
                 self.busy[n, free] = e
+                self.due[n, free] = e
                 self.completions.append(int(e))
         heapq.heapify(self.completions)
         # the job table: Python lists, read one job at a time on the hot path
@@ -219,6 +226,7 @@ class Scheduler:
         gsel = np.argsort(self.busy[chosen] > t, axis=1, kind="stable")[:, :per_node]
         end = int(on_start(j, t, chosen, gsel))
         self.busy[chosen[:, None], gsel] = end
+        self.due[chosen[:, None], gsel] = max(end, t + self.limit[j])
         free[chosen] -= per_node
         summary.pop(p, None)
         failed.pop(p, None)
@@ -241,7 +249,11 @@ class Scheduler:
         nodes, cand = self.nodes, self.part_nodes[p]
         # when each node is free for it: its GPUs' jobs ended, in service, back from a down or drained spell,
         # and past a reservation of other accounts that it would overlap
-        free_at = np.maximum(self.busy[cand].max(axis=1), np.maximum(nodes.in_service[cand], t))
+        busy = self.busy[cand]
+        # when its running jobs end: as they will (plan_by "end"), or by their time limits, as Slurm plans
+        until = busy if self.plan_by == "end" else np.where(busy > t, np.maximum(self.due[cand], busy), t)
+        until = np.where(self.ghost[cand], t, until)
+        free_at = np.maximum(until.max(axis=1), np.maximum(nodes.in_service[cand], t))
         ns = nodes.nostart
         if len(ns):
             m = (ns[:, 1] <= t) & (t < ns[:, 2])
@@ -337,9 +349,10 @@ class Scheduler:
 
 def replay(nodes: Nodes, jobs: Jobs, *, t0: int, horizon: int, running: Running | None = None,
            reservations: tuple[Reservation, ...] = (), bf_max_job_part: int = 60,
-           keys: np.ndarray | None = None) -> Replay:
+           keys: np.ndarray | None = None, plan_by: str = "limit") -> Replay:
     """Place ``jobs`` (each running for its ``runtime``) from ``t0`` until ``horizon``."""
-    s = Scheduler(nodes, t0=t0, reservations=reservations, running=running, bf_max_job_part=bf_max_job_part)
+    s = Scheduler(nodes, t0=t0, reservations=reservations, running=running, bf_max_job_part=bf_max_job_part,
+                  plan_by=plan_by)
     s.add_jobs(jobs, keys)
     runtime = jobs.runtime.astype(np.int64).tolist()
     s.run(horizon, lambda j, t, chosen, gsel: t + runtime[j])

@@ -4,18 +4,19 @@ inventory, node events, reservations). The generator places its jobs with planni
 the replay runs, and that policy decides with what the accounting holds (submit times and job ids, GPUs,
 partition, time limit, account, reservation, down and drained spells); the run times are the observed ones.
 So the replay must give the generator's schedule back: held here to the issue's bounds, utilization within 2
-points and each size class's median wait within 20% (a class whose observed median is under 6 minutes: under
-6 minutes), and every class starting as many jobs. Measured on this site (2026-12-01): utilization equal,
-medians equal in every class, the month's wait-hours 24,062 replayed against 24,076 observed.
+points and each size class's median wait within 20%, its p90 too (a figure observed under 6 minutes: under 6
+minutes), and every class starting as many jobs. Measured on this site (2026-12-01): utilization equal,
+every job's start equal to the generator's (18,344 GPU jobs), so every figure is equal.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import polars as pl
 import pytest
 
-from ops_warehouse.analytics.whatif import parse_change, whatif
+from ops_warehouse.analytics.whatif import parse_change, read_inputs, replay_scenarios, whatif
 from ops_warehouse.config import Config
 from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
@@ -39,8 +40,24 @@ def replayed(tmp_path_factory):
                   reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
     w = whatif(wh, cluster=h.spec.name, window=(W0, W1),
                changes=[parse_change(add=["h200:16"]), parse_change(remove=["h100:16"])])
+    # each job's replayed start beside its start in the generator's own frames (never through our loads)
+    inp = read_inputs(wh, h.spec.name, (W0, W1))
+    _, jobs, r = replay_scenarios(inp, [], processes=1)["replay"]
+    truth = h.runs.filter(pl.col("gpus") > 0).select(
+        "job_id", "submit", truth_start=pl.col("start").fill_null(-1))
+    w["starts"] = jobs.select("job_id", "submit").with_columns(replayed=pl.Series(r.start)).join(
+        truth, on=["job_id", "submit"], how="left")
     yield w
     close_embedded()
+
+
+def test_every_job_starts_when_the_generator_started_it(replayed):
+    s = replayed["starts"]
+    assert s.height > 15_000 and s["truth_start"].null_count() == 0  # every run found in the truth
+    differ = s.filter(pl.col("replayed") != pl.col("truth_start"))
+    assert differ.height == 0, differ.head()
+    # the month had down and drained nodes and a reservation: they are in the replay
+    assert (s["replayed"] > s["submit"]).sum() > 100
 
 
 def test_the_unchanged_replay_reproduces_the_generated_month(replayed):
@@ -53,12 +70,14 @@ def test_the_unchanged_replay_reproduces_the_generated_month(replayed):
     for size, o in observed.items():
         r = waits[size]
         assert r["jobs_started"] == o["jobs_started"], (size, o, r)
-        if o["wait_p50_hours"] < SMALL_H:
-            assert r["wait_p50_hours"] < SMALL_H, (size, o, r)
-        else:
-            assert r["wait_p50_hours"] == pytest.approx(o["wait_p50_hours"], rel=0.2), (size, o, r)
-    # at least two classes wait long enough for the 20% bound to bite
-    assert sum(o["wait_p50_hours"] >= SMALL_H for o in observed.values()) >= 2, observed
+        for q in ("wait_p50_hours", "wait_p90_hours"):
+            if o[q] < SMALL_H:
+                assert r[q] < SMALL_H, (size, q, o, r)
+            else:
+                assert r[q] == pytest.approx(o[q], rel=0.2), (size, q, o, r)
+    # the 20% bound bites: classes whose waits are long
+    assert sum(o["wait_p50_hours"] >= SMALL_H for o in observed.values()) >= 1, observed
+    assert sum(o["wait_p90_hours"] >= SMALL_H for o in observed.values()) >= 4, observed
 
 
 def test_changes_move_the_waits_the_right_way(replayed):
