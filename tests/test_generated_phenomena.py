@@ -18,8 +18,10 @@ generator plants (generate/workload.py, generate/schedule.py):
 
 What the warehouse must find, with the default parameters (hang_minutes 20, idle threshold 5 %, an hour of
 telemetry for an idle run):
-- exactly the planted hangs; each hang starts at the first sample after ``hang_from`` (within one 300 s
-  step) and lasts end − that sample: between 25 and 30 minutes; GPU-hours lost = GPUs × that ÷ 60.
+- exactly the planted hangs; each hang starts at the first sample after ``hang_from`` whose GPUs are idle
+  and whose NIC rate is quiet: within two 300 s steps (a NIC rate covers the interval before its sample, so a
+  stall that began late in an interval still shows that interval's traffic), and lasts end − that sample:
+  between 20 and 30 minutes; GPU-hours lost = GPUs × that ÷ 60.
 - every planted idle run on whole nodes that ran at least 70 minutes (an hour of telemetry with a margin for
   the 5-minute samples at its ends), each with a mean utilization under 5 %; and nothing that is not a
   planted idle run (a busy run on a shared node is never reported idle: its own GPUs keep the node's mean up).
@@ -79,9 +81,9 @@ def test_the_planted_hangs_are_found(site):
         end = datetime.fromtimestamp(p["end"], UTC)
         assert (r["gpus"], r["state"], r["end_ts"]) == (p["gpus"], "FAILED", end)
         assert r["nodes"] == sorted(p["nodes"]) or sorted(r["nodes"]) == sorted(p["nodes"])
-        assert 0 < (r["hang_start_ts"] - hang_from).total_seconds() <= STEP_S
+        assert 0 < (r["hang_start_ts"] - hang_from).total_seconds() <= 2 * STEP_S
         assert r["hang_minutes"] == pytest.approx((end - r["hang_start_ts"]).total_seconds() / 60)
-        assert 30 - STEP_S / 60 <= r["hang_minutes"] <= 30
+        assert 30 - 2 * STEP_S / 60 <= r["hang_minutes"] <= 30
         assert r["gpu_hours_lost"] == pytest.approx(p["gpus"] * r["hang_minutes"] / 60)
     # at 30 minutes, a hang whose stall began between two samples measures less: the lower bound, never more
     assert set(run_mart(wh, "hung_jobs", cluster=cluster, window=(W0, W1), hang_minutes=30)["job_id"]) <= set(planted)
