@@ -142,6 +142,10 @@ class Scheduler:
         self.shadow: dict[int, list[tuple[int, np.ndarray, int]]] = {}
         self.passes = 0
         self.tries = 0
+        # the times at which a node comes into service, retires, or goes down or drained and back
+        self._changes = np.unique(np.concatenate([nodes.in_service, nodes.retired, nodes.nostart[:, 1],
+                                                  nodes.nostart[:, 2]]).astype(np.int64))
+        self._avail: tuple[int, int, np.ndarray] | None = None
 
     def add(self, submit: int, gpus: int, partition: int, limit: int, account: int, *, held_until: int = NEVER,
             key: int = 0) -> int:
@@ -172,12 +176,17 @@ class Scheduler:
 
     # --- one pass
     def _available(self, t: int) -> np.ndarray:
+        """Nodes a job may start on at ``t`` (read only: kept until the next time a node comes or goes)."""
+        if self._avail is not None and self._avail[0] <= t < self._avail[1]:
+            return self._avail[2]
         nodes = self.nodes
         ok = (nodes.in_service <= t) & (t < nodes.retired)
         ns = nodes.nostart
         if len(ns):
             m = (ns[:, 1] <= t) & (t < ns[:, 2])
             ok[ns[m, 0]] = False
+        later = self._changes[np.searchsorted(self._changes, t, side="right"):]
+        self._avail = (t, int(later[0]) if len(later) else NEVER, ok)
         return ok
 
     def _try_start(self, j: int, t: int, free: np.ndarray, avail: np.ndarray, summary: dict, failed: dict,
@@ -298,7 +307,7 @@ class Scheduler:
             tried[key] = n + 1
             self.tries += 1
             if not self._try_start(j, t, free, avail, summary, failed, on_start):
-                if self.gpus[j] > G:
+                if self.gpus[j] > G and len(self.shadow.get(key[0], ())) < SHADOWS_PER_PARTITION:
                     self._plan_shadow(j, t, no_room)
                 waiting.append(j)
         return waiting
