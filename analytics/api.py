@@ -342,7 +342,7 @@ class Connection:
         (a shared node: sacct gives no GPU indices) (sql/marts/idle_gpu_jobs.sql).
 
         >>> j = wh.idle_gpu_jobs("2026-10")
-        >>> bool((j["gpu_util_pct"] < 5).all()), sorted(set(j["attribution"])) <= ["shared node: node-level mean", "whole nodes"]
+        >>> bool((j["gpu_util_pct"] < 5).all()), set(j["attribution"]) <= {"shared node: node-level mean", "whole nodes"}
         (True, True)
         """
         return self.mart("idle_gpu_jobs", month, project=project, cluster=cluster, start=start, end=end,
