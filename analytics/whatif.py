@@ -278,8 +278,8 @@ _TABLES = {
 def whatif(wh, *, cluster: str, window: tuple[datetime, datetime], changes: list[Change], project: str = "",
            processes: int = 0, plan_by: str = "limit") -> dict:
     """The observed window, its unchanged replay and each change replayed: {'summary', 'waits', 'projects',
-    'daily'} frames (marts whatif_*), 'scenarios' (labels in order) and 'replay_stats' (scheduler passes,
-    jobs tried and seconds per scenario)."""
+    'daily'} frames (marts whatif_*), 'scenarios' (labels in order), 'replay_stats' (scheduler passes and
+    jobs tried per scenario) and 'replay_s' (the replays' wall seconds, all scenarios together)."""
     import time
 
     inp = read_inputs(wh, cluster, window)

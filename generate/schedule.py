@@ -138,14 +138,12 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     ev_end.append(t0 + 8 * 86400 + 10 * 3600), ev_state.append("drain"), ev_reason.append("thermal: GPU over temp")
 
     ev = sorted(zip(ev_node, ev_start, ev_end, ev_state, ev_reason), key=lambda e: (e[1], e[0]))
-    nostart = [(n, s, e) for n, s, e, _, _ in ev]  # no job starts on a down or drained node
+    # (node, start, end) of each down or drained spell: no job starts on the node then
+    nostart = np.array([(n, s, e) for n, s, e, _, _ in ev], dtype=np.int64).reshape(-1, 3)
     down_at = {}  # node -> sorted failure times (they kill running jobs)
     for n, s, _, st, _ in ev:
         if st == "down":
             down_at.setdefault(n, []).append(s)
-    ns_node = np.array([x[0] for x in nostart], dtype=np.int64)
-    ns_start = np.array([x[1] for x in nostart], dtype=np.int64)
-    ns_end = np.array([x[2] for x in nostart], dtype=np.int64)
 
     # --- the reservation: for part of the period the first account holds a quarter of the first partition's
     # nodes for its hero runs; the rest stays open to every account (a reservation of half the partition for
@@ -154,6 +152,7 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     rs, re_ = t0 + reservation_days[0] * 86400, t0 + reservation_days[1] * 86400
     resv_name = f"{spec.accounts[owner]}_{spec.partitions[0].name}"
     resv_nodes = big[: -(-len(big) // RESERVED_SHARE)]
+    in_resv_node = np.isin(np.arange(n_nodes), resv_nodes)
 
     jobs = draw_jobs(spec, start, days, jobs_per_day, rng)
     n_jobs = jobs.height
@@ -235,16 +234,17 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     sched = Scheduler(
         Nodes(partition=part_of.astype(np.int64), gpus=np.full(n_nodes, G, dtype=np.int64),
               in_service=in_service.astype(np.int64), retired=np.full(n_nodes, NEVER, dtype=np.int64),
-              nostart=np.column_stack([ns_node, ns_start, ns_end]).astype(np.int64).reshape(-1, 3)),
-        t0=t0, reservations=(Reservation(np.isin(np.arange(n_nodes), resv_nodes), frozenset({owner}), rs, re_),))
+              nostart=nostart),
+        t0=t0, reservations=(Reservation(in_resv_node, frozenset({owner}), rs, re_),))
     limit_of = np.where(J["unlimited"], NO_LIMIT_S, J["timelimit_min"] * 60).astype(np.int64)
     held = J["outcome"] == "CANCELLED_PENDING"  # held (a dependency that never resolves) until cancelled
+    cancel_at = J["submit"] + J["cancel_wait_s"]
     run_job: list[int] = []     # scheduler job -> drawn job
     run_no_of: list[int] = []   # its run number (requeues: 1, 2, ...)
     run_left: list[int] = []    # run time left (-1: the drawn one)
     for i in arrival.tolist():
         sched.add(J["submit"][i], J["gpus"][i], part[i], limit_of[i], J["account_idx"][i], key=raw_id[i],
-                  held_until=int(J["submit"][i]) + int(J["cancel_wait_s"][i]) if held[i] else NEVER)
+                  held_until=int(cancel_at[i]) if held[i] else NEVER)
         run_job.append(i), run_no_of.append(0), run_left.append(-1)
 
     def on_start(s: int, t: int, chosen: np.ndarray, gsel: np.ndarray) -> int:
@@ -272,7 +272,7 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         out.append({"i": i, "run": run_no, "submit": sched.submit[s], "partition": spec.partitions[p].name,
                     "start": t, "end": end_t, "state": state, "exit": exit_code,
                     "nodes": [nodes[n] for n in sorted(chosen)], "hang_from": hang_from,
-                    "reservation": resv_name if (acct == owner and rs <= t < re_ and np.isin(chosen, resv_nodes).any())
+                    "reservation": resv_name if (acct == owner and rs <= t < re_ and in_resv_node[chosen].any())
                     else ""})
         alloc_rows.append((flushed[0] + len(out) - 1, chosen, gsel))
         if state == "NODE_FAIL" and rng.random() < REQUEUE_SHARE:
@@ -289,7 +289,7 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     # what never started: cancelled in the queue by the period's end, else still pending
     for s in np.flatnonzero(np.array(sched.start) < 0).tolist():
         i = run_job[s]
-        c = int(J["submit"][i]) + int(J["cancel_wait_s"][i]) if (held[i] and run_no_of[s] == 0) else None
+        c = int(cancel_at[i]) if (held[i] and run_no_of[s] == 0) else None
         out.append({"i": i, "run": run_no_of[s], "submit": sched.submit[s], "partition": spec.partitions[int(part[i])].name,
                     "start": None, "end": c if c is not None and c < t_end else None,
                     "state": "CANCELLED" if c is not None and c < t_end else "PENDING", "exit": "0:0",

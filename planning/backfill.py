@@ -145,7 +145,7 @@ class Scheduler:
         # the times at which a node comes into service, retires, or goes down or drained and back
         self._changes = np.unique(np.concatenate([nodes.in_service, nodes.retired, nodes.nostart[:, 1],
                                                   nodes.nostart[:, 2]]).astype(np.int64))
-        self._avail: tuple[int, int, np.ndarray] | None = None
+        self._avail: tuple[int, int, tuple[np.ndarray, np.ndarray]] | None = None
 
     def add(self, submit: int, gpus: int, partition: int, limit: int, account: int, *, held_until: int = NEVER,
             key: int = 0) -> int:
@@ -175,19 +175,22 @@ class Scheduler:
         self._queued = len(self.submit)
 
     # --- one pass
-    def _available(self, t: int) -> np.ndarray:
-        """Nodes a job may start on at ``t`` (read only: kept until the next time a node comes or goes)."""
+    def _available(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """Nodes a job may start on at ``t``, and until when each node down or drained at ``t`` stays so (0
+        for the others); read only, kept until the next time a node comes or goes."""
         if self._avail is not None and self._avail[0] <= t < self._avail[1]:
             return self._avail[2]
         nodes = self.nodes
         ok = (nodes.in_service <= t) & (t < nodes.retired)
+        out_until = np.zeros(len(nodes.gpus), dtype=np.int64)
         ns = nodes.nostart
         if len(ns):
             m = (ns[:, 1] <= t) & (t < ns[:, 2])
             ok[ns[m, 0]] = False
+            np.maximum.at(out_until, ns[m, 0], ns[m, 2])
         later = self._changes[np.searchsorted(self._changes, t, side="right"):]
-        self._avail = (t, int(later[0]) if len(later) else NEVER, ok)
-        return ok
+        self._avail = (t, int(later[0]) if len(later) else NEVER, (ok, out_until))
+        return ok, out_until
 
     def _try_start(self, j: int, t: int, free: np.ndarray, avail: np.ndarray, summary: dict, failed: dict,
                    on_start: OnStart) -> bool:
@@ -263,13 +266,7 @@ class Scheduler:
         until = busy if self.plan_by == "end" else np.where(busy > t, np.maximum(self.due[cand], busy), t)
         until = np.where(self.ghost[cand], t, until)
         free_at = np.maximum(until.max(axis=1), np.maximum(nodes.in_service[cand], t))
-        ns = nodes.nostart
-        if len(ns):
-            m = (ns[:, 1] <= t) & (t < ns[:, 2])
-            if m.any():
-                out_until = np.zeros(len(nodes.gpus), dtype=np.int64)
-                np.maximum.at(out_until, ns[m, 0], ns[m, 2])
-                free_at = np.maximum(free_at, out_until[cand])
+        free_at = np.maximum(free_at, self._available(t)[1][cand])
         span = min(self.limit[j], THREE_DAYS_S)
         for r in self.reservations:
             if self.account[j] not in r.accounts:
@@ -291,7 +288,7 @@ class Scheduler:
         if replan:
             self.shadow.clear()
         free = (self.busy <= t).sum(axis=1)
-        avail = self._available(t)
+        avail = self._available(t)[0]
         summary: dict = {}
         failed: dict = {}
         no_room: dict = {}
