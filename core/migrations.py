@@ -254,7 +254,7 @@ def _sync_table(wh, table: str, columns: list[str], want: list[tuple], have: lis
     oc = f"ON CLUSTER '{dep.cluster}'" if dep.mode == "cluster" else ""
     wh.command(f"TRUNCATE TABLE {table} {oc}")
     if want:
-        wh.client.insert(table, [list(r) for r in want], column_names=columns)
+        wh.insert_rows(table, columns, [list(r) for r in want])
 
 
 def sync_projects(wh, state: SchemaState | None = None) -> None:

@@ -125,6 +125,21 @@ class Warehouse:
     def command(self, sql: str, params: dict | None = None):
         return self.client.command(sql, parameters=params or {})
 
+    def insert_rows(self, table: str, columns: list[str], rows: list[list]) -> None:
+        """Insert a few rows of Python values (the run log, config-fed tables) as JSONEachRow text. The client's
+        insert() of Python rows imports pandas to check what it was given: 0.9 s of every short command's
+        start (measured, 2 vCPUs). Datetimes go in UTC with their microseconds, UUIDs as text."""
+        import json
+        from datetime import datetime, timezone
+
+        def value(v):
+            if isinstance(v, datetime):
+                return (v.astimezone(timezone.utc) if v.tzinfo else v).strftime("%Y-%m-%d %H:%M:%S.%f")
+            return v if v is None or isinstance(v, (bool, int, float, str)) else str(v)
+
+        text = "".join(json.dumps(dict(zip(columns, map(value, r))), ensure_ascii=False) + "\n" for r in rows)
+        self.client.raw_insert(table, columns, text.encode(), fmt="JSONEachRow")
+
     def load_parquet(self, table: str, path: Path) -> None:
         """Insert one staged Parquet file into ``table``, column by name (columns added by later migrations
         sit at the end of a table, wherever the frame has them)."""

@@ -73,13 +73,13 @@ def log_run(wh, kind: str, source: str, started: float, *, rows_read: int = 0, r
     for s in _secrets(wh):  # an error text never carries a password into the warehouse
         error = error.replace(s, "***")
     try:
-        wh.client.insert(
+        wh.insert_rows(
             "etl_run_log",
+            ["run_id", "source_kind", "source", "started_at", "finished_at", "rows_read", "rows_loaded",
+             "rows_quarantined", "status", "error"],
             [[uuid.uuid4(), kind, source, datetime.fromtimestamp(started, timezone.utc),
               datetime.now(timezone.utc), max(0, rows_read), max(0, rows_loaded), max(0, rows_quarantined),
               status, error[:ERROR_CHARS]]],
-            column_names=["run_id", "source_kind", "source", "started_at", "finished_at", "rows_read",
-                          "rows_loaded", "rows_quarantined", "status", "error"],
         )
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__

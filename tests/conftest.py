@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -61,6 +62,50 @@ def pytest_runtest_setup(item):
                         "rather than skips (scripts/test installs it as root)", pytrace=False)
 
 
+# `scripts/test` runs the suite in two processes (pytest-xdist: -n 2). A worker takes whole groups: a module's
+# tests together, so a module-scoped fixture (a generated site, a started Prometheus) is built once; every
+# Slurm test in one group, since Slurm clusters share the machine's munged and its users; the tests of the
+# session's demo runs in one group, so the demo runs once. The groups are worked out from test ids alone (the
+# scheduler sees no marks), and the workers check them against the marks and fixtures.
+XDIST_GROUPS = {"tests/test_slurm_live.py": "slurm", "tests/test_whatif_live_slurm.py": "slurm",
+                "tests/test_nightly_faults.py::test_slurm_": "slurm",
+                "tests/test_api.py": "demo", "tests/test_demo.py": "demo", "tests/test_notebooks.py": "demo"}
+
+
+def xdist_group(nodeid: str) -> str:
+    for prefix, group in XDIST_GROUPS.items():
+        if nodeid.startswith(prefix):
+            return group
+    return nodeid.split("::")[0]
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: a run without the plugin has no scheduler
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(nodeid)
+
+    return GroupScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    if not hasattr(config, "workerinput"):  # not an xdist worker
+        return
+    for item in items:
+        slurm = "slurm" in item.fixturenames or any(
+            str(m.args[0]).startswith("Slurm") for m in item.iter_markers("real_component"))
+        need = "slurm" if slurm else "demo" if "demo_runs" in item.fixturenames else None
+        if need and xdist_group(item.nodeid) != need:
+            raise pytest.UsageError(f"{item.nodeid} belongs in the {need!r} group: add it to XDIST_GROUPS "
+                                    "(tests/conftest.py)")
+    # the longest groups first (scripts/test passes --no-loadscope-reorder so the scheduler keeps this order):
+    # the Slurm workload's minutes of waiting and the demo overlap the rest instead of ending the run alone
+    items.sort(key=lambda item: {"slurm": 0, "demo": 1}.get(xdist_group(item.nodeid), 2))
+
+
 def pytest_generate_tests(metafunc):
     # module scope: a module may build one warehouse per form for all its tests (a module-scoped fixture that
     # takes `form`, with warehouse_config), and its tests run form by form
@@ -108,6 +153,7 @@ class ChdbServer:
                 raise RuntimeError(f"the test ClickHouse server did not start: {(folder / 'server.log').read_text()}")
             time.sleep(0.05)
         self.port = int(port_file.read_text())
+        self.template: str | None = None
 
     def dsn(self, database: str = "default") -> str:
         return f"http://default@127.0.0.1:{self.port}/{database}"
@@ -122,6 +168,42 @@ class ChdbServer:
         admin.close()
         return self.dsn(name)
 
+    def new_warehouse(self) -> str:
+        """A fresh, migrated warehouse on the server; its DSN. A copy of a template database that
+        open_warehouse() migrated through this server once (in a third of the time a migration takes): each
+        table and view from the DDL the server gives for it, the template's rows (the migration log, the
+        default cost model) copied; functions are the server's, there already. test_server_form.py has the
+        CLI migrate an empty database (new_database)."""
+        import clickhouse_connect
+
+        if self.template is None:
+            dsn = self.new_database()
+            open_warehouse(Config(dsn=dsn)).close()
+            self.template = dsn.rsplit("/", 1)[1]
+        dsn = self.new_database()
+        name = dsn.rsplit("/", 1)[1]
+        admin = clickhouse_connect.get_client(dsn=self.dsn())
+        try:
+            objects = admin.query("SELECT name, create_table_query, total_rows FROM system.tables "
+                                  "WHERE database = {db:String} ORDER BY engine = 'View', name",
+                                  parameters={"db": self.template}).result_rows
+            while objects:  # a view made before one it reads fails: made again in the next round
+                failed = []
+                for table, ddl, n in objects:
+                    try:
+                        admin.command(ddl.replace(f"{self.template}.", f"{name}."))
+                    except Exception:
+                        failed.append((table, ddl, n))
+                        continue
+                    if n:
+                        admin.command(f"INSERT INTO {name}.{table} SELECT * FROM {self.template}.{table}")
+                if len(failed) == len(objects):
+                    raise RuntimeError(f"cannot copy {[t for t, _, _ in failed]} from the template warehouse")
+                objects = failed
+        finally:
+            admin.close()
+        return dsn
+
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=30)
@@ -135,10 +217,26 @@ def chdb_server(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def embedded_template(tmp_path_factory) -> Path:
+    """An empty embedded warehouse migrated once for the session (in a process of its own, so that no engine
+    of this one is closed to make it). A fresh embedded warehouse is a copy of it: the same schema, cost model
+    and functions that open_warehouse() would write into an empty folder (a copy opens in ~0.4 s, a
+    migration of an empty folder takes ~1.2 s)."""
+    path = tmp_path_factory.mktemp("template") / "warehouse"
+    subprocess.run([sys.executable, "-c", "import sys; from ops_warehouse.config import Config; "
+                    "from ops_warehouse.warehouse import close_embedded, open_warehouse; "
+                    "open_warehouse(Config(dsn='chdb://' + sys.argv[1])).close(); close_embedded()", str(path)],
+                   check=True, timeout=300)
+    return path
+
+
 def warehouse_config(form: str, folder: Path, request) -> Config:
-    """A fresh warehouse of the form: a new database on the test server, or an embedded one in ``folder``."""
+    """A fresh warehouse of the form: a new database on the test server, or an embedded one in ``folder``
+    (a copy of the session's empty, migrated one: relative links only, so a copy is a warehouse of its own)."""
     if form == "server":
-        return Config(dsn=request.getfixturevalue("chdb_server").new_database())
+        return Config(dsn=request.getfixturevalue("chdb_server").new_warehouse())
+    shutil.copytree(request.getfixturevalue("embedded_template"), folder / "warehouse", symlinks=True)
     return Config(dsn=f"chdb://{folder / 'warehouse'}")
 
 
@@ -193,6 +291,24 @@ def warehouse_checksums(path) -> dict[str, tuple]:
         close_embedded()
 
 
+@pytest.fixture(scope="session")
+def slurm():
+    """The test run's one live Slurm cluster (tests/slurm_harness.py), started when a test first needs it and
+    stopped at the end; every Slurm test module calls ``forget_jobs()`` before its workload. The Slurm tests
+    form one xdist group (XDIST_GROUPS), so one worker starts it."""
+    import shutil
+    import tempfile
+
+    from tests import slurm_harness
+
+    cluster_dir = Path(tempfile.mkdtemp(prefix="ops-slurm-"))  # the daemons run as munge and mysql: reachable
+    try:
+        with slurm_harness.SlurmCluster(cluster_dir) as sc:
+            yield sc
+    finally:
+        shutil.rmtree(cluster_dir, ignore_errors=True)
+
+
 DEMO_DAYS = 3
 
 
@@ -200,7 +316,7 @@ DEMO_DAYS = 3
 def demo_runs(tmp_path_factory):
     """`ops-report demo` run twice (3 days, 300 jobs a day) in folders a and b, as the README runs it: the
     folder and the outputs of each (tests/test_demo.py); the notebooks run on a's warehouse."""
-    from tests.test_cli import ops
+    from tests.cli_runner import ops
 
     base = tmp_path_factory.mktemp("demo")
     outs = []

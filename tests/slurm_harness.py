@@ -3,7 +3,10 @@
 folder, started in seconds and stopped by PID (facts found by starting each daemon on a machine of this kind).
 
     with SlurmCluster(tmp_path) as sc:
-        sc.run(["sbatch", ...]); sc.wait_idle(); sc.sacct(...)
+        sc.run(["sbatch", ...]); sc.wait_jobs_done(); sc.run(["sacct", ...])
+
+The tests share one cluster per test run (tests/conftest.py: ``slurm``); a test module calls
+``sc.forget_jobs()`` before its workload, so it sees only its own jobs, events and reservations.
 
 Needs root (daemons run as munge / mysql, jobs as the test users alice and bob, created when missing).
 """
@@ -307,6 +310,30 @@ class SlurmCluster:
             if cur == prev:
                 break
             prev = cur
+
+    def forget_jobs(self) -> None:
+        """Back to a cluster that has run nothing: every job cancelled, every reservation deleted, and the
+        accounting database emptied of jobs, steps, node events, reservations and usage rollups (the
+        cluster's registration kept: backdate() counts from it; the hours already rolled up stay so). Nodes are resumed. A test module that shares
+        the run's cluster calls this first, so what it reads is its own workload alone."""
+        jobs = self.run(["squeue", "-h", "-o", "%i"]).split()
+        if jobs:
+            self.run(["scancel", *jobs], check=False)
+        _wait(lambda: not self.run(["squeue", "-h", "-o", "%i"]).strip(), "the queue to empty", 60, 0.5)
+        for line in self.run(["scontrol", "-o", "show", "reservation"], check=False).splitlines():
+            if line.startswith("ReservationName="):
+                self.run(["scontrol", "delete", line.split()[0]])
+        for node, state in self.node_states().items():
+            if not state.startswith("idle"):
+                self.run(["scontrol", "update", f"NodeName={node}", "State=RESUME"], check=False)
+        db = "slurm_acct_db"
+        tables = self.sql(f"SELECT table_name FROM information_schema.tables WHERE table_schema = '{db}' AND "
+                          f"(table_name LIKE '{CLUSTER}\\_%usage%' OR table_name IN ('{CLUSTER}_job_table', "
+                          f"'{CLUSTER}_step_table', '{CLUSTER}_resv_table'))").split()
+        self.sql("".join(f"DELETE FROM {db}.{t};" for t in tables)
+                 + f"DELETE FROM {db}.{CLUSTER}_event_table WHERE node_name != '';")
+        self.submitted.clear()
+        _wait(lambda: all(s.startswith("idle") for s in self.node_states().values()), "4 idle nodes", 40, 0.3)
 
     def backdate(self, hour_start: int, lead_s: int = 60) -> int:
         """Move every job, step, node event and reservation in the accounting database so that the cluster's

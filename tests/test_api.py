@@ -14,7 +14,7 @@ import pytest
 import ops_warehouse
 from ops_warehouse.errors import OpsError
 from ops_warehouse.warehouse import close_embedded
-from tests.test_cli import ops
+from tests.cli_runner import ops
 
 MONTH = "2026-10"
 

@@ -36,7 +36,7 @@ import pytest
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.carbon_intensity import load_carbon_intensity, read_carbon_intensity
 from tests.conftest import DATA, table_checksums
-from tests.test_cli import ops
+from tests.cli_runner import ops
 from tests.test_monthly_scenario import build_scenario, mart
 
 UTC = timezone.utc

@@ -10,17 +10,9 @@ import sys
 
 import pytest
 
+from tests.cli_runner import OPS, ops
 from tests.conftest import LIVE, XDMOD
 
-OPS = [sys.executable, "-c", "from ops_warehouse.cli.main import main; main()"]
-
-
-def ops(*args, env=None, cwd=None, check=True):
-    e = {**os.environ, **(env or {})}
-    p = subprocess.run([*OPS, *args], capture_output=True, text=True, env=e, cwd=cwd, timeout=600)
-    if check and p.returncode != 0:
-        raise AssertionError(f"ops-report {' '.join(args)} -> {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p
 
 
 @pytest.fixture

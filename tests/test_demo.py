@@ -99,7 +99,7 @@ def test_monthly_report_of_the_demo_matches_the_ground_truth(demo_runs):
 def test_nodes_command_on_the_demo(demo_runs):
     """`ops-report nodes`: the scorecard of the demo's warehouse as CSV and JSON, the swap list alone with
     --swap-list, and one-line errors for what it cannot do."""
-    from tests.test_cli import ops
+    from tests.cli_runner import ops
 
     base, _ = demo_runs
     dsn = f"chdb://{base / 'a' / 'warehouse'}"

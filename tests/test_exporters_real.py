@@ -243,7 +243,7 @@ def test_job_stats_in_exporter_parquet_files(wh, tmp_path, drop):
 
 
 def test_cli_loads_job_stats_and_a_target_without_instance_label(tmp_path):
-    from tests.test_cli import ops
+    from tests.cli_runner import ops
 
     dsn = f"chdb://{tmp_path / 'wh'}"
     out = ops("--warehouse", dsn, "etl", "metrics", "--from", "2026-10-01", "--to", "2026-10-01",

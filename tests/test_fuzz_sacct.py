@@ -668,7 +668,7 @@ def test_sacct_corpus(name, want, fwh):
 def test_cli_on_corrupt_files(tmp_path):
     """ops-report etl sacct end to end: corrupt files load with quarantine or fail with one line, never a
     traceback."""
-    from tests.test_cli import ops
+    from tests.cli_runner import ops
 
     dsn = f"chdb://{tmp_path / 'wh'}"
     live = (LIVE / "sacct.psv").read_bytes()

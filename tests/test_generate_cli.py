@@ -6,7 +6,7 @@ import polars as pl
 
 from ops_warehouse.etl.sacct_load import load_sacct
 from tests.conftest import rows
-from tests.test_cli import ops
+from tests.cli_runner import ops
 
 
 def test_generate_small_site_and_load_it(tmp_path, wh):

@@ -33,6 +33,7 @@ telemetry for an idle run):
 from __future__ import annotations
 
 from datetime import date, datetime, timezone
+from types import SimpleNamespace
 
 import polars as pl
 import pytest
@@ -45,25 +46,37 @@ from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.generate import generate
 from ops_warehouse.warehouse import close_embedded, open_warehouse
+from tests.sites import built_site
 
 UTC = timezone.utc
 W0, W1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 15, tzinfo=UTC)
 STEP_S = 300
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("waste")
-    h = generate(out, start=W0, days=14, jobs_per_day=800, nodes=40, seed=11, metrics_step_s=STEP_S)
+def build(out, **params) -> dict:
+    h = generate(out, **params)
     cfg = Config(dsn=f"chdb://{out / 'warehouse'}")
     cfg.projects = {f"proj{c}": c.upper() for c in "abcdef"}
     wh = open_warehouse(cfg)
-    assert load_sacct(wh, out / "sacct" / "sacct.psv").quarantined == 0
-    load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
-                  reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
-    load_parquet_dir(wh, out, date(2026, 10, 1), date(2026, 10, 14), cluster=h.spec.name)
-    refresh_capacity(wh, h.spec.name, W0, W1)
-    yield wh, h.spec.name, out / "truth", h
+    try:
+        assert load_sacct(wh, out / "sacct" / "sacct.psv").quarantined == 0
+        load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
+                      reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
+        load_parquet_dir(wh, out, date(2026, 10, 1), date(2026, 10, 14), cluster=h.spec.name)
+        refresh_capacity(wh, h.spec.name, W0, W1)
+    finally:
+        close_embedded()
+    return {"cluster": h.spec.name, "lemons": h.lemons, "straggler": h.straggler}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    s = built_site(tmp_path_factory, "phenomena", build, start=W0, days=14, jobs_per_day=800, nodes=40, seed=11,
+                   metrics_step_s=STEP_S)
+    cfg = Config(dsn=f"chdb://{s.open_copy(tmp_path_factory.mktemp('waste'))}")
+    cfg.projects = {f"proj{c}": c.upper() for c in "abcdef"}
+    wh = open_warehouse(cfg)
+    yield wh, s.facts["cluster"], s.path / "truth", SimpleNamespace(**s.facts)
     close_embedded()
 
 

@@ -22,19 +22,20 @@ from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.generate import generate
 from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import table_checksums
+from tests.sites import built_site
 
 START = datetime(2026, 10, 1, tzinfo=timezone.utc)
 DAYS = 6
+PROJECTS = {f"proj{c}": c.upper() for c in "abcdef"}
 GRAINS = ("capacity_node_hour", "run_node_hour", "job_run", "gpu_day", "run_telemetry")
 
 
-@pytest.fixture(scope="module")
-def nightly(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    h = generate(out, start=START, days=DAYS, jobs_per_day=300, nodes=16, seed=5, metrics_step_s=1800,
-                 nightly=True)
+def build(out, **params) -> dict:
+    """The site loaded night by night, recording the hours each load refreshed (and each night's earliest
+    run re-read)."""
+    h = generate(out, **params)
     cfg = Config(dsn=f"chdb://{out / 'warehouse'}")
-    cfg.projects = {f"proj{c}": c.upper() for c in "abcdef"}
+    cfg.projects = PROJECTS
     wh = open_warehouse(cfg)
     load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
                   reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
@@ -58,7 +59,21 @@ def nightly(tmp_path_factory):
         load_sacct(wh, nights[-1], source="nightly")  # the last night again
     finally:
         grains.refresh_capacity = real
-    yield wh, windows, firsts
+        close_embedded()
+    return {"windows": [[[w0.isoformat(), w1.isoformat()] for w0, w1 in night] for night in windows],
+            "firsts": [f and f.isoformat() for f in firsts]}
+
+
+@pytest.fixture(scope="module")
+def nightly(tmp_path_factory):
+    s = built_site(tmp_path_factory, "grains-nightly", build, start=START, days=DAYS, jobs_per_day=300, nodes=16,
+                   seed=5, metrics_step_s=1800, nightly=True)
+    cfg = Config(dsn=f"chdb://{s.open_copy(tmp_path_factory.mktemp('site'))}")
+    cfg.projects = PROJECTS
+    wh = open_warehouse(cfg)
+    windows = [[(datetime.fromisoformat(a), datetime.fromisoformat(b)) for a, b in night]
+               for night in s.facts["windows"]]
+    yield wh, windows, [f and datetime.fromisoformat(f) for f in s.facts["firsts"]]
     close_embedded()
 
 

@@ -10,6 +10,7 @@ spread evenly over its nodes; job counts take a job's last run; percentiles are 
 from __future__ import annotations
 
 from datetime import date, datetime, timezone
+from types import SimpleNamespace
 
 import duckdb
 import polars as pl
@@ -23,30 +24,43 @@ from ops_warehouse.generate import generate
 from ops_warehouse.analytics.marts import run_mart
 from ops_warehouse.etl.grains import refresh_capacity
 from ops_warehouse.warehouse import close_embedded, open_warehouse
+from tests.sites import built_site
 
 UTC = timezone.utc
 W0, W1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 15, tzinfo=UTC)  # inside the 14 days
+PROJECTS = {f"proj{c}": c.upper() for c in "abcdef"}
+
+
+def build(out, **params) -> dict:
+    h = generate(out, **params)
+    cfg = Config(dsn=f"chdb://{out / 'warehouse'}")
+    cfg.projects = PROJECTS
+    wh = open_warehouse(cfg)
+    try:
+        load_sacct(wh, out / "sacct" / "sacct.psv")
+        load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
+                      reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
+        load_parquet_dir(wh, out, date(2026, 10, 1), date(2026, 10, 14), cluster=h.spec.name)
+        refresh_capacity(wh, h.spec.name, W0, W1)
+    finally:
+        close_embedded()
+    return {"cluster": h.spec.name, "straggler": h.straggler}
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    out = tmp_path_factory.mktemp("site")
-    h = generate(out, start=W0, days=14, jobs_per_day=250, nodes=24, seed=11, metrics_step_s=1800)
-    cfg = Config(dsn=f"chdb://{out / 'warehouse'}")
-    cfg.projects = {f"proj{c}": c.upper() for c in "abcdef"}
+    s = built_site(tmp_path_factory, "crosscheck", build, start=W0, days=14, jobs_per_day=250, nodes=24, seed=11,
+                   metrics_step_s=1800)
+    cfg = Config(dsn=f"chdb://{s.open_copy(tmp_path_factory.mktemp('site'))}")
+    cfg.projects = PROJECTS
     wh = open_warehouse(cfg)
-    load_sacct(wh, out / "sacct" / "sacct.psv")
-    load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
-                  reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
-    load_parquet_dir(wh, out, date(2026, 10, 1), date(2026, 10, 14), cluster=h.spec.name)
-    refresh_capacity(wh, h.spec.name, W0, W1)
     con = duckdb.connect()
     for t in ("runs", "inventory", "node_events", "reservations"):
-        con.register(t, pl.read_parquet(out / "truth" / f"{t}.parquet").to_arrow())
+        con.register(t, pl.read_parquet(s.path / "truth" / f"{t}.parquet").to_arrow())
     con.execute(f"SET TimeZone = 'UTC'; CREATE MACRO w0() AS {int(W0.timestamp())}; "
                 f"CREATE MACRO w1() AS {int(W1.timestamp())}; "
                 "CREATE MACRO ov(a, b) AS greatest(0, least(b, w1()) - greatest(a, w0()));")
-    yield wh, h.spec.name, con, h
+    yield wh, s.facts["cluster"], con, SimpleNamespace(**s.facts)
     close_embedded()
 
 

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 import threading
 import time
 from datetime import datetime, timedelta, timezone
@@ -42,7 +40,7 @@ from ops_warehouse.etl.retry import Retry, Transient
 from tests import prometheus_harness as ph
 from tests import slurm_harness
 from tests.conftest import require, warehouse_checksums
-from tests.test_cli import ops
+from tests.cli_runner import ops
 
 TODAY = datetime.now(timezone.utc).date()
 YESTERDAY = TODAY - timedelta(days=1)
@@ -389,87 +387,84 @@ def test_retry_settings_in_the_config(tmp_path):
 
 # --- Slurm ------------------------------------------------------------------------------------------------
 @needs_slurm
-def test_slurm_database_and_slurmdbd_down(tmp_path):
+def test_slurm_database_and_slurmdbd_down(tmp_path, slurm):
     """MariaDB and slurmdbd stopped under the slurmdbd source and the sacct source: both fail after their
     retries, capacity loads, exit 1; both back, the next run has the job rows of a clean run."""
-    cluster_dir = Path(tempfile.mkdtemp(prefix="ops-slurm-"))  # the daemons' users must reach it
+    sc = slurm  # the run's cluster (tests/conftest.py), emptied of other modules' jobs
+    sc.forget_jobs()
+    for user, part, gpus in (("alice", "h100", 1), ("bob", "h200", 2), ("alice", "h100", 4)):
+        sc.sbatch("-p", part, f"--gres=gpu:{part}:{gpus}", "--wrap", "sleep 1", user=user)
+    sc.wait_jobs_done()
+    # a day back: into the window the sacct source reads (up to yesterday); the slurmdbd source
+    # reads by modification time, which stays
+    shift = ";".join(f"UPDATE slurm_acct_db.{slurm_harness.CLUSTER}_{t} SET {c} = {c} - 86400 WHERE {c} != 0"
+                     for t, cols in (("job_table", ("time_submit", "time_eligible", "time_start", "time_end")),
+                                     ("step_table", ("time_start", "time_end"))) for c in cols)
+    sc.sql(shift + ";")
+    inventory = tmp_path / "inventory.csv"
+    inventory.write_text("node,gpu_model,gpus,partition,in_service_date\n" + "".join(
+        f"{n},{m},8,{m},2020-01-01\n" for n, m in slurm_harness.NODES.items()))
+
+    def config(name: str) -> dict:
+        cfg = tmp_path / f"{name}.toml"
+        cfg.write_text(
+            f'[warehouse]\ndsn = "chdb://{tmp_path / name}"\n[sacct]\ncluster = "{slurm_harness.CLUSTER}"\n'
+            "[nightly]\nretries = 2\nbackoff_s = 0.2\n"
+            f'[[nightly.slurm]]\ncluster = "{slurm_harness.CLUSTER}"\nsource = "slurmdbd"\n'
+            f'db = "mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db"\n'
+            f'[[nightly.slurm]]\ncluster = "{slurm_harness.CLUSTER}"\nsource = "sacct"\n'
+            f'[nightly.capacity]\ncluster = "{slurm_harness.CLUSTER}"\ninventory = "{inventory}"\n')
+        return {"OPS_CONFIG": str(cfg), "OPS_WAREHOUSE": "", "SLURM_CONF": sc.env["SLURM_CONF"],
+                "OPS_SLURMDBD_PASSWORD": slurm_harness.READ_ONLY_PASSWORD}
+
+    r = ops("etl", "nightly", env=config("clean"))
+    assert r.stdout.count(": ok ") == 3 and "(3 job runs, 3 steps)" in r.stdout, r.stdout
+    clean = warehouse_checksums(tmp_path / "clean")
+    assert clean["slurm_job_run"][0] == 3
+
+    env = config("wh")
+    sc.stop_slurmdbd()
+    sc.stop_mariadb()
     try:
-        with slurm_harness.SlurmCluster(cluster_dir) as sc:
-            for user, part, gpus in (("alice", "h100", 1), ("bob", "h200", 2), ("alice", "h100", 4)):
-                sc.sbatch("-p", part, f"--gres=gpu:{part}:{gpus}", "--wrap", "sleep 1", user=user)
-            sc.wait_jobs_done()
-            # a day back: into the window the sacct source reads (up to yesterday); the slurmdbd source
-            # reads by modification time, which stays
-            shift = ";".join(f"UPDATE slurm_acct_db.{slurm_harness.CLUSTER}_{t} SET {c} = {c} - 86400 WHERE {c} != 0"
-                             for t, cols in (("job_table", ("time_submit", "time_eligible", "time_start", "time_end")),
-                                             ("step_table", ("time_start", "time_end"))) for c in cols)
-            sc.sql(shift + ";")
-            inventory = tmp_path / "inventory.csv"
-            inventory.write_text("node,gpu_model,gpus,partition,in_service_date\n" + "".join(
-                f"{n},{m},8,{m},2020-01-01\n" for n, m in slurm_harness.NODES.items()))
-
-            def config(name: str) -> dict:
-                cfg = tmp_path / f"{name}.toml"
-                cfg.write_text(
-                    f'[warehouse]\ndsn = "chdb://{tmp_path / name}"\n[sacct]\ncluster = "{slurm_harness.CLUSTER}"\n'
-                    "[nightly]\nretries = 2\nbackoff_s = 0.2\n"
-                    f'[[nightly.slurm]]\ncluster = "{slurm_harness.CLUSTER}"\nsource = "slurmdbd"\n'
-                    f'db = "mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db"\n'
-                    f'[[nightly.slurm]]\ncluster = "{slurm_harness.CLUSTER}"\nsource = "sacct"\n'
-                    f'[nightly.capacity]\ncluster = "{slurm_harness.CLUSTER}"\ninventory = "{inventory}"\n')
-                return {"OPS_CONFIG": str(cfg), "OPS_WAREHOUSE": "", "SLURM_CONF": sc.env["SLURM_CONF"],
-                        "OPS_SLURMDBD_PASSWORD": slurm_harness.READ_ONLY_PASSWORD}
-
-            r = ops("etl", "nightly", env=config("clean"))
-            assert r.stdout.count(": ok ") == 3 and "(3 job runs, 3 steps)" in r.stdout, r.stdout
-            clean = warehouse_checksums(tmp_path / "clean")
-            assert clean["slurm_job_run"][0] == 3
-
-            env = config("wh")
-            sc.stop_slurmdbd()
-            sc.stop_mariadb()
-            try:
-                r = ops("etl", "nightly", env=env, check=False)
-            finally:
-                sc.start_mariadb()
-                sc.start_slurmdbd()
-            assert r.returncode == 1, r.stdout + r.stderr
-            failed = [line for line in r.stderr.splitlines() if line.startswith("ops-report: nightly source failed:")]
-            assert len(failed) == 2, r.stderr
-            assert failed[0].startswith(f"ops-report: nightly source failed: slurmdbd {slurm_harness.CLUSTER} ")
-            assert "after 3 tries: Code: 279" in failed[0] and "Can't connect" in failed[0]
-            assert failed[1].startswith(f"ops-report: nightly source failed: sacct {slurm_harness.CLUSTER} ")
-            assert "Problem talking to the database" in failed[1] and "(after 3 tries)" in failed[1]
-            retries = _retry_lines(r.stderr)
-            assert [(s, a) for s, a, _ in retries] == [
-                (f"{k} {slurm_harness.CLUSTER}", a) for k in ("slurmdbd", "sacct") for a in (1, 2)], r.stderr
-            assert f"nightly capacity {slurm_harness.CLUSTER} whole files: ok" in r.stdout
-            assert slurm_harness.READ_ONLY_PASSWORD not in r.stdout + r.stderr
-            from ops_warehouse.config import Config
-            from ops_warehouse.etl.watermarks import watermark
-            from ops_warehouse.warehouse import close_embedded, open_warehouse
-
-            w = open_warehouse(Config(dsn=f"chdb://{tmp_path / 'wh'}"), migrate=False)
-            try:
-                log = w.query_rows("SELECT source_kind, status FROM etl_run_log WHERE source_kind LIKE 'nightly:%' "
-                                   "ORDER BY started_at")
-                assert log == [("nightly:slurmdbd", "failed"), ("nightly:sacct", "failed"), ("nightly:capacity", "ok")]
-                assert w.query_rows("SELECT count() FROM slurm_job_run")[0][0] == 0
-                assert watermark(w, f"nightly:sacct:{slurm_harness.CLUSTER}") is None
-                assert not w.query_rows("SELECT source FROM etl_watermark WHERE source LIKE 'slurmdbd:%'")
-            finally:
-                close_embedded()
-
-            r = ops("etl", "nightly", env=env, check=False)
-            assert r.returncode == 0 and r.stderr == "", r.stdout + r.stderr
-            got = warehouse_checksums(tmp_path / "wh")
-            for t in ("slurm_job_run", "slurm_job_step", "node_inventory"):
-                assert got[t] == clean[t], t
-            assert got == clean  # node events and reservations too: nothing lost, nothing doubled
-            _not_retried(sc)
-            print(f"\n  Slurm: {len(retries)} retries: " + "; ".join(sorted({e[:60] for _, _, e in retries})))
+        r = ops("etl", "nightly", env=env, check=False)
     finally:
-        shutil.rmtree(cluster_dir, ignore_errors=True)
+        sc.start_mariadb()
+        sc.start_slurmdbd()
+    assert r.returncode == 1, r.stdout + r.stderr
+    failed = [line for line in r.stderr.splitlines() if line.startswith("ops-report: nightly source failed:")]
+    assert len(failed) == 2, r.stderr
+    assert failed[0].startswith(f"ops-report: nightly source failed: slurmdbd {slurm_harness.CLUSTER} ")
+    assert "after 3 tries: Code: 279" in failed[0] and "Can't connect" in failed[0]
+    assert failed[1].startswith(f"ops-report: nightly source failed: sacct {slurm_harness.CLUSTER} ")
+    assert "Problem talking to the database" in failed[1] and "(after 3 tries)" in failed[1]
+    retries = _retry_lines(r.stderr)
+    assert [(s, a) for s, a, _ in retries] == [
+        (f"{k} {slurm_harness.CLUSTER}", a) for k in ("slurmdbd", "sacct") for a in (1, 2)], r.stderr
+    assert f"nightly capacity {slurm_harness.CLUSTER} whole files: ok" in r.stdout
+    assert slurm_harness.READ_ONLY_PASSWORD not in r.stdout + r.stderr
+    from ops_warehouse.config import Config
+    from ops_warehouse.etl.watermarks import watermark
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+    w = open_warehouse(Config(dsn=f"chdb://{tmp_path / 'wh'}"), migrate=False)
+    try:
+        log = w.query_rows("SELECT source_kind, status FROM etl_run_log WHERE source_kind LIKE 'nightly:%' "
+                           "ORDER BY started_at")
+        assert log == [("nightly:slurmdbd", "failed"), ("nightly:sacct", "failed"), ("nightly:capacity", "ok")]
+        assert w.query_rows("SELECT count() FROM slurm_job_run")[0][0] == 0
+        assert watermark(w, f"nightly:sacct:{slurm_harness.CLUSTER}") is None
+        assert not w.query_rows("SELECT source FROM etl_watermark WHERE source LIKE 'slurmdbd:%'")
+    finally:
+        close_embedded()
+
+    r = ops("etl", "nightly", env=env, check=False)
+    assert r.returncode == 0 and r.stderr == "", r.stdout + r.stderr
+    got = warehouse_checksums(tmp_path / "wh")
+    for t in ("slurm_job_run", "slurm_job_step", "node_inventory"):
+        assert got[t] == clean[t], t
+    assert got == clean  # node events and reservations too: nothing lost, nothing doubled
+    _not_retried(sc)
+    print(f"\n  Slurm: {len(retries)} retries: " + "; ".join(sorted({e[:60] for _, _, e in retries})))
 
 
 def _not_retried(sc) -> None:
@@ -497,7 +492,7 @@ def _not_retried(sc) -> None:
 def test_standalone_etl_sacct_retries_as_the_config_says(tmp_path):
     """`ops-report etl sacct --from/--to` (an operator by hand) is as patient as the nightly run: the
     config's [nightly] retries, one stderr line each, then one error line."""
-    from tests.test_cli import ops
+    from tests.cli_runner import ops
 
     fake = tmp_path / "sacct"
     fake.write_text("#!/bin/sh\necho 'sacct: error: Problem talking to the database: Connection refused' >&2\nexit 1\n")

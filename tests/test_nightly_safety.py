@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 
 from tests.conftest import warehouse_checksums
-from tests.test_cli import OPS, ops
+from tests.cli_runner import OPS, ops
 
 TODAY = datetime.now(timezone.utc).date()
 FIRST_DAY = TODAY - timedelta(days=3)

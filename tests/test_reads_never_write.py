@@ -23,7 +23,7 @@ import ops_warehouse as ow
 from ops_warehouse.config import Config
 from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import table_checksums
-from tests.test_cli import ops
+from tests.cli_runner import ops
 
 HEADER = ("JobIDRaw|JobID|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|ElapsedRaw|"
           "TimelimitRaw|NNodes|NCPUS|AllocTRES|ReqTRES|NodeList|Reservation")

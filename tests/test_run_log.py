@@ -19,7 +19,7 @@ import pytest
 from ops_warehouse.config import Config
 from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import DATA, LIVE, REPO
-from tests.test_cli import OPS, ops
+from tests.cli_runner import OPS, ops
 
 ENGINE_ERROR = "VIOLATED_CONSTRAINT"
 SECRET = "s3cr3t-slurmdbd-pw-for-the-run-log"

@@ -74,7 +74,7 @@ def warehouse_counts(dsn_path: Path) -> dict[str, int]:
 
 
 def ops(*args):
-    from tests.test_cli import ops as run
+    from tests.cli_runner import ops as run
 
     return run(*args, check=False)
 

@@ -30,7 +30,7 @@ from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.sacct_text import parse_fields
 from tests.conftest import SACCT, rows
-from tests.test_cli import ops
+from tests.cli_runner import ops
 
 UTC = timezone.utc
 TDHOCK = SACCT / "tdhock-slurm"

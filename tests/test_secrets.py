@@ -9,7 +9,7 @@ import socket
 
 import pytest
 
-from tests.test_cli import ops
+from tests.cli_runner import ops
 
 SECRET = "s3cret-Pa55-9137"
 

@@ -18,7 +18,7 @@ import pytest
 import ops_warehouse as ow
 from ops_warehouse.errors import OpsError
 from tests.conftest import XDMOD
-from tests.test_cli import ops
+from tests.cli_runner import ops
 
 GPU_H = 2 * (912426 + 17) / 3600
 

@@ -13,81 +13,75 @@ import pytest
 
 from tests import slurm_harness
 from tests.conftest import require, warehouse_checksums
-from tests.test_cli import ops
+from tests.cli_runner import ops
 
 pytestmark = require(slurm_harness.available(), "Slurm (slurm-wlm slurmdbd munge mariadb-server, as root)")
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def live(tmp_path_factory, slurm):
     from tests.slurm_workload import run_workload
 
-    import shutil
-    import tempfile
-    from pathlib import Path
-
     base = tmp_path_factory.mktemp("slurm")
-    # the daemons run as munge and mysql: their folder must be reachable by them (pytest's is root-only)
-    cluster_dir = Path(tempfile.mkdtemp(prefix="ops-slurm-"))
-    with slurm_harness.SlurmCluster(cluster_dir) as sc:
-        jobs = run_workload(sc)
-        today = datetime.now(timezone.utc).date()
-        files = {
-            "psv": base / "sacct.psv", "json": base / "sacct.json", "nodes": base / "nodes.txt",
-            "resv": base / "resv.txt",
-        }
-        window = ["-S", f"{today - timedelta(days=1)}T00:00:00", "-E", f"{today + timedelta(days=1)}T00:00:00"]
-        files["json"].write_text(sc.run(["sacct", "--json", "--allusers", "--duplicates", *window]))
-        files["nodes"].write_text(sc.run(["scontrol", "show", "node"]))
-        files["resv"].write_text(sc.run(["scontrol", "show", "reservation"]))
-        files["events"] = base / "events.psv"
-        files["events"].write_text(sc.run(["sacctmgr", "-P", "show", "event", "Event=Node",
-                                           f"Start={today - timedelta(days=1)}T00:00:00"]))
-        cfg = base / "ops.toml"
-        cfg.write_text(f'[sacct]\ncluster = "{slurm_harness.CLUSTER}"\n[projects]\nproja = "A"\nprojb = "B"\n')
-        env = {"SLURM_CONF": sc.env["SLURM_CONF"], "OPS_CONFIG": str(cfg)}
-        d0, d1 = (today - timedelta(days=1)).isoformat(), today.isoformat()
-        # the product runs sacct itself (the command is the site's; here the test cluster's)
-        out = ops("--warehouse", f"chdb://{base / 'wh_text'}", "etl", "sacct", "--from", d0, "--to", d1,
-                  env=env).stdout
-        assert "quarantined 0" in out, out
-        ops("--warehouse", f"chdb://{base / 'wh_json'}", "etl", "sacct", str(files["json"]), env=env)
-        # the accounting database read directly, with the read-only user; the password only in the environment
-        out = ops("--warehouse", f"chdb://{base / 'wh_dbd'}", "etl", "slurmdbd", "--from", d0, "--to", d1, "--db",
-                  f"mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db",
-                  "--cluster", slurm_harness.CLUSTER,
-                  env={**env, "OPS_SLURMDBD_PASSWORD": slurm_harness.READ_ONLY_PASSWORD}).stdout
-        assert "quarantined 0" in out and slurm_harness.READ_ONLY_PASSWORD not in out, out
-        ops("--warehouse", f"chdb://{base / 'wh_text'}", "etl", "capacity", "--inventory", str(files["nodes"]),
-            "--reservations", str(files["resv"]), "--events", str(files["events"]), "--cluster",
-            slurm_harness.CLUSTER, env=env)
-        # sreport reads slurmdbd's hourly rollups: move the workload into a whole past hour, roll up again,
-        # and load that hour from the database (and the inventory, in service since the cluster's registration)
-        day = today - timedelta(days=2)
-        hour = datetime(day.year, day.month, day.day, 10, tzinfo=timezone.utc)
-        sc.backdate(int(hour.timestamp()), lead_s=60)
-        reg = hour + timedelta(seconds=60)
-        files["inventory"] = base / "inventory.csv"
-        files["inventory"].write_text("node,gpu_model,gpus,partition,in_service_date\n" + "".join(
-            f"{n},{m},8,{m},{reg:%Y-%m-%dT%H:%M:%S}\n" for n, m in slurm_harness.NODES.items()))
-        span = [f"start={hour:%Y-%m-%dT%H:%M:%S}", f"end={hour + timedelta(hours=1):%Y-%m-%dT%H:%M:%S}"]
-        sreport = {
-            "utilization": sc.run(["sreport", "-P", "-n", "-t", "seconds", "--tres=gres/gpu", "cluster",
-                                   "utilization", *span]),
-            "sizes_s": sc.run(["sreport", "-P", "-n", "-t", "seconds", "--tres=gres/gpu", "job", "sizesbyaccount",
-                               *span, "grouping=1,2,5,9", "FlatView"]),
-            "sizes_n": sc.run(["sreport", "-P", "-n", "-t", "seconds", "--tres=gres/gpu", "job", "sizesbyaccount",
-                               *span, "grouping=1,2,5,9", "FlatView", "printjobcount"]),
-        }
-        back = f"chdb://{base / 'wh_back'}"
-        ops("--warehouse", back, "etl", "slurmdbd", "--from", f"{day}", "--to", f"{day}", "--db",
-            f"mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db",
-            "--cluster", slurm_harness.CLUSTER, env={**env, "OPS_SLURMDBD_PASSWORD": slurm_harness.READ_ONLY_PASSWORD})
-        ops("--warehouse", back, "etl", "capacity", "--inventory", str(files["inventory"]), "--cluster",
-            slurm_harness.CLUSTER, env=env)
-        yield {"jobs": jobs, "base": base, "env": env, "files": files, "cluster": sc, "hour": hour,
-               "sreport": sreport}
-    shutil.rmtree(cluster_dir, ignore_errors=True)
+    sc = slurm  # the run's cluster (tests/conftest.py), emptied of other modules' jobs
+    sc.forget_jobs()
+    jobs = run_workload(sc)
+    today = datetime.now(timezone.utc).date()
+    files = {
+        "psv": base / "sacct.psv", "json": base / "sacct.json", "nodes": base / "nodes.txt",
+        "resv": base / "resv.txt",
+    }
+    window = ["-S", f"{today - timedelta(days=1)}T00:00:00", "-E", f"{today + timedelta(days=1)}T00:00:00"]
+    files["json"].write_text(sc.run(["sacct", "--json", "--allusers", "--duplicates", *window]))
+    files["nodes"].write_text(sc.run(["scontrol", "show", "node"]))
+    files["resv"].write_text(sc.run(["scontrol", "show", "reservation"]))
+    files["events"] = base / "events.psv"
+    files["events"].write_text(sc.run(["sacctmgr", "-P", "show", "event", "Event=Node",
+                                       f"Start={today - timedelta(days=1)}T00:00:00"]))
+    cfg = base / "ops.toml"
+    cfg.write_text(f'[sacct]\ncluster = "{slurm_harness.CLUSTER}"\n[projects]\nproja = "A"\nprojb = "B"\n')
+    env = {"SLURM_CONF": sc.env["SLURM_CONF"], "OPS_CONFIG": str(cfg)}
+    d0, d1 = (today - timedelta(days=1)).isoformat(), today.isoformat()
+    # the product runs sacct itself (the command is the site's; here the test cluster's)
+    out = ops("--warehouse", f"chdb://{base / 'wh_text'}", "etl", "sacct", "--from", d0, "--to", d1,
+              env=env).stdout
+    assert "quarantined 0" in out, out
+    ops("--warehouse", f"chdb://{base / 'wh_json'}", "etl", "sacct", str(files["json"]), env=env)
+    # the accounting database read directly, with the read-only user; the password only in the environment
+    out = ops("--warehouse", f"chdb://{base / 'wh_dbd'}", "etl", "slurmdbd", "--from", d0, "--to", d1, "--db",
+              f"mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db",
+              "--cluster", slurm_harness.CLUSTER,
+              env={**env, "OPS_SLURMDBD_PASSWORD": slurm_harness.READ_ONLY_PASSWORD}).stdout
+    assert "quarantined 0" in out and slurm_harness.READ_ONLY_PASSWORD not in out, out
+    ops("--warehouse", f"chdb://{base / 'wh_text'}", "etl", "capacity", "--inventory", str(files["nodes"]),
+        "--reservations", str(files["resv"]), "--events", str(files["events"]), "--cluster",
+        slurm_harness.CLUSTER, env=env)
+    # sreport reads slurmdbd's hourly rollups: move the workload into a whole past hour, roll up again,
+    # and load that hour from the database (and the inventory, in service since the cluster's registration)
+    day = today - timedelta(days=2)
+    hour = datetime(day.year, day.month, day.day, 10, tzinfo=timezone.utc)
+    sc.backdate(int(hour.timestamp()), lead_s=60)
+    reg = hour + timedelta(seconds=60)
+    files["inventory"] = base / "inventory.csv"
+    files["inventory"].write_text("node,gpu_model,gpus,partition,in_service_date\n" + "".join(
+        f"{n},{m},8,{m},{reg:%Y-%m-%dT%H:%M:%S}\n" for n, m in slurm_harness.NODES.items()))
+    span = [f"start={hour:%Y-%m-%dT%H:%M:%S}", f"end={hour + timedelta(hours=1):%Y-%m-%dT%H:%M:%S}"]
+    sreport = {
+        "utilization": sc.run(["sreport", "-P", "-n", "-t", "seconds", "--tres=gres/gpu", "cluster",
+                               "utilization", *span]),
+        "sizes_s": sc.run(["sreport", "-P", "-n", "-t", "seconds", "--tres=gres/gpu", "job", "sizesbyaccount",
+                           *span, "grouping=1,2,5,9", "FlatView"]),
+        "sizes_n": sc.run(["sreport", "-P", "-n", "-t", "seconds", "--tres=gres/gpu", "job", "sizesbyaccount",
+                           *span, "grouping=1,2,5,9", "FlatView", "printjobcount"]),
+    }
+    back = f"chdb://{base / 'wh_back'}"
+    ops("--warehouse", back, "etl", "slurmdbd", "--from", f"{day}", "--to", f"{day}", "--db",
+        f"mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db",
+        "--cluster", slurm_harness.CLUSTER, env={**env, "OPS_SLURMDBD_PASSWORD": slurm_harness.READ_ONLY_PASSWORD})
+    ops("--warehouse", back, "etl", "capacity", "--inventory", str(files["inventory"]), "--cluster",
+        slurm_harness.CLUSTER, env=env)
+    yield {"jobs": jobs, "base": base, "env": env, "files": files, "cluster": sc, "hour": hour,
+           "sreport": sreport}
 
 
 def _runs(path) -> pl.DataFrame:
@@ -299,7 +293,7 @@ def test_nightly_with_the_slurmdbd_source(live, tmp_path):
     import fcntl
     import subprocess
 
-    from tests.test_cli import OPS
+    from tests.cli_runner import OPS
 
     sc, files = live["cluster"], live["files"]
     wh = tmp_path / "wh"
@@ -359,7 +353,7 @@ def test_nightly_slurm_source_survives_reruns_backfills_and_kills(live, tmp_path
     import random
     import time
 
-    from tests.test_cli import OPS
+    from tests.cli_runner import OPS
     from tests.test_nightly_safety import _kill_during
 
     sc = live["cluster"]
@@ -413,7 +407,7 @@ def test_the_slurmdbd_password_is_never_written_anywhere(live, tmp_path):
     import subprocess
     import time
 
-    from tests.test_cli import OPS
+    from tests.cli_runner import OPS
 
     sc, files = live["cluster"], live["files"]
     secret = slurm_harness.READ_ONLY_PASSWORD

@@ -16,7 +16,7 @@ from tests.conftest import REPO
 def recording(wh, monkeypatch) -> list[str]:
     """Every statement the warehouse is sent from now on (queries, commands, inserts)."""
     sent: list[str] = []
-    query_rows, command, insert = wh.query_rows, wh.command, wh.client.insert
+    query_rows, command, insert = wh.query_rows, wh.command, wh.insert_rows
 
     def q(sql, params=None):
         sent.append(sql)
@@ -32,7 +32,7 @@ def recording(wh, monkeypatch) -> list[str]:
 
     monkeypatch.setattr(wh, "query_rows", q)
     monkeypatch.setattr(wh, "command", c)
-    monkeypatch.setattr(wh.client, "insert", i)
+    monkeypatch.setattr(wh, "insert_rows", i)
     return sent
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli import OPS, ops
+from tests.cli_runner import OPS, ops
 
 HEAD = ("JobIDRaw|JobID|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|ElapsedRaw|"
         "TimelimitRaw|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|NodeList|Reservation|JobName")

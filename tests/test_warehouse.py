@@ -117,7 +117,7 @@ def test_a_connection_without_the_sites_config_keeps_its_projects_and_cost_model
 def test_init_without_the_sites_config_keeps_its_projects_and_cost_model(tmp_path):
     """`ops-report init` (issue 13) keeps what open_warehouse() keeps: run without [projects] or [cost.*] it leaves
     the mapping and the cost model the site's config gave (before: it emptied account_project)."""
-    from tests.test_cli import ops
+    from tests.cli_runner import ops
 
     dsn = f"chdb://{tmp_path / 'wh'}"
     site = tmp_path / "site.toml"

@@ -154,7 +154,7 @@ def test_the_command(site, tmp_path):
     html is one file with the chart inline; a bad change is one line."""
     import json
 
-    from tests.test_cli import ops
+    from tests.cli_runner import ops
 
     dsn = site.dsn
     site.close()  # the command opens the warehouse itself (the embedded engine is one process's)

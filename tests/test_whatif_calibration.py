@@ -22,28 +22,42 @@ from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.generate import generate
 from ops_warehouse.warehouse import close_embedded, open_warehouse
+from tests.sites import built_site
 
 UTC = timezone.utc
 W0, W1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 22, tzinfo=UTC)
 SMALL_H = 0.1
+PROJECTS = {f"proj{c}": c.upper() for c in "abcdef"}
+
+
+def build(out, **params) -> dict:
+    h = generate(out, **params)
+    cfg = Config(dsn=f"chdb://{out / 'warehouse'}")
+    cfg.projects = PROJECTS
+    wh = open_warehouse(cfg)
+    try:
+        assert load_sacct(wh, out / "sacct" / "sacct.psv").quarantined == 0
+        load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
+                      reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
+    finally:
+        close_embedded()
+    return {"cluster": h.spec.name}
 
 
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
-    out = tmp_path_factory.mktemp("whatif-site")
-    h = generate(out, start=W0, days=21, jobs_per_day=900, seed=7, telemetry=())
-    cfg = Config(dsn=f"chdb://{out / 'warehouse'}")
-    cfg.projects = {f"proj{c}": c.upper() for c in "abcdef"}
+    s = built_site(tmp_path_factory, "whatif-calibration", build, start=W0, days=21, jobs_per_day=900, seed=7,
+                   telemetry=())
+    cfg = Config(dsn=f"chdb://{s.open_copy(tmp_path_factory.mktemp('whatif-site'))}")
+    cfg.projects = PROJECTS
     wh = open_warehouse(cfg)
-    assert load_sacct(wh, out / "sacct" / "sacct.psv").quarantined == 0
-    load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
-                  reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
-    w = whatif(wh, cluster=h.spec.name, window=(W0, W1),
+    cluster = s.facts["cluster"]
+    w = whatif(wh, cluster=cluster, window=(W0, W1),
                changes=[parse_change(add=["h200:16"]), parse_change(remove=["h100:16"])])
     # each job's replayed start beside its start in the generator's own frames (never through our loads)
-    inp = read_inputs(wh, h.spec.name, (W0, W1))
+    inp = read_inputs(wh, cluster, (W0, W1))
     _, jobs, r = replay_scenarios(inp, [], processes=1)["replay"]
-    truth = h.runs.filter(pl.col("gpus") > 0).select(
+    truth = pl.read_parquet(s.path / "truth" / "runs.parquet").filter(pl.col("gpus") > 0).select(
         "job_id", "submit", truth_start=pl.col("start").fill_null(-1))
     w["starts"] = jobs.select("job_id", "submit").with_columns(replayed=pl.Series(r.start)).join(
         truth, on=["job_id", "submit"], how="left")

@@ -22,17 +22,14 @@ run ends: D 70, E 70, F 80.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import polars as pl
 import pytest
 
 from tests import slurm_harness
 from tests.conftest import require
-from tests.test_cli import ops
+from tests.cli_runner import ops
 
 pytestmark = require(slurm_harness.available(), "Slurm (slurm-wlm slurmdbd munge mariadb-server, as root)")
 
@@ -48,33 +45,32 @@ WORKLOAD = {  # name: (sbatch arguments, seconds it runs)
 
 
 @pytest.fixture(scope="module")
-def scheduled(tmp_path_factory):
+def scheduled(tmp_path_factory, slurm):
     from ops_warehouse.analytics.whatif import read_inputs, replay_scenarios
     from ops_warehouse.config import Config
     from ops_warehouse.warehouse import close_embedded, open_warehouse
 
     base = tmp_path_factory.mktemp("whatif-slurm")
-    cluster_dir = Path(tempfile.mkdtemp(prefix="ops-slurm-"))  # reachable by the daemons' users
-    with slurm_harness.SlurmCluster(cluster_dir) as sc:
-        t_first = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=1)
-        ids = {name: sc.sbatch("-p", "h200", *args, "--wrap", f"sleep {secs}", user="alice" if i % 2 else "bob")
-               for i, (name, (args, secs)) in enumerate(WORKLOAD.items())}
-        sc.wait_jobs_done(timeout_s=300)
-        t_last = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=1)
-        cfg_file = base / "ops.toml"
-        cfg_file.write_text(f'[sacct]\ncluster = "{slurm_harness.CLUSTER}"\n[projects]\nproja = "A"\nprojb = "B"\n')
-        env = {"SLURM_CONF": sc.env["SLURM_CONF"], "OPS_CONFIG": str(cfg_file)}
-        dsn = f"chdb://{base / 'wh'}"
-        day = t_first.date()
-        out = ops("--warehouse", dsn, "etl", "sacct", "--from", f"{day - timedelta(days=1)}", "--to", f"{day}",
-                  env=env).stdout
-        assert "quarantined 0" in out, out
-        inventory = base / "inventory.csv"
-        inventory.write_text("node,gpu_model,gpus,partition,in_service_date\n" + "".join(
-            f"{n},{m},8,{m},2020-01-01\n" for n, m in slurm_harness.NODES.items()))
-        ops("--warehouse", dsn, "etl", "capacity", "--inventory", str(inventory), "--cluster",
-            slurm_harness.CLUSTER, env=env)
-    shutil.rmtree(cluster_dir, ignore_errors=True)
+    sc = slurm  # the run's cluster (tests/conftest.py), emptied of other modules' jobs
+    sc.forget_jobs()
+    t_first = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=1)
+    ids = {name: sc.sbatch("-p", "h200", *args, "--wrap", f"sleep {secs}", user="alice" if i % 2 else "bob")
+           for i, (name, (args, secs)) in enumerate(WORKLOAD.items())}
+    sc.wait_jobs_done(timeout_s=300)
+    t_last = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=1)
+    cfg_file = base / "ops.toml"
+    cfg_file.write_text(f'[sacct]\ncluster = "{slurm_harness.CLUSTER}"\n[projects]\nproja = "A"\nprojb = "B"\n')
+    env = {"SLURM_CONF": sc.env["SLURM_CONF"], "OPS_CONFIG": str(cfg_file)}
+    dsn = f"chdb://{base / 'wh'}"
+    day = t_first.date()
+    out = ops("--warehouse", dsn, "etl", "sacct", "--from", f"{day - timedelta(days=1)}", "--to", f"{day}",
+              env=env).stdout
+    assert "quarantined 0" in out, out
+    inventory = base / "inventory.csv"
+    inventory.write_text("node,gpu_model,gpus,partition,in_service_date\n" + "".join(
+        f"{n},{m},8,{m},2020-01-01\n" for n, m in slurm_harness.NODES.items()))
+    ops("--warehouse", dsn, "etl", "capacity", "--inventory", str(inventory), "--cluster",
+        slurm_harness.CLUSTER, env=env)
     wh = open_warehouse(Config(dsn=dsn))
     try:
         inp = read_inputs(wh, slurm_harness.CLUSTER, (t_first, t_last))

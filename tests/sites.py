@@ -1,0 +1,97 @@
+"""Generated sites the tests share: each built once (generated and loaded into a warehouse) and reused.
+
+A site is a folder: the generator's files (sacct, telemetry, node events, truth/...), the warehouse they were
+loaded into (``warehouse/``) and ``facts.json`` (what the build returned: the cluster's name, the planted lemon
+nodes...). It is built by a module's ``build(out, **params)`` function and kept under a key made of the site's
+name, its parameters, the build function's source and a hash of the installed ops_warehouse package (every
+.py and .sql file): change the generator, a loader, a mart or the build and the site is built anew.
+
+Where sites are kept (``OPS_TEST_SITES``):
+- unset: ``~/.cache/ops-warehouse/test-sites`` for a developer, so a rerun with unchanged code reuses them
+  (``./scripts/test -m "not slow"`` and a rerun of one slow module both start in seconds); under CI (``CI``
+  set) the test run's own temporary folder, so every CI run builds every site from nothing, as a fresh
+  machine would;
+- a folder: kept there;
+- ``session``: the run's temporary folder (built once per run, shared by the xdist workers, gone after).
+
+Nobody opens the kept warehouse itself: ``Site.open_copy()`` copies it (a few MB to ~100 MB: well under a
+second) into the caller's folder, so a test that writes to it changes only its copy, and two xdist workers
+never wait for each other's engine. Two workers that need one site build it once: the second waits on a file
+lock for the first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import inspect
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+_FINGERPRINT: str | None = None
+
+
+def code_fingerprint() -> str:
+    """A hash of the installed package's code and SQL: what a built site depends on."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        import ops_warehouse
+
+        root = Path(ops_warehouse.__file__).resolve().parent
+        h = hashlib.sha256()
+        for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".sql") and p.is_file()):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+        _FINGERPRINT = h.hexdigest()
+    return _FINGERPRINT
+
+
+def sites_root(tmp_path_factory) -> Path:
+    where = os.environ.get("OPS_TEST_SITES", "")
+    if where and where != "session":
+        return Path(where).expanduser()
+    if where == "session" or os.environ.get("CI"):
+        # under xdist every worker has a basetemp of its own under one shared parent
+        base = tmp_path_factory.getbasetemp()
+        return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "sites"
+    return Path.home() / ".cache" / "ops-warehouse" / "test-sites"
+
+
+@dataclass
+class Site:
+    path: Path          # the generator's files (read them, never write)
+    facts: dict         # what the build returned
+
+    def open_copy(self, folder: Path) -> Path:
+        """A copy of the site's loaded warehouse in ``folder``: the caller's own, to open and write."""
+        dest = Path(folder) / "warehouse"
+        shutil.copytree(self.path / "warehouse", dest, symlinks=True)
+        return dest
+
+
+def built_site(tmp_path_factory, name: str, build: Callable[..., dict], **params) -> Site:
+    """The site ``name`` that ``build(out, **params)`` makes (files and ``out/warehouse``, returning JSON-able
+    facts), built now or taken from where it was kept."""
+    key = hashlib.sha256(json.dumps([params, inspect.getsource(build), code_fingerprint()], sort_keys=True,
+                                    default=str).encode()).hexdigest()[:16]
+    root = sites_root(tmp_path_factory)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / f"{name}-{key}"
+    with open(root / f"{name}-{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker building it: wait for its result
+        if not (path / "facts.json").exists():  # facts.json is written last: without it, a build that died
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir()
+            # built where it stays: the loads record their files' paths (etl_run_log, etl_quarantine)
+            facts = build(path, **params)
+            (path / "facts.json.part").write_text(json.dumps(facts, sort_keys=True))
+            (path / "facts.json.part").rename(path / "facts.json")
+            for old in root.glob(f"{name}-*"):  # the same site built by older code: never used again
+                if old.is_dir() and old != path and len(old.name) == len(path.name):
+                    shutil.rmtree(old, ignore_errors=True)
+                    (root / f"{old.name}.lock").unlink(missing_ok=True)
+    return Site(path, json.loads((path / "facts.json").read_text()))
