@@ -6,8 +6,9 @@
 - ``cli(...)``: in this process, through the same ``main()`` (its one-line errors and exit codes) inside typer's
   (click's) CliRunner isolation: argv, stdin, stdout, stderr and the environment are the call's own, the
   working directory too. For tests of parsing and output, a second or more cheaper than a subprocess
-  (no interpreter start, no imports). The embedded engine the command opened is closed when it returns, as
-  a process exit would, so the test (or a subprocess) can open the warehouse next.
+  (no interpreter start, no imports). The command closes the warehouse it opened when it returns, as it
+  does in a process of its own, so the test (or a subprocess) can open it next. One process has one embedded
+  engine: a command that opens another folder closes the test's open one (use ``ops`` there).
 
 Both return a ``subprocess.CompletedProcess`` (returncode, stdout, stderr as text) and, with ``check``,
 raise with the command's output when it did not exit 0.
@@ -38,7 +39,6 @@ def cli(*args, env=None, cwd=None, check=True) -> subprocess.CompletedProcess:
     from click.testing import CliRunner
 
     from ops_warehouse.cli.main import main
-    from ops_warehouse.warehouse import close_embedded
 
     argv, old_cwd = sys.argv, os.getcwd()
     code = 0
@@ -53,7 +53,6 @@ def cli(*args, env=None, cwd=None, check=True) -> subprocess.CompletedProcess:
         finally:
             sys.argv = argv
             os.chdir(old_cwd)
-            close_embedded()
             sys.stdout.flush()
             sys.stderr.flush()
         stdout, stderr = out.getvalue().decode(), err.getvalue().decode()

@@ -51,7 +51,10 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "both_forms: run the test on the embedded warehouse and on a ClickHouse "
                                        "server (the `form` parameter)")
     config.addinivalue_line("markers", "real_component(what, missing=False): the test needs a real component "
-                                       "(tests/conftest.py: require)")
+                                       "(tests/conftest.py: require); such a test is also slow")
+    config.addinivalue_line("markers", "slow: builds a generated site, runs the demo or a live service, or takes "
+                                       "more than a few seconds; `./scripts/test -m 'not slow'` is the inner loop "
+                                       "(docs/testing.md), CI runs everything")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -70,6 +73,16 @@ def pytest_runtest_setup(item):
 XDIST_GROUPS = {"tests/test_slurm_live.py": "slurm", "tests/test_whatif_live_slurm.py": "slurm",
                 "tests/test_nightly_faults.py::test_slurm_": "slurm",
                 "tests/test_api.py": "demo", "tests/test_demo.py": "demo", "tests/test_notebooks.py": "demo"}
+
+
+# The groups that take longest (seconds of one process, measured: docs/testing.md), first; the rest follow
+# in collection order.
+GROUP_ORDER = ["slurm", "demo", "tests/test_nightly_safety.py", "tests/test_nightly_faults.py",
+               "tests/test_monthly_scenario.py", "tests/test_sacct_semantics.py", "tests/test_telemetry_prometheus.py",
+               "tests/test_whatif.py", "tests/test_carbon_intensity.py", "tests/test_sacct_fixtures.py",
+               "tests/test_fuzz_sacct.py", "tests/test_hung_and_idle_jobs.py", "tests/test_generated_phenomena.py",
+               "tests/test_monthly_crosscheck.py", "tests/test_taking_turns.py", "tests/test_telemetry_files.py",
+               "tests/test_sacct_other_sites.py", "tests/test_sacct_contracts.py", "tests/test_whatif_calibration.py"]
 
 
 def xdist_group(nodeid: str) -> str:
@@ -92,6 +105,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    for item in items:  # a test that needs a real component, the demo or the live Slurm is slow
+        if item.get_closest_marker("real_component") or {"demo_runs", "slurm"} & set(item.fixturenames):
+            item.add_marker(pytest.mark.slow)
     if not hasattr(config, "workerinput"):  # not an xdist worker
         return
     for item in items:
@@ -102,8 +118,9 @@ def pytest_collection_modifyitems(config, items):
             raise pytest.UsageError(f"{item.nodeid} belongs in the {need!r} group: add it to XDIST_GROUPS "
                                     "(tests/conftest.py)")
     # the longest groups first (scripts/test passes --no-loadscope-reorder so the scheduler keeps this order):
-    # the Slurm workload's minutes of waiting and the demo overlap the rest instead of ending the run alone
-    items.sort(key=lambda item: {"slurm": 0, "demo": 1}.get(xdist_group(item.nodeid), 2))
+    # the Slurm workload's minutes of waiting and the demo overlap the rest, and short modules fill the end
+    rank = {group: k for k, group in enumerate(GROUP_ORDER)}
+    items.sort(key=lambda item: rank.get(xdist_group(item.nodeid), len(rank)))
 
 
 def pytest_generate_tests(metafunc):
@@ -217,18 +234,24 @@ def chdb_server(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture(scope="session")
-def embedded_template(tmp_path_factory) -> Path:
-    """An empty embedded warehouse migrated once for the session (in a process of its own, so that no engine
-    of this one is closed to make it). A fresh embedded warehouse is a copy of it: the same schema, cost model
-    and functions that open_warehouse() would write into an empty folder (a copy opens in ~0.4 s, a
-    migration of an empty folder takes ~1.2 s)."""
-    path = tmp_path_factory.mktemp("template") / "warehouse"
+def _migrated_empty(out: Path) -> dict:
+    # in a process of its own, so that no engine of this one is closed to make it
     subprocess.run([sys.executable, "-c", "import sys; from ops_warehouse.config import Config; "
                     "from ops_warehouse.warehouse import close_embedded, open_warehouse; "
-                    "open_warehouse(Config(dsn='chdb://' + sys.argv[1])).close(); close_embedded()", str(path)],
-                   check=True, timeout=300)
-    return path
+                    "open_warehouse(Config(dsn='chdb://' + sys.argv[1])).close(); close_embedded()",
+                    str(out / "warehouse")], check=True, timeout=300)
+    return {}
+
+
+@pytest.fixture(scope="session")
+def embedded_template(tmp_path_factory) -> Path:
+    """An empty embedded warehouse, migrated once (tests/sites.py: kept by code hash like the generated sites),
+    never opened: a fresh embedded warehouse is a copy of it, with the same schema, cost model and functions
+    that open_warehouse() writes into an empty folder (its links are relative, so a copy stands alone). A
+    copy and its first open take ~0.3 s; migrating an empty folder ~1-2 s."""
+    from tests.sites import built_site
+
+    return built_site(tmp_path_factory, "empty-warehouse", _migrated_empty).path / "warehouse"
 
 
 def warehouse_config(form: str, folder: Path, request) -> Config:

@@ -14,7 +14,7 @@ import pytest
 import ops_warehouse
 from ops_warehouse.errors import OpsError
 from ops_warehouse.warehouse import close_embedded
-from tests.cli_runner import ops
+from tests.cli_runner import cli
 
 MONTH = "2026-10"
 
@@ -78,7 +78,7 @@ def test_clear_errors(api):
 
 def test_export_reads_back_in_duckdb_with_the_reports_numbers(demo, tmp_path):
     dsn, report, cluster = demo
-    out = ops("--warehouse", dsn, "export", "--month", MONTH, "--project", "A", "--out", str(tmp_path)).stdout
+    out = cli("--warehouse", dsn, "export", "--month", MONTH, "--project", "A", "--out", str(tmp_path)).stdout
     folder = tmp_path / f"ai1-A-{MONTH}"
     assert str(folder) in out
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -110,7 +110,7 @@ def test_export_reads_back_in_duckdb_with_the_reports_numbers(demo, tmp_path):
         (next(u["runs"] for u in report["idle_gpu_users"] if u["level"] == "all"),)]
     assert manifest["export_version"] == "2.1"
     # an unknown project is a one-line error
-    bad = ops("--warehouse", dsn, "export", "--month", MONTH, "--project", "nope", "--out", str(tmp_path), check=False)
+    bad = cli("--warehouse", dsn, "export", "--month", MONTH, "--project", "nope", "--out", str(tmp_path), check=False)
     assert bad.returncode == 2 and "no jobs of project 'nope'" in bad.stderr and bad.stderr.count("\n") == 1
 
 

@@ -36,7 +36,7 @@ import pytest
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.carbon_intensity import load_carbon_intensity, read_carbon_intensity
 from tests.conftest import DATA, table_checksums
-from tests.cli_runner import ops
+from tests.cli_runner import cli
 from tests.test_monthly_scenario import build_scenario, mart
 
 UTC = timezone.utc
@@ -106,7 +106,7 @@ def test_refuses_a_file_without_what_a_record_needs(tmp_path):
     with pytest.raises(OpsError, match="no carbon intensity column: expected .*'g_co2e_per_kwh'"):
         read_carbon_intensity(plain)
     # on the command line: exit 2, one line, nothing loaded
-    p = ops("--warehouse", f"chdb://{tmp_path / 'wh'}", "etl", "carbon", str(no_value), check=False)
+    p = cli("--warehouse", f"chdb://{tmp_path / 'wh'}", "etl", "carbon", str(no_value), check=False)
     assert p.returncode == 2 and p.stderr.strip().count("\n") == 0 and "no carbon intensity column" in p.stderr
     assert "Traceback" not in p.stderr
 
@@ -161,10 +161,10 @@ def test_reload_is_idempotent(wh, tmp_path, form):
 
 def test_command_loads_and_reports(tmp_path):
     dsn = f"chdb://{tmp_path / 'wh'}"
-    out = ops("--warehouse", dsn, "etl", "carbon", "--cluster", "t1", str(EXCERPT)).stdout
+    out = cli("--warehouse", dsn, "etl", "carbon", "--cluster", "t1", str(EXCERPT)).stdout
     assert (f"electricitymaps:{EXCERPT.name} direct: read 24 rows, loaded 24 hours of zone DE "
             "(2024-09-08 00:00 .. 2024-09-08 23:00 UTC), quarantined 0") in out
-    assert "--basis" in ops("etl", "carbon", "--help").stdout
+    assert "--basis" in cli("etl", "carbon", "--help").stdout
 
 
 def _site_csv(path, first: datetime, values: list[float]) -> None:

@@ -1,4 +1,5 @@
-"""`ops-report` end to end in a subprocess, as an operator or cron runs it."""
+"""`ops-report` end to end: in a subprocess, as an operator or cron runs it, where the process is the point (a
+load, exit codes); in this process (tests/cli_runner.py: cli) where parsing and output are."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.cli_runner import OPS, ops
+from tests.cli_runner import cli, ops
 from tests.conftest import LIVE, XDMOD
 
 
@@ -23,7 +24,7 @@ def dsn(tmp_path):
 def test_etl_then_summary_json(dsn):
     out = ops("--warehouse", dsn, "etl", "sacct", "--fields", "xdmod", str(XDMOD / "phillips.log")).stdout
     assert re.search(r"read 4285, loaded 4285 \(4285 job runs, 0 steps\), quarantined 0", out)
-    p = ops("--warehouse", dsn, "summary", "--from", "2016-12-22", "--to", "2017-01-01",
+    p = cli("--warehouse", dsn, "summary", "--from", "2016-12-22", "--to", "2017-01-01",
             "--by", "cluster", "--by", "gpu_count_bin,wall_time_bin", "--period", "month", "--format", "json")
     data = json.loads(p.stdout)
     assert data and set(data[0]) == {
@@ -32,9 +33,9 @@ def test_etl_then_summary_json(dsn):
         "avg_wait_hours"}
     assert {d["period_start"] for d in data} == {"2016-12-01", "2017-01-01"}
     assert sum(d["jobs_cancelled_before_start"] for d in data) == 239
-    csv = ops("--warehouse", dsn, "summary", "--from", "2016-12-22", "--to", "2017-01-01", "--format", "csv").stdout
+    csv = cli("--warehouse", dsn, "summary", "--from", "2016-12-22", "--to", "2017-01-01", "--format", "csv").stdout
     assert csv.splitlines()[0].startswith("jobs_ended,jobs_started,")
-    table = ops("--warehouse", dsn, "summary", "--from", "2016-12-22", "--to", "2017-01-01").stdout
+    table = cli("--warehouse", dsn, "summary", "--from", "2016-12-22", "--to", "2017-01-01").stdout
     assert "| jobs_ended" in table
 
 
@@ -52,7 +53,7 @@ def test_env_var_selects_the_warehouse_and_errors_are_one_line(dsn):
 def test_quarantine_does_not_fail_the_run(dsn, tmp_path):
     p = tmp_path / "x.psv"
     p.write_text((LIVE / "sacct.psv").read_text() + "garbage line without fields\n")
-    r = ops("--warehouse", dsn, "etl", "sacct", str(p))
+    r = cli("--warehouse", dsn, "etl", "sacct", str(p))
     assert "quarantined 1" in r.stdout and "1 fields, expected 21" in r.stdout
 
 
@@ -66,7 +67,7 @@ def test_runs_sacct_for_a_window_through_a_site_wrapper(dsn, tmp_path):
     wrapper.chmod(0o755)
     cfg = tmp_path / "ops.toml"
     cfg.write_text(f'[sacct]\ncommand = ["{wrapper}"]\ncluster = "testclu"\n')
-    out = ops("--config", str(cfg), "--warehouse", dsn, "etl", "sacct", "--from", "2026-11-29", "--to", "2026-11-30")
+    out = cli("--config", str(cfg), "--warehouse", dsn, "etl", "sacct", "--from", "2026-11-29", "--to", "2026-11-30")
     assert "read 31, loaded 31 (15 job runs, 16 steps), quarantined 0" in out.stdout
     args = argv_file.read_text().splitlines()
     assert "--allusers" in args and "--duplicates" in args and "--parsable2" in args
@@ -77,7 +78,7 @@ def test_runs_sacct_for_a_window_through_a_site_wrapper(dsn, tmp_path):
     failing.chmod(0o755)
     # the default retries (4) with short waits: the default 10+20+40+80 s backoff only slows the suite
     cfg.write_text(f'[sacct]\ncommand = ["{failing}"]\n[nightly]\nbackoff_s = 0.01\n')
-    bad = ops("--config", str(cfg), "--warehouse", dsn, "etl", "sacct", "--from", "2026-11-29", "--to", "2026-11-30",
+    bad = cli("--config", str(cfg), "--warehouse", dsn, "etl", "sacct", "--from", "2026-11-29", "--to", "2026-11-30",
               check=False)
     assert bad.returncode == 2 and "sacct failed (exit 1): sacct: error: Problem talking" in bad.stderr
     assert "(after 5 tries)" in bad.stderr
@@ -102,7 +103,7 @@ def test_every_option_is_documented_in_help():
 
 
 def test_schema_command_prints_cluster_ddl():
-    out = ops("schema", "--deployment", "cluster", "--cluster-name", "prod").stdout
+    out = cli("schema", "--deployment", "cluster", "--cluster-name", "prod").stdout
     assert "ENGINE = Distributed('prod'" in out and "ReplicatedReplacingMergeTree" in out
 
 

@@ -243,10 +243,10 @@ def test_job_stats_in_exporter_parquet_files(wh, tmp_path, drop):
 
 
 def test_cli_loads_job_stats_and_a_target_without_instance_label(tmp_path):
-    from tests.cli_runner import ops
+    from tests.cli_runner import cli
 
     dsn = f"chdb://{tmp_path / 'wh'}"
-    out = ops("--warehouse", dsn, "etl", "metrics", "--from", "2026-10-01", "--to", "2026-10-01",
+    out = cli("--warehouse", dsn, "etl", "metrics", "--from", "2026-10-01", "--to", "2026-10-01",
               "--file", str(WHAMCLOUD), "--file", str(IPMI_ON), "--at", "2026-10-01T12:00:00Z",
               "--instance", "oss02:9100").stdout
     n_jobs = len({(parse_jobid(lab["jobid"])[0], lab["jobid"], lab["operation"], lab["component"])

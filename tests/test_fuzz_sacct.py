@@ -668,7 +668,7 @@ def test_sacct_corpus(name, want, fwh):
 def test_cli_on_corrupt_files(tmp_path):
     """ops-report etl sacct end to end: corrupt files load with quarantine or fail with one line, never a
     traceback."""
-    from tests.cli_runner import ops
+    from tests.cli_runner import cli
 
     dsn = f"chdb://{tmp_path / 'wh'}"
     live = (LIVE / "sacct.psv").read_bytes()
@@ -679,7 +679,7 @@ def test_cli_on_corrupt_files(tmp_path):
     empty.write_bytes(b"")
     huge = tmp_path / "huge.psv"
     huge.write_bytes(live + b"x" * (8 << 20) + b"\n" + b"|" * 300_000 + b"\n")  # 8 MB (chunk boundaries: test_sacct_text_parse_fuzz)
-    p = ops("--warehouse", dsn, "etl", "sacct", str(nonutf8), str(empty), str(huge), check=False)
+    p = cli("--warehouse", dsn, "etl", "sacct", str(nonutf8), str(empty), str(huge), check=False)
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     # job 1's line is the bad one: its step 1.batch does not load without it (etl/sacct_contract.py)
     assert re.search(r"nonutf8.psv: read 31, loaded 29 .*quarantined 2", p.stdout)
@@ -688,7 +688,7 @@ def test_cli_on_corrupt_files(tmp_path):
     assert re.search(r"huge.psv: read 33, loaded 31 .*quarantined 2", p.stdout)
     garbage = tmp_path / "garbage.psv"
     garbage.write_bytes(b"\xff\xfe\x00J\x00o\x00b\x00I\x00D\x00\n\x001\x00")
-    q = ops("--warehouse", dsn, "etl", "sacct", str(garbage), check=False)
+    q = cli("--warehouse", dsn, "etl", "sacct", str(garbage), check=False)
     assert q.returncode == 2 and "Traceback" not in q.stderr
     assert q.stderr.strip().count("\n") == 0 and "no sacct header line" in q.stderr
     FIGURES["cli: corrupt files"] += 4

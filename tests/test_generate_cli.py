@@ -6,12 +6,12 @@ import polars as pl
 
 from ops_warehouse.etl.sacct_load import load_sacct
 from tests.conftest import rows
-from tests.cli_runner import ops
+from tests.cli_runner import cli
 
 
 def test_generate_small_site_and_load_it(tmp_path, wh):
     out = tmp_path / "site"
-    p = ops("generate", "--out", str(out), "--days", "2", "--jobs-per-day", "150", "--nodes", "12",
+    p = cli("generate", "--out", str(out), "--days", "2", "--jobs-per-day", "150", "--nodes", "12",
             "--metrics-step", "600", "--telemetry", "both", "--nightly", "--seed", "3")
     assert "job runs on 12 nodes" in p.stdout
     inv = pl.read_csv(out / "inventory.csv")
@@ -34,13 +34,13 @@ def test_generate_small_site_and_load_it(tmp_path, wh):
     assert r.quarantined == 0 and r.jobs_loaded == truth.height
     assert rows(wh, "SELECT count() FROM fct_job_run") == [(truth.height,)]
     # same seed, same files
-    ops("generate", "--out", str(tmp_path / "again"), "--days", "2", "--jobs-per-day", "150", "--nodes", "12",
+    cli("generate", "--out", str(tmp_path / "again"), "--days", "2", "--jobs-per-day", "150", "--nodes", "12",
         "--metrics-step", "600", "--telemetry", "none", "--seed", "3")
     assert (tmp_path / "again" / "sacct" / "sacct.psv").read_bytes() == (out / "sacct" / "sacct.psv").read_bytes()
 
 
 def test_generate_refuses_nonsense(tmp_path):
-    bad = ops("generate", "--out", str(tmp_path / "x"), "--telemetry", "csv", check=False)
+    bad = cli("generate", "--out", str(tmp_path / "x"), "--telemetry", "csv", check=False)
     assert bad.returncode == 2 and "--telemetry must be" in bad.stderr
 
 

@@ -102,7 +102,7 @@ KILLS_PER_LOAD = 5
 
 
 @pytest.mark.parametrize("load", list(LOADS))
-def test_sigkill_at_random_points_then_a_rerun_equals_a_clean_run(gen, tmp_path, load):
+def test_sigkill_at_random_points_then_a_rerun_equals_a_clean_run(gen, tmp_path, load, embedded_template):
     """The load is killed (SIGKILL: no cleanup runs) at a random moment between the end of start-up and
     the end of a clean run's time, then run again to the end: every table equals that of one clean run.
     Each kill on a fresh warehouse, KILLS_PER_LOAD kills per load; seeds are fixed, so the kill points are
@@ -128,7 +128,9 @@ def test_sigkill_at_random_points_then_a_rerun_equals_a_clean_run(gen, tmp_path,
     for k in range(KILLS_PER_LOAD):
         crashed = tmp_path / f"crashed{k}"
         env = nightly_config(tmp_path / f"crashed{k}.toml", crashed, gen, sources)
-        ops("init", env=env)  # the schema is there before the kill: kills during the load, not the migrations
+        # the schema is there before the kill (kills during the load, not the migrations): a copy of the
+        # session's migrated empty warehouse, what `ops-report init` leaves (its config has no projects or costs)
+        shutil.copytree(embedded_template, crashed, symlinks=True)
         at_s = rng.uniform(0.8 * startup_s, whole_s)
         if _kill_during([*OPS, *args], env, at_s):
             landed.append(at_s)

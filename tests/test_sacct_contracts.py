@@ -74,9 +74,9 @@ def warehouse_counts(dsn_path: Path) -> dict[str, int]:
 
 
 def ops(*args):
-    from tests.cli_runner import ops as run
+    from tests.cli_runner import cli
 
-    return run(*args, check=False)
+    return cli(*args, check=False)
 
 
 def refusal(p) -> str:

@@ -30,7 +30,7 @@ from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.sacct_text import parse_fields
 from tests.conftest import SACCT, rows
-from tests.cli_runner import ops
+from tests.cli_runner import cli
 
 UTC = timezone.utc
 TDHOCK = SACCT / "tdhock-slurm"
@@ -113,7 +113,7 @@ def steps_of(wh, job_id: str) -> dict[str, tuple]:
 
 
 def summary_json(dsn: str, day_from: str, day_to: str, tz: str = "UTC") -> dict:
-    out = json.loads(ops("--warehouse", dsn, "summary", "--from", day_from, "--to", day_to, "--timezone", tz,
+    out = json.loads(cli("--warehouse", dsn, "summary", "--from", day_from, "--to", day_to, "--timezone", tz,
                          "--format", "json").stdout)
     assert len(out) == 1, out
     return out[0]
@@ -164,7 +164,7 @@ def test_cedar_every_field_tab_delimited(wh):
 
 
 def test_cedar_summary_totals(dsn):
-    ops("--warehouse", dsn, "etl", "sacct", "--delimiter", "\t", "--timezone", "UTC",
+    cli("--warehouse", dsn, "etl", "sacct", "--delimiter", "\t", "--timezone", "UTC",
         str(TDHOCK / "sacct-allcols.txt"))
     s = summary_json(dsn, "2019-12-11", "2019-12-11")
     assert (s["jobs_started"], s["jobs_ended"], s["jobs_cancelled_before_start"]) == (1, 1, 0)
@@ -187,7 +187,7 @@ def test_header_without_submit_is_refused(wh, dsn):
     assert "refused" in msg and re.search(r"missing[^(]*\bSubmit\b", msg), msg
     assert not re.search(r"missing[^(]*\b(JobID|State|Start|End)\b", msg), msg
     assert nothing_loaded(wh)
-    p = ops("--warehouse", dsn, "etl", "sacct", str(TDHOCK / "sacct-manyfields.txt"), check=False)
+    p = cli("--warehouse", dsn, "etl", "sacct", str(TDHOCK / "sacct-manyfields.txt"), check=False)
     assert p.returncode != 0
     err = [ln for ln in p.stderr.splitlines() if "error" in ln]
     assert len(err) == 1 and "Submit" in err[0] and "refused" in err[0], p.stderr
@@ -223,7 +223,7 @@ def test_slyme_headerless_without_elapsed(wh):
 
 
 def test_slyme_summary_totals(dsn):
-    ops("--warehouse", dsn, "etl", "sacct", "--fields", SLYME_FIELDS, "--timezone", "UTC",
+    cli("--warehouse", dsn, "etl", "sacct", "--fields", SLYME_FIELDS, "--timezone", "UTC",
         str(SLYME / "sacct_single_parallel_COMPLETED_parsable.out"),
         str(SLYME / "sacct_single_serial_COMPLETED_parsable.out"))
     s = summary_json(dsn, "2014-06-26", "2014-06-26")
@@ -269,7 +269,7 @@ def test_slurm2sql_cancelled_job_with_end_unknown_counts_its_elapsed(wh, dsn):
     k = job(wh, "43977780")
     assert k["wall_s"] == 17
     assert k["usage_end_ts"] == datetime(2019, 8, 1, 0, 35, 44, tzinfo=UTC)
-    ops("--warehouse", dsn, "etl", "sacct", "--timezone", "UTC", str(SLURM2SQL / "test-data1.csv"))
+    cli("--warehouse", dsn, "etl", "sacct", "--timezone", "UTC", str(SLURM2SQL / "test-data1.csv"))
     s = summary_json(dsn, "2019-07-31", "2019-08-01")
     assert s["cpu_hours"] == pytest.approx((2 * 12805 + 1 * 17) / 3600)
     assert s["jobs_ended"] == 2
@@ -363,7 +363,7 @@ def test_sonar_fox_jobs(wh):
 
 def test_sonar_fox_summary_totals(dsn):
     e = sonar_expectations()
-    ops("--warehouse", dsn, "etl", "sacct", "--fields", SONAR_FIELDS, "--timezone", "Europe/Oslo",
+    cli("--warehouse", dsn, "etl", "sacct", "--fields", SONAR_FIELDS, "--timezone", "Europe/Oslo",
         "--cluster", "fox", str(SONAR))
     s = summary_json(dsn, "2025-09-01", "2025-09-30", "Europe/Oslo")  # every Submit is 2025-09-07..26
     # 55 ended (49 + 3 + 2 + 1 cancelled after 79 s), 4 cancelled while pending, 32 running
@@ -420,7 +420,7 @@ def test_vcell_three_field_dump_is_refused(wh, dsn):
     msg = str(e.value)
     assert "refused" in msg and all(f in msg for f in ("Submit", "Start", "End"))
     assert nothing_loaded(wh)
-    p = ops("--warehouse", dsn, "etl", "sacct", str(VCELL / "sacct-multistep-running.txt"), check=False)
+    p = cli("--warehouse", dsn, "etl", "sacct", str(VCELL / "sacct-multistep-running.txt"), check=False)
     assert p.returncode != 0
     err = [ln for ln in p.stderr.splitlines() if "error" in ln]
     assert len(err) == 1 and all(f in err[0] for f in ("Submit", "Start", "End")), p.stderr

@@ -18,7 +18,7 @@ import pytest
 import ops_warehouse as ow
 from ops_warehouse.errors import OpsError
 from tests.conftest import XDMOD
-from tests.cli_runner import ops
+from tests.cli_runner import cli
 
 GPU_H = 2 * (912426 + 17) / 3600
 
@@ -28,20 +28,20 @@ def loaded(chdb_server):
     """A server database the ETL user (default) loaded phillips.log into with the CLI."""
     dsn = chdb_server.new_database()
     env = {"OPS_WAREHOUSE": dsn, "OPS_CONFIG": ""}
-    out = ops("etl", "sacct", "--fields", "xdmod", str(XDMOD / "phillips.log"), env=env).stdout
+    out = cli("etl", "sacct", "--fields", "xdmod", str(XDMOD / "phillips.log"), env=env).stdout
     assert "quarantined 0" in out
     return dsn, env
 
 
 def test_the_cli_loads_and_reports_through_the_server(loaded):
     dsn, env = loaded
-    p = ops("summary", "--from", "2016-12-22", "--to", "2017-01-01", "--by", "cluster", "--format", "json", env=env)
+    p = cli("summary", "--from", "2016-12-22", "--to", "2017-01-01", "--by", "cluster", "--format", "json", env=env)
     row = json.loads(p.stdout)[0]
     assert row["cluster"] == "phillips" and row["gpu_hours"] == pytest.approx(GPU_H, abs=1e-9)
     assert row["jobs_cancelled_before_start"] == 239
     # a reload is idempotent on the server too (ReplacingMergeTree + FINAL: no mutation to wait for)
-    ops("etl", "sacct", "--fields", "xdmod", str(XDMOD / "phillips.log"), env=env)
-    again = json.loads(ops("summary", "--from", "2016-12-22", "--to", "2017-01-01", "--by", "cluster", "--format",
+    cli("etl", "sacct", "--fields", "xdmod", str(XDMOD / "phillips.log"), env=env)
+    again = json.loads(cli("summary", "--from", "2016-12-22", "--to", "2017-01-01", "--by", "cluster", "--format",
                            "json", env=env).stdout)[0]
     assert again == row
 
@@ -59,7 +59,7 @@ def test_an_analysts_read_only_user_reads_the_same_figures_and_writes_nothing(lo
     assert sizes.filter(sizes["size_class"] == "2-8")["jobs"].sum() == 2
     wh.close()
     # the user is read-only indeed: a load through it is refused, in one line
-    p = ops("etl", "sacct", "--fields", "xdmod", str(XDMOD / "phillips.log"),
+    p = cli("etl", "sacct", "--fields", "xdmod", str(XDMOD / "phillips.log"),
             env={"OPS_WAREHOUSE": analyst, "OPS_CONFIG": ""}, check=False)
     assert p.returncode != 0 and "readonly" in p.stderr.lower() and "Traceback" not in p.stderr, p.stderr
 

@@ -117,7 +117,7 @@ def test_a_connection_without_the_sites_config_keeps_its_projects_and_cost_model
 def test_init_without_the_sites_config_keeps_its_projects_and_cost_model(tmp_path):
     """`ops-report init` (issue 13) keeps what open_warehouse() keeps: run without [projects] or [cost.*] it leaves
     the mapping and the cost model the site's config gave (before: it emptied account_project)."""
-    from tests.cli_runner import ops
+    from tests.cli_runner import cli
 
     dsn = f"chdb://{tmp_path / 'wh'}"
     site = tmp_path / "site.toml"
@@ -126,7 +126,7 @@ def test_init_without_the_sites_config_keeps_its_projects_and_cost_model(tmp_pat
     bare = tmp_path / "bare.toml"
     bare.write_text('timezone = "UTC"\n')
     env = {"OPS_WAREHOUSE": ""}
-    ops("--config", str(site), "--warehouse", dsn, "init", env=env)
+    cli("--config", str(site), "--warehouse", dsn, "init", env=env)
 
     def state():
         from ops_warehouse.migrations import warehouse_cost_model
@@ -139,13 +139,13 @@ def test_init_without_the_sites_config_keeps_its_projects_and_cost_model(tmp_pat
             close_embedded()
 
     assert state()[0] == [("proja", "A"), ("projb", "B")]
-    out = ops("--config", str(bare), "--warehouse", dsn, "init", env=env).stdout
+    out = cli("--config", str(bare), "--warehouse", dsn, "init", env=env).stdout
     assert "schema up to date" in out
     assert state()[0] == [("proja", "A"), ("projb", "B")]
     assert state()[1] == 123456.0  # init synced the site's cost model, and the bare config kept it
     # a config that names the mapping does replace it, through init as through any command
     site.write_text('[projects]\nproja = "Z"\n')
-    ops("--config", str(site), "--warehouse", dsn, "init", env=env)
+    cli("--config", str(site), "--warehouse", dsn, "init", env=env)
     assert state()[0] == [("proja", "Z")]
 
 

@@ -154,22 +154,22 @@ def test_the_command(site, tmp_path):
     html is one file with the chart inline; a bad change is one line."""
     import json
 
-    from tests.cli_runner import ops
+    from tests.cli_runner import cli
 
     dsn = site.dsn
     site.close()  # the command opens the warehouse itself (the embedded engine is one process's)
     from ops_warehouse.warehouse import close_embedded
 
     close_embedded()
-    out = ops("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "h100:1").stdout
+    out = cli("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "h100:1").stdout
     header = next(line for line in out.splitlines() if line.startswith("|") and "observed" in line)
     assert [c.strip() for c in header.strip("|").split("|")][1:] == ["observed", "replay", "+1 h100"]
     assert re.search(r"\| wait-hours saved\s+\| 0\s+\| 0\s+\| 4 ", out), out
     assert "0.00 points from what happened" in out and "| wait-hours saved per added node" in out
-    j = json.loads(ops("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "h100:1", "--format", "json").stdout)
+    j = json.loads(cli("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "h100:1", "--format", "json").stdout)
     assert {r["scenario"]: r["wait_hours_saved"] for r in j["summary"]}["+1 h100"] == pytest.approx(4)
     page = tmp_path / "w.html"
-    ops("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "h100:1", "--format", "html", "--out", str(page))
+    cli("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "h100:1", "--format", "html", "--out", str(page))
     assert page.read_text().count("data:image/png;base64,") == 1
-    bad = ops("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "b200:2", check=False)
+    bad = cli("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "b200:2", check=False)
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "no b200 nodes" in bad.stderr
