@@ -42,7 +42,7 @@ from ops_warehouse.etl.grains import refresh_history
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 
-pytestmark = pytest.mark.both_forms
+pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
 
 UTC = timezone.utc
 OCT = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))

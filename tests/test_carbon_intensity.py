@@ -37,7 +37,9 @@ from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.carbon_intensity import load_carbon_intensity, read_carbon_intensity
 from tests.conftest import DATA, table_checksums
 from tests.cli_runner import cli
-from tests.test_monthly_scenario import build_scenario, mart
+from tests.test_monthly_scenario import mart, scenario_warehouse
+
+pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
 
 UTC = timezone.utc
 EXCERPT = DATA / "carbon" / "DE_2024_hourly-2024-09-08.csv"
@@ -173,11 +175,11 @@ def _site_csv(path, first: datetime, values: list[float]) -> None:
 
 
 @pytest.fixture
-def scenario(tmp_path, cfg):
+def scenario(tmp_path, form, tmp_path_factory, request):
     """The hand-built month of tests/test_monthly_scenario.py, a warehouse of this test's own (it loads into it)."""
     from ops_warehouse.warehouse import close_embedded
 
-    wh = build_scenario(tmp_path, cfg)
+    wh = scenario_warehouse(form, tmp_path, tmp_path_factory, request)
     yield wh
     wh.close()
     close_embedded()

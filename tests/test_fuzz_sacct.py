@@ -43,6 +43,8 @@ from ops_warehouse.etl.sacct_text import XDMOD_FIELDS, parse_fields
 from tests.conftest import HB, HB_FIELDS, LIVE, SARC, SHREDDER, XDMOD
 from tests.fuzz_support import empty, print_figures, scratch_warehouse
 
+pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
+
 FUZZ = dict(deadline=None, derandomize=True, database=None, print_blob=True,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
 CLUSTER = "fz"

@@ -44,6 +44,8 @@ from ops_warehouse.generate import simulate
 from ops_warehouse.generate.sacct_writer import sacct_text
 from tests.conftest import DATA
 
+pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
+
 UTC = timezone.utc
 START = datetime(2026, 10, 1, tzinfo=UTC)
 DAYS = 31

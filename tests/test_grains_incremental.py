@@ -24,6 +24,8 @@ from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import table_checksums
 from tests.sites import built_site
 
+pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
+
 START = datetime(2026, 10, 1, tzinfo=timezone.utc)
 DAYS = 6
 PROJECTS = {f"proj{c}": c.upper() for c in "abcdef"}

@@ -67,7 +67,7 @@ from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 
 # the loads and marts here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
-pytestmark = pytest.mark.both_forms
+pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
 
 UTC = timezone.utc
 DAY = date(2026, 10, 5)

@@ -39,6 +39,8 @@ from ops_warehouse.analytics.api import Connection
 from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.reports.monthly_render import to_html, to_json, to_markdown
 
+pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
+
 UTC = timezone.utc
 OCT = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
 AS_OF = datetime(2026, 10, 15, 12, 30, tzinfo=UTC)

@@ -26,6 +26,8 @@ from ops_warehouse.etl.grains import refresh_capacity
 from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.sites import built_site
 
+pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
+
 UTC = timezone.utc
 W0, W1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 15, tzinfo=UTC)  # inside the 14 days
 PROJECTS = {f"proj{c}": c.upper() for c in "abcdef"}

@@ -51,13 +51,16 @@ from ops_warehouse.analytics.api import Connection
 from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.analytics.pseudonyms import pseudonym, pseudonym_key
 from ops_warehouse.reports.monthly_render import to_html, to_json, to_markdown
+from ops_warehouse.config import Config
 from tests.conftest import warehouse_config
+from tests.sites import built_site
 
 # the loads and reports here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
-pytestmark = pytest.mark.both_forms
+pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
 
 UTC = timezone.utc
 OCT = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
+PROJECTS = {"proja": "A", "projb": "B", "projc": "C"}
 HEAD = ("JobIDRaw|JobID|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|ElapsedRaw|"
         "TimelimitRaw|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|NodeList|Reservation|JobName")
 JOBS = [  # id, account, user, gpus, nodes, start, end, state, exit, reservation
@@ -119,7 +122,7 @@ def build_scenario(tmp_path, cfg):
     """The scenario's month loaded into the warehouse ``cfg`` names (files written in ``tmp_path``)."""
     from ops_warehouse.warehouse import open_warehouse
 
-    cfg.projects = {"proja": "A", "projb": "B", "projc": "C"}
+    cfg.projects = PROJECTS
     wh = open_warehouse(cfg)
     _sacct(tmp_path / "sacct.psv")
     (tmp_path / "inventory.csv").write_text(
@@ -145,13 +148,33 @@ def build_scenario(tmp_path, cfg):
     return wh
 
 
+def _built_embedded(out) -> dict:
+    from ops_warehouse.warehouse import close_embedded
+
+    build_scenario(out, Config(dsn=f"chdb://{out / 'warehouse'}")).close()
+    close_embedded()
+    return {}
+
+
+def scenario_warehouse(form, folder, tmp_path_factory, request):
+    """The scenario's month loaded: on the server, loaded now through the server; embedded, a copy of the one
+    built once (tests/sites.py; its loads are the same code on the same files)."""
+    from ops_warehouse.warehouse import open_warehouse
+
+    if form == "server":
+        return build_scenario(folder, warehouse_config(form, folder, request))
+    site = built_site(tmp_path_factory, "monthly-scenario", _built_embedded)
+    cfg = Config(dsn=f"chdb://{site.open_copy(folder)}")
+    cfg.projects = PROJECTS
+    return open_warehouse(cfg)
+
+
 @pytest.fixture(scope="module")
 def scenario(form, tmp_path_factory, request):
     """One scenario warehouse per form for the module's tests: they only read it."""
     from ops_warehouse.warehouse import close_embedded
 
-    folder = tmp_path_factory.mktemp(f"scenario-{form}")
-    wh = build_scenario(folder, warehouse_config(form, folder, request))
+    wh = scenario_warehouse(form, tmp_path_factory.mktemp(f"scenario-{form}"), tmp_path_factory, request)
     yield wh
     wh.close()
     close_embedded()

@@ -42,6 +42,8 @@ from tests import slurm_harness
 from tests.conftest import require, warehouse_checksums
 from tests.cli_runner import ops
 
+pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
+
 TODAY = datetime.now(timezone.utc).date()
 YESTERDAY = TODAY - timedelta(days=1)
 CLUSTER = "c"

@@ -23,6 +23,8 @@ import pytest
 from tests.conftest import warehouse_checksums
 from tests.cli_runner import OPS, ops
 
+pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
+
 TODAY = datetime.now(timezone.utc).date()
 FIRST_DAY = TODAY - timedelta(days=3)
 LAST_DAY = TODAY - timedelta(days=1)
@@ -32,8 +34,8 @@ NODES = 16
 @pytest.fixture(scope="module")
 def gen(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("gen")
-    ops("generate", "--out", str(out), "--start", FIRST_DAY.isoformat(), "--days", "3", "--jobs-per-day", "1500",
-        "--nodes", str(NODES), "--metrics-step", "120", "--seed", "11")
+    ops("generate", "--out", str(out), "--start", FIRST_DAY.isoformat(), "--days", "3", "--jobs-per-day", "1000",
+        "--nodes", str(NODES), "--metrics-step", "300", "--seed", "11")
     return out
 
 

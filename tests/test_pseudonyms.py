@@ -23,6 +23,8 @@ from ops_warehouse.config import Config
 from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import LIVE
 
+pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
+
 MONTH = "2026-11"
 
 

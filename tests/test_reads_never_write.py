@@ -25,6 +25,8 @@ from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import table_checksums
 from tests.cli_runner import ops
 
+pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
+
 HEADER = ("JobIDRaw|JobID|JobName|User|Account|Partition|QOS|State|ExitCode|Submit|Eligible|Start|End|ElapsedRaw|"
           "TimelimitRaw|NNodes|NCPUS|AllocTRES|ReqTRES|NodeList|Reservation")
 

@@ -21,6 +21,8 @@ from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import DATA, LIVE, REPO
 from tests.cli_runner import OPS, ops
 
+pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
+
 ENGINE_ERROR = "VIOLATED_CONSTRAINT"
 SECRET = "s3cr3t-slurmdbd-pw-for-the-run-log"
 

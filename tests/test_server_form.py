@@ -20,6 +20,8 @@ from ops_warehouse.errors import OpsError
 from tests.conftest import XDMOD
 from tests.cli_runner import cli
 
+pytestmark = pytest.mark.slow  # the test ClickHouse server, migrated from nothing by the CLI: docs/testing.md
+
 GPU_H = 2 * (912426 + 17) / 3600
 
 

@@ -14,7 +14,7 @@ from ops_warehouse.analytics.telemetry import telemetry
 from tests.conftest import rows, table_checksums
 
 # the loads and reports here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
-pytestmark = pytest.mark.both_forms
+pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
 
 STEP_S = 600
 

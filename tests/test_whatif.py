@@ -34,7 +34,7 @@ from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.migrations import warehouse_cost_model
 
-pytestmark = pytest.mark.both_forms
+pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
 
 UTC = timezone.utc
 OCT = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))

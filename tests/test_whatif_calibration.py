@@ -24,6 +24,8 @@ from ops_warehouse.generate import generate
 from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.sites import built_site
 
+pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
+
 UTC = timezone.utc
 W0, W1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 22, tzinfo=UTC)
 SMALL_H = 0.1
