@@ -346,11 +346,12 @@ def _count(path, table: str) -> int:
 
 
 @pytest.mark.parametrize("kind", ["sacct", "slurmdbd"])
-def test_nightly_slurm_source_survives_reruns_backfills_and_kills(live, tmp_path, kind):
+def test_nightly_slurm_source_survives_reruns_backfills_and_kills(live, tmp_path, kind, embedded_template):
     """Issue 7's data-safety checks on the real Slurm, per source: nightly run three times and a backfill of
     the window already loaded leave every table identical; SIGKILL at random points of a run (each on a
     fresh warehouse), then a rerun, gives exactly the clean run's tables."""
     import random
+    import shutil
     import time
 
     from tests.cli_runner import OPS
@@ -391,7 +392,7 @@ def test_nightly_slurm_source_survives_reruns_backfills_and_kills(live, tmp_path
     landed = 0
     for k in range(3):
         env_k, crashed = config(f"crashed{k}")
-        ops("init", env=env_k)
+        shutil.copytree(embedded_template, crashed, symlinks=True)  # what `ops-report init` leaves
         landed += _kill_during([*OPS, "etl", "nightly"], env_k, rng.uniform(0.8 * startup_s, whole_s))
         ops("etl", "nightly", env=env_k)
         assert warehouse_checksums(crashed) == want, f"kill {k}"
