@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 _FINGERPRINT: str | None = None
+PROJECTS = {f"proj{c}": c.upper() for c in "abcdef"}  # the generator's accounts, as a site maps them
 
 
 def code_fingerprint() -> str:
@@ -46,6 +47,7 @@ def code_fingerprint() -> str:
         for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".sql") and p.is_file()):
             h.update(str(f.relative_to(root)).encode())
             h.update(f.read_bytes())
+        h.update(Path(__file__).read_bytes())  # generated_site() below is part of every build
         _FINGERPRINT = h.hexdigest()
     return _FINGERPRINT
 
@@ -95,3 +97,43 @@ def built_site(tmp_path_factory, name: str, build: Callable[..., dict], **params
                     shutil.rmtree(old, ignore_errors=True)
                     (root / f"{old.name}.lock").unlink(missing_ok=True)
     return Site(path, json.loads((path / "facts.json").read_text()))
+
+
+def generated_site(out: Path, *, telemetry_days=None, refresh_window=None, **params) -> dict:
+    """A build: ``generate(out, **params)`` loaded into ``out/warehouse`` as a site loads it (the sacct file,
+    the inventory, node events and reservations, the telemetry of ``telemetry_days`` (first, last), and the
+    capacity grain over ``refresh_window``), accounts mapped to projects A-F. Its facts: the cluster's name,
+    the planted lemon nodes and the straggler."""
+    from ops_warehouse.config import Config
+    from ops_warehouse.etl.capacity_sources import load_capacity
+    from ops_warehouse.etl.grains import refresh_capacity
+    from ops_warehouse.etl.sacct_load import load_sacct
+    from ops_warehouse.etl.telemetry_load import load_parquet_dir
+    from ops_warehouse.generate import generate
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+    h = generate(out, **params)
+    cfg = Config(dsn=f"chdb://{out / 'warehouse'}")
+    cfg.projects = PROJECTS
+    wh = open_warehouse(cfg)
+    try:
+        assert load_sacct(wh, out / "sacct" / "sacct.psv").quarantined == 0
+        load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
+                      reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
+        if telemetry_days:
+            load_parquet_dir(wh, out, *telemetry_days, cluster=h.spec.name)
+        if refresh_window:
+            refresh_capacity(wh, h.spec.name, *refresh_window)
+    finally:
+        close_embedded()
+    return {"cluster": h.spec.name, "lemons": h.lemons, "straggler": h.straggler}
+
+
+def open_site(site: Site, folder: Path):
+    """An open warehouse on a copy of ``site``'s (in ``folder``), configured as its build was."""
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import open_warehouse
+
+    cfg = Config(dsn=f"chdb://{site.open_copy(folder)}")
+    cfg.projects = PROJECTS
+    return open_warehouse(cfg)

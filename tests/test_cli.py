@@ -4,7 +4,6 @@ load, exit codes); in this process (tests/cli_runner.py: cli) where parsing and 
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys

@@ -16,46 +16,26 @@ import duckdb
 import polars as pl
 import pytest
 
-from ops_warehouse.config import Config
-from ops_warehouse.etl.capacity_sources import load_capacity
-from ops_warehouse.etl.sacct_load import load_sacct
-from ops_warehouse.etl.telemetry_load import load_parquet_dir
-from ops_warehouse.generate import generate
 from ops_warehouse.analytics.marts import run_mart
-from ops_warehouse.etl.grains import refresh_capacity
-from ops_warehouse.warehouse import close_embedded, open_warehouse
-from tests.sites import built_site
+from ops_warehouse.warehouse import close_embedded
+from tests.sites import built_site, generated_site, open_site
 
 pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
 
 UTC = timezone.utc
 W0, W1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 15, tzinfo=UTC)  # inside the 14 days
-PROJECTS = {f"proj{c}": c.upper() for c in "abcdef"}
 
 
 def build(out, **params) -> dict:
-    h = generate(out, **params)
-    cfg = Config(dsn=f"chdb://{out / 'warehouse'}")
-    cfg.projects = PROJECTS
-    wh = open_warehouse(cfg)
-    try:
-        load_sacct(wh, out / "sacct" / "sacct.psv")
-        load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
-                      reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
-        load_parquet_dir(wh, out, date(2026, 10, 1), date(2026, 10, 14), cluster=h.spec.name)
-        refresh_capacity(wh, h.spec.name, W0, W1)
-    finally:
-        close_embedded()
-    return {"cluster": h.spec.name, "straggler": h.straggler}
+    return generated_site(out, telemetry_days=(date(2026, 10, 1), date(2026, 10, 14)), refresh_window=(W0, W1),
+                          **params)
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     s = built_site(tmp_path_factory, "crosscheck", build, start=W0, days=14, jobs_per_day=250, nodes=24, seed=11,
                    metrics_step_s=1800)
-    cfg = Config(dsn=f"chdb://{s.open_copy(tmp_path_factory.mktemp('site'))}")
-    cfg.projects = PROJECTS
-    wh = open_warehouse(cfg)
+    wh = open_site(s, tmp_path_factory.mktemp("site"))
     con = duckdb.connect()
     for t in ("runs", "inventory", "node_events", "reservations"):
         con.register(t, pl.read_parquet(s.path / "truth" / f"{t}.parquet").to_arrow())

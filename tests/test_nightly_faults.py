@@ -25,7 +25,6 @@ run loads the same job and step rows as a clean run.
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time

@@ -17,42 +17,21 @@ import polars as pl
 import pytest
 
 from ops_warehouse.analytics.whatif import parse_change, read_inputs, replay_scenarios, whatif
-from ops_warehouse.config import Config
-from ops_warehouse.etl.capacity_sources import load_capacity
-from ops_warehouse.etl.sacct_load import load_sacct
-from ops_warehouse.generate import generate
-from ops_warehouse.warehouse import close_embedded, open_warehouse
-from tests.sites import built_site
+from ops_warehouse.warehouse import close_embedded
+from tests.sites import built_site, generated_site, open_site
 
 pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
 
 UTC = timezone.utc
 W0, W1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 22, tzinfo=UTC)
 SMALL_H = 0.1
-PROJECTS = {f"proj{c}": c.upper() for c in "abcdef"}
-
-
-def build(out, **params) -> dict:
-    h = generate(out, **params)
-    cfg = Config(dsn=f"chdb://{out / 'warehouse'}")
-    cfg.projects = PROJECTS
-    wh = open_warehouse(cfg)
-    try:
-        assert load_sacct(wh, out / "sacct" / "sacct.psv").quarantined == 0
-        load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
-                      reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
-    finally:
-        close_embedded()
-    return {"cluster": h.spec.name}
 
 
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
-    s = built_site(tmp_path_factory, "whatif-calibration", build, start=W0, days=21, jobs_per_day=900, seed=7,
-                   telemetry=())
-    cfg = Config(dsn=f"chdb://{s.open_copy(tmp_path_factory.mktemp('whatif-site'))}")
-    cfg.projects = PROJECTS
-    wh = open_warehouse(cfg)
+    s = built_site(tmp_path_factory, "whatif-calibration", generated_site, start=W0, days=21, jobs_per_day=900,
+                   seed=7, telemetry=())
+    wh = open_site(s, tmp_path_factory.mktemp("whatif-site"))
     cluster = s.facts["cluster"]
     w = whatif(wh, cluster=cluster, window=(W0, W1),
                changes=[parse_change(add=["h200:16"]), parse_change(remove=["h100:16"])])
