@@ -251,23 +251,23 @@ class ChdbServer:
 
 @pytest.fixture(scope="session")
 def chdb_server(tmp_path_factory):
-    server = _SERVERS[0] = ChdbServer(tmp_path_factory.mktemp("chdb-server"))
+    global _server
+    server = _server = ChdbServer(tmp_path_factory.mktemp("chdb-server"))
     yield server
-    _SERVERS.clear()
+    _server = None
     server.stop()
 
 
-_SERVERS: dict[int, ChdbServer] = {}
+_server: ChdbServer | None = None  # this process's test server, once a test started it
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _drop_the_modules_databases():
     """The server databases a module made (its module-scoped warehouses too) are dropped when it ends."""
-    before = set(_SERVERS[0].created) if _SERVERS else set()
+    before = set(_server.created) if _server else set()
     yield
-    if _SERVERS:
-        server = _SERVERS[0]
-        server.drop(*[d for d in server.created if d not in before and d != server.template])
+    if _server:
+        _server.drop(*[d for d in _server.created if d not in before and d != _server.template])
 
 
 def _migrated_empty(out: Path) -> dict:
@@ -358,7 +358,6 @@ def slurm():
     """The test run's one live Slurm cluster (tests/slurm_harness.py), started when a test first needs it and
     stopped at the end; every Slurm test module calls ``forget_jobs()`` before its workload. The Slurm tests
     form one xdist group (XDIST_GROUPS), so one worker starts it."""
-    import shutil
     import tempfile
 
     from tests import slurm_harness

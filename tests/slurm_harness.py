@@ -312,10 +312,11 @@ class SlurmCluster:
             prev = cur
 
     def forget_jobs(self) -> None:
-        """Back to a cluster that has run nothing: every job cancelled, every reservation deleted, and the
-        accounting database emptied of jobs, steps, node events, reservations and usage rollups (the
-        cluster's registration kept: backdate() counts from it; the hours already rolled up stay so). Nodes are resumed. A test module that shares
-        the run's cluster calls this first, so what it reads is its own workload alone."""
+        """Back to a cluster that has run nothing: every job cancelled, every reservation deleted, nodes
+        resumed, and the accounting database emptied of jobs, steps, node events, reservations and usage
+        rollups (the cluster's registration kept: backdate() counts from it; the hours already rolled up stay
+        so). A test module that shares the run's cluster calls this first, so what it reads is its own
+        workload alone."""
         jobs = self.run(["squeue", "-h", "-o", "%i"]).split()
         if jobs:
             self.run(["scancel", *jobs], check=False)
