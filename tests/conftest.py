@@ -70,16 +70,19 @@ def pytest_runtest_setup(item):
 # Slurm test in one group, since Slurm clusters share the machine's munged and its users; the tests of the
 # session's demo runs in one group, so the demo runs once. The groups are worked out from test ids alone (the
 # scheduler sees no marks), and the workers check them against the marks and fixtures.
+# The two modules of the hand-built scenario month share one worker, so that its server form is loaded once
+# (ChdbServer.kept_warehouse; the embedded one is a kept site either way).
 XDIST_GROUPS = {"tests/test_slurm_live.py": "slurm", "tests/test_whatif_live_slurm.py": "slurm",
                 "tests/test_nightly_faults.py::test_slurm_": "slurm",
-                "tests/test_api.py": "demo", "tests/test_demo.py": "demo", "tests/test_notebooks.py": "demo"}
+                "tests/test_api.py": "demo", "tests/test_demo.py": "demo", "tests/test_notebooks.py": "demo",
+                "tests/test_monthly_scenario.py": "scenario", "tests/test_carbon_intensity.py": "scenario"}
 
 
 # The groups that take longest (seconds of one process, measured: docs/testing.md), first; the rest follow
 # in collection order.
 GROUP_ORDER = ["slurm", "demo", "tests/test_nightly_safety.py", "tests/test_nightly_faults.py",
-               "tests/test_monthly_scenario.py", "tests/test_sacct_semantics.py", "tests/test_telemetry_prometheus.py",
-               "tests/test_whatif.py", "tests/test_carbon_intensity.py", "tests/test_sacct_fixtures.py",
+               "scenario", "tests/test_sacct_semantics.py", "tests/test_telemetry_prometheus.py",
+               "tests/test_whatif.py", "tests/test_sacct_fixtures.py",
                "tests/test_fuzz_sacct.py", "tests/test_hung_and_idle_jobs.py", "tests/test_generated_phenomena.py",
                "tests/test_monthly_crosscheck.py", "tests/test_taking_turns.py", "tests/test_telemetry_files.py",
                "tests/test_sacct_other_sites.py", "tests/test_sacct_contracts.py", "tests/test_whatif_calibration.py"]
@@ -175,6 +178,7 @@ class ChdbServer:
             time.sleep(0.05)
         self.port = int(port_file.read_text())
         self.template: str | None = None
+        self.kept: dict[str, str] = {}  # loaded warehouses several modules copy (kept_warehouse)
         self.created: list[str] = []  # the tests' databases, dropped when their test or module ends
 
     def dsn(self, database: str = "default") -> str:
@@ -197,31 +201,46 @@ class ChdbServer:
         table and view from the DDL the server gives for it, the template's rows (the migration log, the
         default cost model) copied; functions are the server's, there already. test_server_form.py has the
         CLI migrate an empty database (new_database)."""
-        import clickhouse_connect
-
         if self.template is None:
             dsn = self.new_database()
             open_warehouse(Config(dsn=dsn)).close()
             self.template = dsn.rsplit("/", 1)[1]
+        return self.copy_database(self.template)
+
+    def kept_warehouse(self, key: str, build) -> str:
+        """A copy of a warehouse ``build(dsn)`` loaded through this server once (the first test that asks; kept
+        until the server stops, under ``key``): tests of several modules that read one loaded site, each on a
+        copy of its own that it may write. The load itself is the server path under test; a copy is the
+        server copying its own rows (INSERT ... SELECT), a fraction of a load."""
+        if key not in self.kept:
+            dsn = self.new_warehouse()
+            build(dsn)
+            self.kept[key] = dsn.rsplit("/", 1)[1]
+        return self.copy_database(self.kept[key])
+
+    def copy_database(self, source: str) -> str:
+        """A new database with ``source``'s tables, views and rows; its DSN."""
+        import clickhouse_connect
+
         dsn = self.new_database()
         name = dsn.rsplit("/", 1)[1]
         admin = clickhouse_connect.get_client(dsn=self.dsn())
         try:
             objects = admin.query("SELECT name, create_table_query, total_rows FROM system.tables "
                                   "WHERE database = {db:String} ORDER BY engine = 'View', name",
-                                  parameters={"db": self.template}).result_rows
+                                  parameters={"db": source}).result_rows
             while objects:  # a view made before one it reads fails: made again in the next round
                 failed = []
                 for table, ddl, n in objects:
                     try:
-                        admin.command(ddl.replace(f"{self.template}.", f"{name}."))
+                        admin.command(ddl.replace(f"{source}.", f"{name}."))
                     except Exception:
                         failed.append((table, ddl, n))
                         continue
                     if n:
-                        admin.command(f"INSERT INTO {name}.{table} SELECT * FROM {self.template}.{table}")
+                        admin.command(f"INSERT INTO {name}.{table} SELECT * FROM {source}.{table}")
                 if len(failed) == len(objects):
-                    raise RuntimeError(f"cannot copy {[t for t, _, _ in failed]} from the template warehouse")
+                    raise RuntimeError(f"cannot copy {[t for t, _, _ in failed]} from {source}")
                 objects = failed
         finally:
             admin.close()
@@ -267,7 +286,8 @@ def _drop_the_modules_databases():
     before = set(_server.created) if _server else set()
     yield
     if _server:
-        _server.drop(*[d for d in _server.created if d not in before and d != _server.template])
+        keep = {_server.template, *_server.kept.values()}
+        _server.drop(*[d for d in _server.created if d not in before and d not in keep])
 
 
 def _migrated_empty(out: Path) -> dict:

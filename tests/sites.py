@@ -28,6 +28,7 @@ import inspect
 import json
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -92,11 +93,23 @@ def built_site(tmp_path_factory, name: str, build: Callable[..., dict], **params
             facts = build(path, **params)
             (path / "facts.json.part").write_text(json.dumps(facts, sort_keys=True))
             (path / "facts.json.part").rename(path / "facts.json")
-            for old in root.glob(f"{name}-*"):  # the same site built by older code: never used again
-                if old.is_dir() and old != path and len(old.name) == len(path.name):
+            # the same site built by other code and not used for a day: older code's, never used again. Not
+            # sooner: two checkouts (two branches, a helper's copy) running at once each use their own build,
+            # and one removing the other's mid-run failed it (FileNotFoundError)
+            for old in root.glob(f"{name}-*"):
+                if old.is_dir() and old != path and len(old.name) == len(path.name) and _unused_for_a_day(old):
                     shutil.rmtree(old, ignore_errors=True)
                     (root / f"{old.name}.lock").unlink(missing_ok=True)
+        os.utime(path / "facts.json")  # used now (the pruning above goes by it)
     return Site(path, json.loads((path / "facts.json").read_text()))
+
+
+def _unused_for_a_day(site: Path) -> bool:
+    facts = site / "facts.json"
+    try:
+        return time.time() - facts.stat().st_mtime > 86400
+    except FileNotFoundError:  # a build that died, or one in progress: its own lock's holder decides
+        return False
 
 
 def generated_site(out: Path, *, telemetry_days=None, refresh_window=None, **params) -> dict:

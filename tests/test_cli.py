@@ -20,6 +20,7 @@ def dsn(tmp_path):
     return f"chdb://{tmp_path / 'wh'}"
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 def test_etl_then_summary_json(dsn):
     out = ops("--warehouse", dsn, "etl", "sacct", "--fields", "xdmod", str(XDMOD / "phillips.log")).stdout
     assert re.search(r"read 4285, loaded 4285 \(4285 job runs, 0 steps\), quarantined 0", out)
@@ -38,6 +39,7 @@ def test_etl_then_summary_json(dsn):
     assert "| jobs_ended" in table
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 def test_env_var_selects_the_warehouse_and_errors_are_one_line(dsn):
     ops("etl", "sacct", str(LIVE / "sacct.psv"), env={"OPS_WAREHOUSE": dsn})
     bad = ops("summary", "--from", "2026-11-29", "--to", "2026-11-29", "--by", "nonsense",

@@ -200,6 +200,7 @@ def events_case(draw):
     return "\n".join(lines).encode("utf-8", "surrogateescape") + b"\n", want, n_bad
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 @settings(max_examples=100, **FUZZ)
 @given(case=events_case())
 def test_sacctmgr_events_fuzz(case, tmp_path):

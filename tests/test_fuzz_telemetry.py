@@ -237,6 +237,7 @@ def _bad_gpu_lines(tags) -> set[int]:
     return {k + 1 for k, tag in enumerate(tags) if tag in (("bad", "bad_gpu"), ("bad", "bad_count"))}
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 @settings(max_examples=15, **FUZZ)
 @given(case=text_case())
 def test_openmetrics_load_fuzz(case, twh):
@@ -343,6 +344,7 @@ def test_vm_export_parse_fuzz(case):
     _count("vm-export (parse)", tags)
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 @settings(max_examples=12, **FUZZ)
 @given(case=vm_case())
 def test_vm_export_load_fuzz(case, twh):

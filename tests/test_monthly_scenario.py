@@ -52,7 +52,6 @@ from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.analytics.pseudonyms import pseudonym, pseudonym_key
 from ops_warehouse.reports.monthly_render import to_html, to_json, to_markdown
 from ops_warehouse.config import Config
-from tests.conftest import warehouse_config
 from tests.sites import built_site
 
 # the loads and reports here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
@@ -157,14 +156,20 @@ def _built_embedded(out) -> dict:
 
 
 def scenario_warehouse(form, folder, tmp_path_factory, request):
-    """The scenario's month loaded: on the server, loaded now through the server; embedded, a copy of the one
-    built once (tests/sites.py; its loads are the same code on the same files)."""
+    """The scenario's month loaded, a copy of the caller's own: on the server, of the one loaded through the
+    server once by this worker (ChdbServer.kept_warehouse); embedded, of the one built once (tests/sites.py; its
+    loads are the same code on the same files)."""
     from ops_warehouse.warehouse import open_warehouse
 
     if form == "server":
-        return build_scenario(folder, warehouse_config(form, folder, request))
-    site = built_site(tmp_path_factory, "monthly-scenario", _built_embedded)
-    cfg = Config(dsn=f"chdb://{site.open_copy(folder)}")
+        def load(dsn):
+            build_scenario(folder / "scenario-files", Config(dsn=dsn)).close()
+
+        (folder / "scenario-files").mkdir(parents=True, exist_ok=True)
+        cfg = Config(dsn=request.getfixturevalue("chdb_server").kept_warehouse("monthly-scenario", load))
+    else:
+        site = built_site(tmp_path_factory, "monthly-scenario", _built_embedded)
+        cfg = Config(dsn=f"chdb://{site.open_copy(folder)}")
     cfg.projects = PROJECTS
     return open_warehouse(cfg)
 

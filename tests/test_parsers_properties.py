@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +32,7 @@ def hostlist_item(draw):
     return f"{prefix}[{','.join(ranges)}]{suffix}", names
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 @given(st.lists(st.one_of(hostlist_item(), prefixes.map(lambda p: (p + "x", [p + "x"]))), min_size=1, max_size=4))
 @settings(max_examples=200, deadline=None)
 def test_hostlist_expands_to_the_names_it_was_built_from(items):

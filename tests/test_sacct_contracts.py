@@ -118,6 +118,7 @@ def _live_json() -> dict:
     return json.loads((LIVE / "sacct.json").read_text("utf-8"))
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 def test_json_document_without_required_keys_is_refused_but_one_bad_job_is_quarantined(tmp_path):
     doc = _live_json()
     for job in doc["jobs"]:
@@ -227,6 +228,7 @@ def test_json_without_nodes_and_account_keys(wh, tmp_path):
     assert r.defaults == ["account=unknown (no account field)", "nodes unknown, ran = has a Start (no nodes field)"]
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 def test_defaults_are_stated_once_in_the_cli_summary_line(tmp_path):
     p = cut_live(tmp_path, {"Account", "User", "Partition", "AllocTRES"})
     out = ops("--warehouse", f"chdb://{tmp_path / 'wh'}", "etl", "sacct", "--cluster", "c9", str(p))
@@ -261,6 +263,7 @@ def test_steps_of_an_absent_or_quarantined_job_line_are_quarantined(wh, tmp_path
                     "(SELECT DISTINCT cluster, job_id FROM slurm_job_run FINAL) AS j USING (cluster, job_id)") == [(0,)]
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 def test_steps_follow_their_job_across_chunk_boundaries(wh, tmp_path, monkeypatch):
     """Chunks of ~one line: every step is read in another chunk than its job line (job 6's second step two
     chunks later); they load, while the orphans of a cut job line do not."""

@@ -158,6 +158,7 @@ KEY_COLUMNS = ["job_id", "job_id_raw", "array_job_id", "array_task_id", "job_nam
                "gpus", "gpu_type", "nodes", "billing"]
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 def test_json_2205_gives_the_same_facts_as_parsable2(cfg, tmp_path):
     """Same 15 jobs through both paths; the documented 22.05 JSON bugs (exit codes, reservation name,
     unlimited time limits) are the only differences."""

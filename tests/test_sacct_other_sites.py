@@ -222,6 +222,7 @@ def test_slyme_headerless_without_elapsed(wh):
     assert rows(wh, "SELECT count() FROM fct_job_run WHERE job_id LIKE '%.%'") == [(0,)]
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 def test_slyme_summary_totals(dsn):
     cli("--warehouse", dsn, "etl", "sacct", "--fields", SLYME_FIELDS, "--timezone", "UTC",
         str(SLYME / "sacct_single_parallel_COMPLETED_parsable.out"),
@@ -261,6 +262,7 @@ def test_slurm2sql_cancelled_by_uid(wh):
     assert steps_of(wh, "43977780") == {"batch": ("COMPLETED", 0, 0, 17, 1, 1)}
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 def test_slurm2sql_cancelled_job_with_end_unknown_counts_its_elapsed(wh, dsn):
     """Job 43977780 (interactive, CANCELLED by 1300204): Start 2019-08-01T00:35:27, End Unknown, Elapsed 17 s,
     1 CPU. It held its CPU for 17 s. (Found by this file: the job model ended a final run's usage at End
@@ -361,6 +363,7 @@ def test_sonar_fox_jobs(wh):
     assert rows(wh, "SELECT job_id, reservation FROM fct_job_run WHERE reservation != ''") == [("1956881", "llmtest-2")]
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 def test_sonar_fox_summary_totals(dsn):
     e = sonar_expectations()
     cli("--warehouse", dsn, "etl", "sacct", "--fields", SONAR_FIELDS, "--timezone", "Europe/Oslo",

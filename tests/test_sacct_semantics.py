@@ -106,6 +106,7 @@ def test_het_job_components(wh, tmp_path):
     assert rows(wh, "SELECT job_id, step_id FROM slurm_job_step FINAL") == [("200+0", "batch")]
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 def test_loading_twice_and_overlapping_windows_leave_identical_facts(wh, tmp_path):
     a = write(tmp_path, "a.psv", *[line(i, i, "2026-10-01T00:00:00", "2026-10-01T00:01:00", "2026-10-01T02:00:00",
                                         7140, "COMPLETED") for i in range(1, 40)])
@@ -186,6 +187,7 @@ def test_projects_map_accounts_from_config(cfg, tmp_path):
     close_embedded()
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 def test_fast_and_line_by_line_paths_give_the_same_facts(cfg, tmp_path):
     """A one-byte delimiter with exact field counts takes the multi-threaded read; the same records with a
     multi-byte delimiter take the line-by-line path. Same facts either way."""

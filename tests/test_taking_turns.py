@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -166,7 +165,7 @@ def test_an_idle_notebook_kernel_blocks_nobody(site, tmp_path):
     and the kernel's next query sees the new rows."""
     from jupyter_client.manager import start_new_kernel
 
-    d, env = site["dir"], site["env"]
+    env = site["env"]
     (tmp_path / "c1.psv").write_text("\n".join([HEAD, *C1]) + "\n")
     ops("etl", "sacct", str(tmp_path / "c1.psv"), env=env)
     km, kc = start_new_kernel(kernel_name="python3", env={**env, "PYTHONPATH": str(Path(__file__).parents[1])})

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import date, datetime, timezone
 
+import pytest
+
 from ops_warehouse.etl.openmetrics_source import load_text_files, read_samples
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.generate import generate
@@ -34,6 +36,7 @@ def test_real_dcgm_exporter_scrape(wh):
     assert got[2][0] == "ip-11111" and abs(got[2][14] - 0.000003) < 1e-9
 
 
+@pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
 def test_openmetrics_files_give_the_rows_of_the_parquet_files(cfg, tmp_path):
     site = tmp_path / "site"
     generate(site, start=datetime(2026, 10, 1, tzinfo=timezone.utc), days=1, jobs_per_day=60, nodes=3, seed=2,
