@@ -92,8 +92,9 @@ class Connection:
                     self._server = open_warehouse(self._cfg)
                 self._held = self._server
             else:
-                # the schema is brought up to date by the first call only: later calls only read
-                self._held = open_warehouse(self._cfg, migrate=not self._migrated)
+                # the schema is brought up to date by the first call only: later calls only read; a path that
+                # holds no warehouse is refused, not made (a mistyped path in a notebook)
+                self._held = open_warehouse(self._cfg, migrate=not self._migrated, create=False)
             self._migrated = True
         self._depth += 1
         try:
@@ -130,6 +131,7 @@ class Connection:
         import polars as pl  # 0.3 s: imported by the first call, not by `import ops_warehouse`
 
         with self.session() as w:
+            w.check_one_read(query)  # reads never write: a DROP or a second statement is refused
             return pl.from_arrow(w.query_arrow(query, params))
 
     def clusters(self) -> list[str]:

@@ -1,6 +1,7 @@
 """`ops-report export`: a month's marts as Parquet, for analysts who work in DuckDB, polars or pandas.
 
-One folder per export, ``<out>/<cluster>-<project or cluster>-<YYYY-MM>/``, with one Parquet file per mart
+One folder per export, ``<out>/<cluster>-<project or cluster>-<YYYY-MM>/`` (each name made one file-name
+component by ``ops_warehouse.files.safe_name``: ``a/b`` is ``a%2Fb``), with one Parquet file per mart
 (the same functions, and so the same numbers, as the monthly report) and ``manifest.json`` naming the
 period, the scope and each file's rows and columns. A project export holds what the project's report
 holds: its own jobs and users, and the cluster-level aggregates (capacity, cost by GPU model, node
@@ -18,6 +19,7 @@ from pathlib import Path
 import polars as pl
 from ops_warehouse.analytics.pseudonyms import pseudonym_key, pseudonymize
 from ops_warehouse.errors import OpsError
+from ops_warehouse.files import replacing, safe_name, write_file
 
 EXPORT_VERSION = "2.1"
 
@@ -78,7 +80,10 @@ def _export_month(api, out: Path, month=None, *, project: str | None = None, clu
         known = api.projects(per.cluster)
         if project not in known:
             raise OpsError(f"no jobs of project {project!r} on {per.cluster}; projects: {', '.join(known)}")
-    folder = Path(out) / f"{per.cluster}-{project if project is not None else 'cluster'}-{per.month}"
+    # the cluster and project names come from the data: each one file-name component, never a path
+    # (`..`, `/`: core/files.py)
+    scope = safe_name(project, "project") if project is not None else "cluster"
+    folder = Path(out) / f"{safe_name(per.cluster, 'cluster')}-{scope}-{safe_name(per.month, 'month')}"
     key = pseudonym_key(api.warehouse) if anonymize_users else ""  # refused before anything is written
     folder.mkdir(parents=True, exist_ok=True)
     files = {}
@@ -86,9 +91,11 @@ def _export_month(api, out: Path, month=None, *, project: str | None = None, clu
     for i, (name, df) in enumerate(marts.items()):
         if anonymize_users:
             df = pseudonymize(df, key)
-        tmp = folder / f".{name}.parquet.tmp"
-        df.write_parquet(tmp)
-        tmp.replace(folder / f"{name}.parquet")  # a reader never sees half a file
+        with replacing(folder / f"{name}.parquet") as tmp:  # a reader never sees half a file
+            try:
+                df.write_parquet(tmp)
+            except pl.exceptions.ComputeError as e:  # polars' word for a failed write (a full disk): one line
+                raise OSError(str(e).strip().splitlines()[0]) from None
         files[name] = {"file": f"{name}.parquet", "rows": df.height, "columns": df.columns}
         if progress:
             progress(i + 1, len(marts))
@@ -103,6 +110,6 @@ def _export_month(api, out: Path, month=None, *, project: str | None = None, clu
         "users_anonymized": anonymize_users,
         "files": files,
     }
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    write_file(folder / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     manifest["folder"] = str(folder)
     return manifest

@@ -51,6 +51,13 @@ class Change:
         return ", ".join(parts) or "unchanged"
 
 
+# The most nodes one change may name: several times the largest GPU machines built so far (some 10,000 to
+# 25,000 nodes), so no site's plan is refused, while a typo's 99999999999 is: the replay holds a row per node
+# (a name, free GPUs, times); 100,000 added nodes took 0.5 GB and 4 CPU s on a small month, 10^8 ran out of
+# memory (23 GB RSS for 10^11).
+MAX_NODES = 100_000
+
+
 def parse_change(add: list[str] | tuple = (), remove: list[str] | tuple = (), reservation: list[str] | tuple = (),
                  scale_load: float = 1.0, name: str = "") -> Change:
     """A Change from the command line's forms: ``h200:16`` (GPU model and nodes), ``A:0`` (project and nodes)."""
@@ -60,7 +67,11 @@ def parse_change(add: list[str] | tuple = (), remove: list[str] | tuple = (), re
             m = _SPEC.match(str(s).strip())
             if not m:
                 raise OpsError(f"--{what} {s!r}: expected NAME:NODES, e.g. h200:16")
-            out.append((m.group(1), int(m.group(2))))
+            digits = m.group(2).lstrip("0") or "0"  # long digit strings are refused before int() reads them
+            if len(digits) > len(str(MAX_NODES)) or int(digits) > MAX_NODES:
+                shown = repr(str(s)) if len(str(s)) <= 40 else repr(str(s)[:37]) + "..."
+                raise OpsError(f"--{what} {shown}: too many nodes; expected NAME:NODES with 0 to {MAX_NODES:,} nodes")
+            out.append((m.group(1), int(digits)))
         return tuple(out)
 
     if not 0 < scale_load <= 10:

@@ -18,6 +18,7 @@ from ops_warehouse.config import DEFAULT_DSN, Config
 from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
+from ops_warehouse.files import write_file
 from ops_warehouse.progress import count_progress
 from ops_warehouse.reports.monthly_render import write
 from ops_warehouse.reports.tabular import render
@@ -89,11 +90,11 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     for stem, by, period in VIEWS:
         df = summary(wh, DEMO_START, last, by, period)
         for fmt, ext in (("table", "md"), ("json", "json"), ("csv", "csv")):
-            (out / f"{stem}.{ext}").write_text(render(df, fmt), encoding="utf-8")
+            write_file(out / f"{stem}.{ext}", render(df, fmt))
     for by in ("cluster", "gpu_model"):
         df = telemetry(wh, DEMO_START, last, by)
         for fmt, ext in (("table", "md"), ("json", "json"), ("csv", "csv")):
-            (out / f"telemetry_by_{by}.{ext}").write_text(render(df, fmt), encoding="utf-8")
+            write_file(out / f"telemetry_by_{by}.{ext}", render(df, fmt))
     done(f" -> {out}")
 
     done = _stage("monthly reports (ops-report monthly --cluster / --project A, md + html + json)")

@@ -12,11 +12,13 @@ import typer
 from ops_warehouse.analytics.api import Connection
 from ops_warehouse.analytics.periods import parse_month
 from ops_warehouse.config import load_config
+from ops_warehouse.dsn import dsn_secret
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.grains import refresh_history
 from ops_warehouse.etl.retry import Retry
 from ops_warehouse.etl.watermarks import days_since, extract_end
-from ops_warehouse.migrations import Deployment, rendered_schema
+from ops_warehouse.files import write_file
+from ops_warehouse.migrations import Deployment, rendered_schema, restore_missing_objects
 from ops_warehouse.progress import count_progress, file_progress, step_progress
 from ops_warehouse.warehouse import bring_up_to_date, open_warehouse, redact
 
@@ -39,6 +41,10 @@ WarehouseOpt = Annotated[Optional[str], typer.Option(
          "Put passwords in OPS_WAREHOUSE_PASSWORD, not here.", show_envvar=True)]
 
 
+# the commands that only read the warehouse: they never create one
+READS = {"summary", "telemetry", "monthly", "export", "nodes", "whatif"}
+
+
 @app.callback()
 def _main(
     ctx: typer.Context,
@@ -54,11 +60,13 @@ def _main(
     if wait is False:
         cfg.wait_s = 0
     cfg.purpose = f"ops-report {ctx.invoked_subcommand or ''}".strip()
+    # the reports read: on a path that holds no warehouse they say so instead of making an empty one
+    _state["creates"] = ctx.invoked_subcommand not in READS
     ctx.call_on_close(_close_wh)
     if warehouse:
-        from urllib.parse import urlsplit
-
-        if urlsplit(warehouse).password and any(warehouse in a for a in sys.argv[1:]):
+        # a password in the user part or a password= parameter (core/dsn.py); from OPS_WAREHOUSE it was
+        # refused by load_config
+        if dsn_secret(warehouse) and any(warehouse in a for a in sys.argv[1:]):
             raise OpsError("--warehouse must not hold a password (the process list shows it to every user): put "
                            "it in OPS_WAREHOUSE_PASSWORD or the config's [warehouse] password (a chmod 600 file)")
         cfg.dsn = warehouse
@@ -69,7 +77,7 @@ def _wh():
     """The command's warehouse: opened at its first use, closed when the command ends (on the embedded
     engine that ends this process's turn)."""
     if "wh" not in _state:
-        _state["wh"] = open_warehouse(_state["cfg"])
+        _state["wh"] = open_warehouse(_state["cfg"], create=_state.get("creates", True))
     return _state["wh"]
 
 
@@ -137,6 +145,24 @@ def _day_window(date_from: str, date_to: str) -> tuple[datetime, datetime]:
     return (datetime.combine(d0, time(), timezone.utc), datetime.combine(d1 + timedelta(days=1), time(), timezone.utc))
 
 
+# Bounds of the counts a user passes (issue 27): generous for any real site, so only a typo or a hostile
+# value is refused, in one line, before it costs memory or time (`--jobs-per-day 10^12` asked numpy for
+# 7 TB, `demo --days 10^9` overflowed the calendar with a traceback).
+MAX_DAYS = 3660              # ten years of history: more than any accounting history one simulates
+MAX_JOBS_PER_DAY = 1_000_000  # the busiest HPC/HTC schedulers run some 10^5 jobs a day
+MAX_NODES = 100_000          # several times the largest GPU machines built (some 10,000 to 25,000 nodes)
+MAX_METRICS_STEP_S = 86_400  # one sample a day: the coarsest step a telemetry file is any use at
+MAX_SEED = 2**63 - 1
+
+
+def _count(value: int, option: str, lo: int, hi: int, unit: str = "") -> int:
+    """``value`` of ``option`` if within [lo, hi], else a one-line refusal naming both."""
+    if not lo <= value <= hi:
+        shown = str(value) if len(str(value)) <= 30 else str(value)[:27] + "..."
+        raise OpsError(f"{option} {shown}: out of range, expected {lo:,} to {hi:,}{' ' + unit if unit else ''}")
+    return value
+
+
 def _date(value: str, flag: str) -> date:
     try:
         return date.fromisoformat(value)
@@ -151,8 +177,12 @@ def init():
     # what every connection does: the mapping and cost model are replaced only by a config that names them
     with open_warehouse(_state["cfg"], migrate=False) as wh:
         applied = bring_up_to_date(wh)
+        restored = restore_missing_objects(wh)  # the log says what was applied, not what was dropped since
 
     print(f"warehouse {redact(wh.dsn)}: " + (f"applied {', '.join(applied)}" if applied else "schema up to date"))
+    if restored:
+        print(f"created again {len(restored)} missing tables and views: {', '.join(restored)} (their rows are "
+              "not restored: load their sources again, then ops-report etl refresh)")
 
 
 @app.command()
@@ -186,6 +216,11 @@ def etl_sacct(
     """Load Slurm job records (jobs, steps, requeued runs) from sacct output or by running sacct."""
 
     cfg = _state["cfg"]
+    if fmt not in ("auto", "text", "json"):
+        raise OpsError(f"--format must be auto, text or json, not {fmt!r}")
+    if timezone is not None and not timezone.strip():
+        raise OpsError("--timezone is empty: give the zone sacct printed times in (an IANA name such as UTC or "
+                       "Europe/Berlin), or leave it out for the config's")
     etl = _etl()
     field_list = None
     if fields:
@@ -222,6 +257,9 @@ def etl_sacct(
               f"in {r.seconds:.1f} s" + (f"; defaults: {', '.join(r.defaults)}" if r.defaults else ""))
         for reason, n in sorted(r.reasons.items(), key=lambda kv: -kv[1]):
             print(f"  quarantined {n}: {reason}")
+        if r.replaced_zone:
+            print(f"  replaced the rows of its earlier load in {r.replaced_zone} (times are read in "
+                  f"{timezone or cfg.timezone} now)")
 
 
 @etl_app.command("metrics")
@@ -317,8 +355,6 @@ def etl_slurmdbd(
         help="Slurm cluster name: its tables are <cluster>_job_table etc. (default: config)")] = None,
 ):
     """Load jobs, steps, node events and reservations straight from slurmdbd's database (same facts as sacct)."""
-    from datetime import datetime, timedelta, timezone
-
 
     if (date_from is None) != (date_to is None):
         raise OpsError("give both --from and --to, or neither (an incremental load since the last one)")
@@ -454,6 +490,8 @@ def monthly(
     if formats is None:
         raise OpsError("--format must be md, html, json or all")
     m = parse_month(month) if month else None
+    if out is not None or formats not in (["md"], ["json"]):
+        out = _out_folder(out or Path("reports-out"))
     with _steps("monthly report") as progress:
         r = _analytics().monthly_report(Connection(_wh()), month=m, project=project, cluster=slurm_cluster,
                                         anonymize_users=anonymize_users, progress=progress)
@@ -483,11 +521,36 @@ def export(
     duckdb -c "SELECT * FROM 'exports/ai1-A-2026-10/job_sizes.parquet'"."""
 
     m = parse_month(month) if month else None
+    _out_folder(out)
     with count_progress("export marts") as progress:
         manifest = _analytics().export_month(Connection(_wh()), out, m, project=project, cluster=slurm_cluster,
                                              anonymize_users=anonymize_users, progress=progress)
     rows = sum(f["rows"] for f in manifest["files"].values())
     print(f"{manifest['folder']}: {len(manifest['files'])} marts, {rows} rows, manifest.json")
+
+
+def _out_folder(path: Path, flag: str = "--out") -> Path:
+    """A folder to write into, made if missing; a file in its place, or a folder that cannot be made or
+    written, refused in one line before any work is done."""
+    import os
+
+    if path.exists() and not path.is_dir():
+        raise OpsError(f"{flag} {path} is a file: give a folder to write into")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OpsError(f"cannot make the {flag} folder {path}: {e.strerror or e}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise OpsError(f"cannot write into the {flag} folder {path}: permission denied")
+    return path
+
+
+def _out_file(path: Path, flag: str = "--out") -> Path:
+    """A file to write, in a folder that exists: a folder in its place refused in one line."""
+    if path.is_dir():
+        raise OpsError(f"{flag} {path} is a folder: give the file to write")
+    _out_folder(path.parent if str(path.parent) else Path("."), f"{flag}'s folder")
+    return path
 
 
 def _steps(label: str):
@@ -565,6 +628,8 @@ def whatif(
         raise OpsError("--format must be table, json, md or html")
     if fmt == "html" and out is None:
         raise OpsError("--format html needs --out FILE")
+    if out is not None:
+        _out_file(out)
     if (date_from is None) != (date_to is None):
         raise OpsError("give both --from and --to (or --month)")
     if month and date_from:
@@ -594,8 +659,7 @@ def whatif(
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text, encoding="utf-8")
-        print(out)
+        print(write_file(out, text))  # whole, or the previous file kept (core/files.py)
 
 
 @app.command()
@@ -644,9 +708,12 @@ def demo(
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same outputs)")] = 7,
 ):
     """Generate a month of a GPU cluster, load it night by night as cron would, write the reports."""
+    _count(days, "--days", 1, MAX_DAYS, "days")
+    _count(jobs_per_day, "--jobs-per-day", 0, MAX_JOBS_PER_DAY, "jobs a day")
+    _count(seed, "--seed", 0, MAX_SEED)
     from ops_warehouse.cli.demo import run_demo  # slow optional subsystem: the generator, imported on use
 
-    run_demo(_state["cfg"], directory, days=days, jobs_per_day=jobs_per_day, seed=seed)
+    run_demo(_state["cfg"], _out_folder(directory, "--dir"), days=days, jobs_per_day=jobs_per_day, seed=seed)
 
 
 @app.command()
@@ -676,11 +743,19 @@ def generate(
         raise OpsError("--telemetry must be parquet, openmetrics, both or none")
     if spill and nightly:
         raise OpsError("--nightly needs the runs in memory: use it without --spill")
-    if days < 1 or jobs_per_day < 0 or metrics_step < 1 or (nodes is not None and nodes < 3):
-        raise OpsError("--days, --metrics-step must be positive, --jobs-per-day >= 0, --nodes >= 3")
-    t0 = datetime.combine(_date(start, "--start"), datetime.min.time(), timezone.utc)
+    _count(days, "--days", 1, MAX_DAYS, "days")
+    _count(jobs_per_day, "--jobs-per-day", 0, MAX_JOBS_PER_DAY, "jobs a day")
+    _count(metrics_step, "--metrics-step", 1, MAX_METRICS_STEP_S, "seconds")
+    if nodes is not None:
+        _count(nodes, "--nodes", 3, MAX_NODES, "nodes")
+    _count(seed, "--seed", 0, MAX_SEED)
+    first = _date(start, "--start")
+    if not date(1970, 1, 1) <= first or first > date(2105, 12, 31) - timedelta(days=days):
+        # the warehouse's DateTime columns hold 1970-01-01 .. 2106-02-07
+        raise OpsError(f"--start {first} with --days {days}: the period must lie within 1970-01-01 .. 2105-12-31")
+    t0 = datetime.combine(first, datetime.min.time(), timezone.utc)
     with count_progress("telemetry days") as progress:
-        h = run(out, start=t0, days=days, jobs_per_day=jobs_per_day, nodes=nodes, seed=seed,
+        h = run(_out_folder(out), start=t0, days=days, jobs_per_day=jobs_per_day, nodes=nodes, seed=seed,
                 metrics_step_s=metrics_step, telemetry=formats, nightly=nightly, spill=spill, progress=progress)
     n_runs = h.runs.lazy().select(pl.len()).collect().item()
     print(f"{out}: {n_runs} job runs on {h.inventory.height} nodes, {h.node_events.height} node events, "

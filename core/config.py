@@ -10,9 +10,10 @@ import os
 import stat
 import sys
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from pathlib import Path
-from urllib.parse import urlsplit
 
+from ops_warehouse.dsn import dsn_secret, redact
 from ops_warehouse.errors import OpsError
 
 if sys.version_info >= (3, 11):
@@ -49,7 +50,14 @@ class Config:
     purpose: str = "ops-warehouse"
     timezone: str = "UTC"
     default_cluster: str = "cluster"
+    # whether the site named it ([sacct] cluster): then rows without a cluster of their own go there, else
+    # under the warehouse's one cluster of jobs (etl/row_cluster.py)
+    default_cluster_configured: bool = False
     sacct_command: list[str] = field(default_factory=lambda: ["sacct"])
+    # sacct times outside [sacct_earliest, the load's clock + sacct_max_future_hours] are quarantined with their
+    # reason ([sacct] earliest, max_future_hours): a node with a bad clock (etl/normalize.py, TimeWindow)
+    sacct_earliest: date = date(2000, 1, 1)
+    sacct_max_future_hours: float = 24.0
     # Slurm account -> reporting project. Accounts not listed are their own project. The warehouse keeps the
     # mapping it was last given (account_project): only a config with a [projects] table replaces it, so a
     # notebook or a command run without the site's config does not erase it.
@@ -111,6 +119,10 @@ def load_config(path: str | Path | None = None) -> Config:
             raise OpsError(f"config file not found: {p}")
     if os.environ.get("OPS_WAREHOUSE"):
         cfg.dsn = os.environ["OPS_WAREHOUSE"]
+        secret = dsn_secret(cfg.dsn)
+        if secret:
+            raise OpsError(f"OPS_WAREHOUSE ({redact(cfg.dsn)}) holds {secret}: put the password in "
+                           "OPS_WAREHOUSE_PASSWORD and leave it out of the DSN")
     return cfg
 
 
@@ -128,11 +140,17 @@ def _apply_file(cfg: Config, p: Path) -> None:
     wh = data.get("warehouse", {})
     if "dsn" in wh:
         cfg.dsn = str(wh["dsn"])
-    # A password (in the DSN or on its own) is a secret: refuse a file others can read.
-    if "password" in wh or urlsplit(cfg.dsn).password:
+    # A password in the DSN would be printed wherever the DSN is (messages, labels): refused whatever the
+    # file's mode (core/dsn.py). One on its own is a secret: refuse a file others can read.
+    secret = dsn_secret(cfg.dsn) if "dsn" in wh else None
+    if secret:
+        exposed = p.stat().st_mode & (stat.S_IRGRP | stat.S_IROTH)
+        raise OpsError(f"{p}: [warehouse] dsn holds {secret}: move the password to [warehouse] password (in a "
+                       "chmod 600 file) or OPS_WAREHOUSE_PASSWORD"
+                       + ("; the file is readable by others: chmod 600 it and change that password" if exposed else ""))
+    if "password" in wh:
         _private(p, "a warehouse password")
-        if "password" in wh:
-            cfg.warehouse_password = str(wh["password"])
+        cfg.warehouse_password = str(wh["password"])
     cfg.deployment = wh.get("deployment", cfg.deployment)
     cfg.cluster_name = wh.get("cluster_name", cfg.cluster_name)
     if "wait_s" in wh:
@@ -146,9 +164,20 @@ def _apply_file(cfg: Config, p: Path) -> None:
     sacct = data.get("sacct", {})
     cfg.timezone = sacct.get("timezone", cfg.timezone)
     cfg.default_cluster = sacct.get("cluster", cfg.default_cluster)
+    cfg.default_cluster_configured = "cluster" in sacct
     cmd = sacct.get("command")
     if cmd is not None:
         cfg.sacct_command = [cmd] if isinstance(cmd, str) else list(cmd)
+    ahead = sacct.get("max_future_hours", cfg.sacct_max_future_hours)
+    if not isinstance(ahead, (int, float)) or isinstance(ahead, bool) or not 0 <= ahead <= 24 * 366:
+        raise OpsError(f"{p}: sacct.max_future_hours must be a number of hours (0 to a year)")
+    cfg.sacct_max_future_hours = float(ahead)
+    first = sacct.get("earliest", cfg.sacct_earliest)
+    try:  # a TOML date (earliest = 2000-01-01) or the same as text
+        cfg.sacct_earliest = first if isinstance(first, date) and not isinstance(first, datetime) \
+            else date.fromisoformat(str(first))
+    except ValueError:
+        raise OpsError(f"{p}: sacct.earliest must be a date (YYYY-MM-DD), not {first!r}") from None
     if "projects" in data:
         cfg.projects = {str(k).lower(): str(v) for k, v in data["projects"].items()}
         cfg.projects_configured = True
@@ -186,7 +215,10 @@ def _apply_file(cfg: Config, p: Path) -> None:
                 raise OpsError(f"{p}: [[whatif]] {key} must be a list such as [\"h200:16\"]")
     cfg.whatif = wi
     rep = data.get("reports", {})
-    cfg.idle_util_pct = float(rep.get("idle_util_pct", cfg.idle_util_pct))
+    idle = rep.get("idle_util_pct", cfg.idle_util_pct)
+    if not isinstance(idle, (int, float)) or isinstance(idle, bool):  # "five", "5%": TOML text, not a number
+        raise OpsError(f"{p}: reports.idle_util_pct must be a percentage (0-100), not {idle!r}")
+    cfg.idle_util_pct = float(idle)
     if "pseudonym_key" in rep:  # whoever has the key can tell which pseudonym is which user
         _private(p, "the pseudonym key")
         cfg.pseudonym_key = str(rep["pseudonym_key"])

@@ -17,6 +17,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from ops_warehouse.errors import OpsError
 from ops_warehouse.sqlfiles import split_statements, sql_files
 
 _CREATE_TABLE = re.compile(r"CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+?)(?:\{\{local\}\})?\s", re.IGNORECASE)
@@ -303,3 +304,60 @@ def apply_ttl(wh, state: SchemaState | None = None) -> None:
             continue
         wh.command(f"ALTER TABLE {local} {oc} MODIFY TTL ts + toIntervalDay({int(days)}) "
                    "SETTINGS materialize_ttl_after_modify = 0")
+
+
+_BUILDS = re.compile(r"^\s*(?:CREATE\s+(?:OR\s+REPLACE\s+)?(?:TABLE|VIEW|MATERIALIZED\s+VIEW)(?:\s+IF\s+NOT\s+EXISTS)?"
+                     r"|ALTER\s+TABLE)\s+`?(\w+)`?", re.IGNORECASE)
+_DROPS = re.compile(r"^\s*DROP\s+(?:TABLE|VIEW)\s+(?:IF\s+EXISTS\s+)?`?(\w+)`?", re.IGNORECASE)
+_EXCHANGES = re.compile(r"^\s*EXCHANGE\s+TABLES\s+`?(\w+)`?\s+AND\s+`?(\w+)`?", re.IGNORECASE)
+
+
+def _object_builds(dep: Deployment, root=None) -> dict[str, list[str]]:
+    """Each table and view the schema leaves, with the statements that build it as it stands (its CREATE and
+    the ALTERs after it, in order), followed through the migrations' DROPs and EXCHANGEs; data statements
+    (INSERT ... SELECT) are not part of a table's shape."""
+    builds: dict[str, list[str]] = {}
+    for kind, _, _, text, _ in _schema_plan(root):
+        if kind == "functions":
+            continue
+        for s in split_statements(text):
+            for r in render(s, dep):
+                if m := _EXCHANGES.match(r):
+                    a, b = m.group(1), m.group(2)
+                    # the statements that built b now build a (under a's name), and the other way round
+                    sa = [re.sub(rf"\b{b}\b", a, x, count=1) for x in builds.get(b, [])]
+                    sb = [re.sub(rf"\b{a}\b", b, x, count=1) for x in builds.get(a, [])]
+                    builds[a], builds[b] = sa, sb
+                elif m := _DROPS.match(r):
+                    builds.pop(m.group(1), None)
+                elif m := _BUILDS.match(r):
+                    name = m.group(1)
+                    if r.lstrip().upper().startswith("CREATE"):
+                        builds[name] = [r]
+                    elif name in builds:
+                        builds[name].append(r)
+    return {k: v for k, v in builds.items() if v}
+
+
+def restore_missing_objects(wh, root=None) -> list[str]:
+    """Create again the tables and views the schema defines but the warehouse lacks (dropped by hand, or lost
+    with a disk), as they stand after every migration; returns their names. What the migration log records
+    says nothing about a table dropped since, so `ops-report init` asks the engine. Their rows are not
+    restored: the loads bring them back (a source table: load its files again; a grain: etl refresh)."""
+    dep = _deployment(wh)
+    have = {r[0] for r in wh.query_rows("SELECT name FROM system.tables WHERE database = currentDatabase()")}
+    builds = _object_builds(dep, root)
+    missing = [name for name in builds if name not in have]
+    pending = list(missing)
+    while pending:  # a view made before a table it reads fails: made again in the next round
+        failed = []
+        for name in pending:
+            try:
+                for statement in builds[name]:
+                    wh.command(statement)
+            except Exception:
+                failed.append(name)
+        if len(failed) == len(pending):
+            raise OpsError(f"cannot create again the missing {', '.join(failed)}")
+        pending = failed
+    return missing

@@ -17,6 +17,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ops_warehouse.config import Config
+from ops_warehouse.dsn import dsn_secret, redact  # redact: imported from here by the loads and the CLI
 from ops_warehouse.errors import OpsError
 from ops_warehouse.migrations import (
     apply_migrations,
@@ -122,6 +123,23 @@ class Warehouse:
     def query_rows(self, sql: str, params: dict | None = None):
         return self.client.query(sql, parameters=params or {}).result_rows
 
+    def check_one_read(self, sql: str) -> None:
+        """Refuse ``sql`` unless it is one statement that reads (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN, EXISTS),
+        judged by the engine's own parser (formatQuerySingleLine: comments gone, one statement or a syntax
+        error). For text an analyst types (the API's sql()): the embedded engine runs every statement of a
+        ``SELECT 1; DROP TABLE x`` it is given, and a session's readonly setting cannot be set back once on."""
+        import re
+
+        try:
+            text = self.query_rows("SELECT formatQuerySingleLine({q:String})", {"q": sql})[0][0]
+        except Exception as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            first = re.sub(r"^.*?(Syntax error)", r"\1", first).split(": In scope")[0]
+            raise OpsError(f"cannot run this query: {first}") from None
+        if not re.match(r"(SELECT|WITH|SHOW|DESCRIBE|EXPLAIN|EXISTS)\b", text) or re.search(r"\bINTO OUTFILE\b", text):
+            raise OpsError(f"sql() runs one read (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN), not {' '.join(text.split()[:2])} "
+                           "...: the loads write the warehouse (ops-report etl ...)")
+
     def command(self, sql: str, params: dict | None = None):
         return self.client.command(sql, parameters=params or {})
 
@@ -158,15 +176,6 @@ class Warehouse:
             from clickhouse_connect.driver.tools import insert_file
 
             insert_file(self.client, table, str(path), fmt="Parquet", column_names=cols, settings=_INSERT_SETTINGS)
-
-
-def redact(dsn: str) -> str:
-    """The DSN without its password, for messages and logs."""
-    parts = urlsplit(dsn)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return parts._replace(netloc=netloc).geturl()
-    return dsn
 
 
 def embedded_path(dsn: str) -> Path | None:
@@ -208,13 +217,19 @@ def _locked_by_other(path: Path) -> bool:
         os.close(fd)
 
 
-def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True) -> Warehouse:
+def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True, create: bool = True) -> Warehouse:
+    """Open (and, with ``migrate``, bring up to date) the warehouse. ``create=False`` for a read: an embedded
+    path that holds no warehouse is refused instead of made (a mistyped path must not give an empty report)."""
     dsn = dsn or cfg.dsn
     path = embedded_path(dsn)
     engine = None
     if path is not None:
         key = str(path)
         engine = _EMBEDDED.get(key)
+        if engine is None and not create and not (path / "metadata").is_dir():
+            # chDB keeps a warehouse's catalog in <path>/metadata: no folder, no warehouse
+            raise OpsError(f"no warehouse at {path}: check the path (--warehouse, OPS_WAREHOUSE or the config's "
+                           "[warehouse] dsn), or make one with ops-report init")
         if engine is None:
             close_embedded()  # one engine per process: another directory's is closed first
             turn = Turn(path, cfg.purpose, cfg.wait_s)
@@ -227,6 +242,10 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True) ->
                 raise
         client = engine.client
     elif dsn.startswith(("http://", "https://", "clickhouse://", "clickhouses://")):
+        secret = dsn_secret(dsn)
+        if secret:  # a DSN is printed in messages and labels: its password would be too (core/dsn.py)
+            raise OpsError(f"the warehouse DSN {redact(dsn)} holds {secret}: put the password in "
+                           "OPS_WAREHOUSE_PASSWORD or the config's [warehouse] password (a chmod 600 file)")
         parts = urlsplit(dsn)
         kwargs = {}
         if parts.scheme in ("https", "clickhouses"):
@@ -241,7 +260,10 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True) ->
         try:
             client = clickhouse_connect.get_client(dsn=dsn, **kwargs)
         except Exception as e:
-            raise OpsError(f"cannot reach warehouse {redact(dsn)}: {str(e).splitlines()[0]}") from None
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            if password:
+                first = first.replace(password, "***")
+            raise OpsError(f"cannot reach warehouse {redact(dsn)}: {first}") from None
         readonly = getattr(client.server_settings.get("readonly"), "value", "0")
         if cfg.deployment == "cluster" and str(readonly).strip() in ("0", ""):
             # inserts through Distributed tables reach every shard before the insert returns, so the grain

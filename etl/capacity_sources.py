@@ -22,8 +22,10 @@ import polars as pl
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.grains import refresh_history
 from ops_warehouse.etl.hostlist import expand_one as expand_hostlist
+from ops_warehouse.etl.row_cluster import cluster_for_rows
 from ops_warehouse.etl.run_log import logged_load
 from ops_warehouse.etl.staging import load_frames
+from ops_warehouse.input_files import check_readable
 
 TS = pl.Datetime("us", "UTC")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -74,7 +76,9 @@ def _blocks(text: str) -> list[dict[str, str]]:
             if m:
                 rec["Reason"] = m.group(1)
                 continue
-            for k, v in re.findall(r"(\w+)=(\S*)", line):
+            # a key starts a token: tried at every offset of a long word, \w+ backtracks quadratically (a 90 kB
+            # line of the fuzz corpus took 27 s)
+            for k, v in re.findall(r"(?<!\S)(\w+)=(\S*)", line):
                 rec.setdefault(k, v)
         out.append(rec)
     return out
@@ -97,8 +101,7 @@ def _ts(value: str | None, what: str) -> datetime | None:
 def read_inventory(path: str | Path, cluster: str) -> pl.DataFrame:
     """A site inventory CSV or ``scontrol show node`` text -> node_inventory rows."""
     path = Path(path)
-    if not path.is_file():
-        raise OpsError(f"cannot read {path}: no such file")
+    check_readable(path)
     text = _read_text(path)
     if text.lstrip().startswith("NodeName="):
         return _scontrol_nodes(text, cluster, f"scontrol:{path.name}")
@@ -192,8 +195,7 @@ def _event_state(state: str) -> str:
 def read_events(path: str | Path, default_cluster: str) -> pl.DataFrame:
     """``sacctmgr list event --parsable2`` (header line; ``|`` separated) -> node_event rows."""
     path = Path(path)
-    if not path.is_file():
-        raise OpsError(f"cannot read {path}: no such file")
+    check_readable(path)
     lines = [(n, ln) for n, ln in enumerate(_read_text(path).splitlines(), start=1) if ln.strip()]
     if not lines or "NodeName" not in lines[0][1] or "TimeStart" not in lines[0][1]:
         raise OpsError(f"{path}: not `sacctmgr list event --parsable2` output (its header names NodeName and "
@@ -230,8 +232,7 @@ def read_events(path: str | Path, default_cluster: str) -> pl.DataFrame:
 def read_reservations(path: str | Path, cluster: str) -> pl.DataFrame:
     """``scontrol show reservation`` text -> reservation rows."""
     path = Path(path)
-    if not path.is_file():
-        raise OpsError(f"cannot read {path}: no such file")
+    check_readable(path)
     rows = []
     for rec in _blocks(_read_text(path)):
         name = rec.get("ReservationName")
@@ -271,7 +272,7 @@ def load_capacity(wh, *, inventory: str | Path | None = None, events: str | Path
                   reservations: str | Path | None = None, cluster: str | None = None) -> dict:
     """Load whichever sources are given; returns rows per table. Reloading the same files changes nothing."""
 
-    cluster = cluster or wh.cfg.default_cluster
+    cluster = cluster_for_rows(wh, cluster)
     now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
     frames = {}
     if inventory:
@@ -281,6 +282,8 @@ def load_capacity(wh, *, inventory: str | Path | None = None, events: str | Path
     if reservations:
         frames["reservation"] = read_reservations(reservations, cluster).with_columns(now)
     load_frames(wh, frames)
-    # the inventory, events and reservations change every hour they cover: the loaded history's hours
-    refresh_history(wh)
+    # the inventory, events and reservations change every hour they cover: the loaded history's hours (none
+    # when nothing was read: a file without a record, or the wrong file)
+    if any(f.height for f in frames.values()):
+        refresh_history(wh)
     return {t: f.height for t, f in frames.items()}

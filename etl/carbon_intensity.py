@@ -29,8 +29,10 @@ import polars as pl
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.frames import fmt
 from ops_warehouse.etl.quarantine import CopyCounter
+from ops_warehouse.etl.row_cluster import cluster_for_rows
 from ops_warehouse.etl.run_log import logged_load
 from ops_warehouse.etl.staging import load_frames
+from ops_warehouse.input_files import check_readable
 
 BASES = ("direct", "lifecycle")
 # Electricity Maps' intensity columns by basis, as _key() spells them (its first header, then its later one)
@@ -96,8 +98,7 @@ def read_carbon_intensity(path: str | Path, *, zone: str | None = None, basis: s
     path = Path(path)
     if basis not in BASES:
         raise OpsError(f"--basis must be one of {', '.join(BASES)}, not {basis!r}")
-    if not path.is_file():
-        raise OpsError(f"cannot read {path}: no such file")
+    check_readable(path)
     text = _read_text(path)
     if not text.strip():
         raise OpsError(f"{path}: empty")
@@ -159,7 +160,7 @@ def load_carbon_intensity(wh, path: str | Path, *, cluster: str | None = None, z
     """Load an hourly carbon intensity CSV for ``cluster`` (default: the config's); returns hours (loaded),
     rows (read), quarantined, zone, first and last hour. Loading the same file again changes nothing."""
     hours, bad, rows, what = read_carbon_intensity(path, zone=zone, basis=basis)
-    cluster = cluster or wh.cfg.default_cluster
+    cluster = cluster_for_rows(wh, cluster)
     now = datetime.now(timezone.utc)
     frames = {"carbon_intensity": hours.select(
         pl.lit(cluster).alias("cluster"), "hour", "zone", "g_co2e_per_kwh", pl.lit(what).alias("source"),

@@ -102,6 +102,24 @@ def refresh_after_jobs(wh, first_ts: datetime | None, old: tuple[datetime | None
         refresh_capacity(wh, "", d0, d1)
 
 
+def refresh_all_jobs(wh) -> tuple[datetime, datetime] | None:
+    """After runs were deleted (a failed load taken back, etl/undo.py): the as-of time (a cluster left with no
+    run loses its row: the refresh writes only clusters with runs) and job_run for every run, then the hourly
+    grains for the whole history as a job load's refresh makes them, to the hour after the as-of time. Returns
+    that span (None: no job is left)."""
+    _refresh_as_of(wh)
+    if wh.query_rows("SELECT count() FROM as_of_by_cluster WHERE cluster NOT IN (SELECT DISTINCT cluster FROM "
+                     "slurm_job_run)")[0][0]:
+        wh.command("DELETE FROM as_of_by_cluster WHERE cluster NOT IN (SELECT DISTINCT cluster FROM slurm_job_run)")
+    _refresh_job_run(wh, datetime(1970, 1, 1, tzinfo=timezone.utc))
+    first, as_of = history_as_of(wh)
+    if as_of is None:
+        return None
+    span = (first, _hour(as_of) + timedelta(hours=1))
+    refresh_capacity(wh, "", *span)
+    return span
+
+
 def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None
                     ) -> tuple[datetime, datetime] | None:
     """The hours of [w0, w1) (default: the whole loaded history) that the job history reaches: after a

@@ -27,8 +27,10 @@ succeeded. A lock file keeps two runs from overlapping.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import sys
 import time
 from contextlib import contextmanager
@@ -57,6 +59,14 @@ class Source:
     kind: str  # sacct | slurmdbd | telemetry-file | telemetry-prometheus | capacity
     cluster: str
     params: dict = field(default_factory=dict)
+    # whether the config names the cluster (the source's cluster or [sacct] cluster): else telemetry and
+    # capacity rows go under the warehouse's one cluster of jobs, not the fallback name (etl/row_cluster.py);
+    # the key and the log lines keep the name the source was configured with
+    cluster_given: bool = True
+
+    @property
+    def rows_cluster(self) -> str | None:
+        return self.cluster if self.cluster_given else None
 
     @property
     def key(self) -> str:
@@ -88,10 +98,12 @@ def configured_sources(cfg) -> list[Source]:
         if kind not in ("file", "prometheus", "victoriametrics"):
             raise OpsError(f"nightly.telemetry source must be file, prometheus or victoriametrics, not {kind!r}")
         out.append(Source("telemetry-file" if kind == "file" else "telemetry-prometheus",
-                          t.get("cluster", cfg.default_cluster), dict(t)))
+                          t.get("cluster", cfg.default_cluster), dict(t),
+                          "cluster" in t or cfg.default_cluster_configured))
     c = n.get("capacity")
     if c:
-        out.append(Source("capacity", c.get("cluster", cfg.default_cluster), dict(c)))
+        out.append(Source("capacity", c.get("cluster", cfg.default_cluster), dict(c),
+                          "cluster" in c or cfg.default_cluster_configured))
     if not out:
         raise OpsError("no nightly sources configured: add [[nightly.slurm]], [nightly.telemetry] or "
                        "[nightly.capacity] to the config (docs/nightly.md)")
@@ -106,6 +118,33 @@ def lock_path(cfg) -> Path:
     return Path(os.environ.get("XDG_RUNTIME_DIR") or Path.home() / ".cache") / "ops-warehouse-nightly.lock"
 
 
+def _open_lock(path: Path) -> int:
+    """The lock file opened for this run, or a one-line refusal: it sits in a folder others may write to
+    (the warehouse's parent, the runtime folder), so a symbolic link, a file that is not a regular one or one
+    of another user's is never followed or written (a link there would have the pid written over the file it
+    points to). Made with mode 600."""
+    refuse = f"the nightly lock {path} "
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise OpsError(refuse + "is a symbolic link: remove it (the run writes its pid into the lock, and "
+                           "would into whatever the link points to); this run did nothing") from None
+        raise OpsError(refuse + f"cannot be opened: {e.strerror or e}; this run did nothing") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OpsError(refuse + "is not a regular file: remove it; this run did nothing")
+        if st.st_uid != os.geteuid():
+            raise OpsError(refuse + f"belongs to another user (uid {st.st_uid}): remove it; this run did nothing")
+        if stat.S_IMODE(st.st_mode) != 0o600:
+            os.fchmod(fd, 0o600)  # a lock made by an earlier version (mode 644)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class NightlyLock:
     """An exclusive, non-blocking lock: a second run exits at once instead of waiting or overlapping."""
 
@@ -115,7 +154,7 @@ class NightlyLock:
 
     def __enter__(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.fd = _open_lock(self.path)
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -183,7 +222,7 @@ def _run_one(wh, s: Source, window: str, date_from: date | None, date_to: date |
     if s.kind == "capacity":
 
         c = load_capacity(wh, inventory=p.get("inventory"), events=p.get("events"),
-                          reservations=p.get("reservations"), cluster=s.cluster)
+                          reservations=p.get("reservations"), cluster=s.rows_cluster)
         return ", ".join(f"{t} {n}" for t, n in c.items())
     if s.kind == "slurmdbd":
 
@@ -209,12 +248,12 @@ def _run_one(wh, s: Source, window: str, date_from: date | None, date_to: date |
     elif s.kind == "telemetry-file":
 
         with _progress(s, window, "days", log) as progress:
-            c = load_parquet_dir(wh, p["path"], d0, d1, cluster=s.cluster, progress=progress)
+            c = load_parquet_dir(wh, p["path"], d0, d1, cluster=s.rows_cluster, progress=progress)
         detail = f"{c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples"
     else:
 
         with _progress(s, window, "days", log) as progress:
-            c = load_prometheus(wh, p["url"], d0, d1, step_s=int(p.get("step_s", 60)), cluster=s.cluster,
+            c = load_prometheus(wh, p["url"], d0, d1, step_s=int(p.get("step_s", 60)), cluster=s.rows_cluster,
                                 progress=progress, client=PromClient(p["url"], timeout_s=float(p.get("timeout_s", 60)),
                                                                      retry=_retry(wh.cfg, s)))
         detail = f"{c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples"

@@ -7,6 +7,9 @@ quarantine with a reason.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+
 import polars as pl
 from ops_warehouse.etl import durations, hostlist, tres
 from ops_warehouse.etl.frames import fmt, on_rows
@@ -76,7 +79,35 @@ def _int(e: pl.Expr) -> pl.Expr:
     return e.cast(pl.Int64, strict=False)
 
 
-def _checks() -> list[tuple[pl.Expr, pl.Expr]]:
+@dataclass(frozen=True)
+class TimeWindow:
+    """The times a record may hold: none before ``earliest``, none more than ``hours_ahead`` past ``now``, the
+    load's clock (config [sacct] earliest, max_future_hours). A node with a bad clock printed a job dated
+    2099: loaded, its hours made the grains' refresh fail (too many partitions) in that load and every later
+    one, and reports picked 2099-05 as the last month; one dated a few months ahead made them report a month
+    to come as complete with nothing allocated (issue 27). The times of a pending job (Start, End, Eligible)
+    are the scheduler's expectations, not records: only its Submit is held to ``now``."""
+
+    earliest: datetime
+    now: datetime
+    hours_ahead: float
+
+    @classmethod
+    def of(cls, cfg, now: datetime | None = None) -> TimeWindow:
+        first = getattr(cfg, "sacct_earliest", date(2000, 1, 1))
+        now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+        return cls(datetime(first.year, first.month, first.day, tzinfo=timezone.utc), now,
+                   float(getattr(cfg, "sacct_max_future_hours", 24.0)))
+
+    @property
+    def latest(self) -> datetime:
+        return self.now + timedelta(hours=self.hours_ahead)
+
+
+PENDING_STATES = ["PENDING", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"]
+
+
+def _checks(window: TimeWindow | None = None) -> list[tuple[pl.Expr, pl.Expr]]:
     """(condition, reason) pairs; the first that holds names why a record is quarantined."""
     # an array task or het offset too big for its column read as null, which made the record its parent
     # job's (123_99999999999999999999 loaded as job 123); found by tests/test_fuzz_sacct.py
@@ -97,6 +128,14 @@ def _checks() -> list[tuple[pl.Expr, pl.Expr]]:
         # the warehouse's DateTime ends in February 2106: a later time (2200 was allowed) was stored wrapped
         checks.append((ts_col.dt.year().is_between(1990, 2105).not_(),
                        fmt("{} time out of range '{}'", pl.lit(name), raw_col)))
+        if window is not None:
+            checks.append((ts_col < pl.lit(window.earliest, dtype=pl.Datetime("ms", "UTC")),
+                           fmt("{} time before {} '{}'", pl.lit(name), pl.lit(f"{window.earliest:%Y-%m-%d}"), raw_col)))
+            ahead = ts_col > pl.lit(window.latest, dtype=pl.Datetime("ms", "UTC"))
+            if name != "submit":
+                ahead = ahead & ~pl.col("state").fill_null("").is_in(PENDING_STATES)
+            checks.append((ahead, fmt("{} time more than {} h past the load's clock '{}'", pl.lit(name),
+                                      pl.lit(f"{window.hours_ahead:g}"), raw_col)))
     checks += [
         (pl.col("submit_ts").is_null() & pl.col("_step").is_null(), pl.lit("no Submit time (part of the job key)")),
         ((pl.col("_elapsed") > 50 * 365 * 86400) | (pl.col("_elapsed") < 0),
@@ -125,6 +164,11 @@ def _checks() -> list[tuple[pl.Expr, pl.Expr]]:
          | pl.col("nnodes").is_between(0, 10_000_000).not_() | pl.col("ncpus").is_between(0, 1_000_000_000).not_(),
          fmt("bad AllocTRES '{}'", pl.col("alloc_tres"))),
         (pl.col("end_ts") < pl.col("start_ts"), pl.lit("End before Start")),
+        # a job cannot start before it was submitted (a node's clock, a hand-edited line): loaded, it made
+        # its wait negative (issue 27). A step's Submit is not its own (docs/sources.md): jobs only; a pending
+        # job's Start is an expectation, dropped (_runs)
+        ((pl.col("start_ts") < pl.col("submit_ts")) & pl.col("_step").is_null()
+         & ~pl.col("state").fill_null("").is_in(PENDING_STATES), pl.lit("Start before Submit")),
     ]
     return checks
 
@@ -133,12 +177,12 @@ def _given(e: pl.Expr) -> pl.Expr:
     return e.is_not_null() & (e != "")
 
 
-def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw: pl.Expr | None = None
-              ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw: pl.Expr | None = None,
+              window: TimeWindow | None = None) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """(runs, steps, quarantine) for one chunk of named string fields.
 
     ``raw`` gives a record's input line (default: the ``raw`` column); it is evaluated for quarantined
-    records only."""
+    records only. ``window``: the times a record may hold (TimeWindow; None: any the warehouse can)."""
     df = records
     raw = pl.col("raw") if raw is None else raw
     c = lambda name: _col(df, name)  # noqa: E731
@@ -216,7 +260,7 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw:
         | (pl.col("ncpus").is_null() & tres.count_unreadable(alloc, "cpu"))))
     t = on_rows(t, pl.col("gpus").is_null(), lambda s: s.with_columns(gpus=tres.gpus(alloc)))
 
-    checks = _checks()
+    checks = _checks(window)
     bad = pl.any_horizontal([cond.fill_null(False) for cond, _ in checks])
     t = t.with_columns(_bad=bad)
     # node lists (also a validity check), expanded once per distinct expression
@@ -340,7 +384,7 @@ def _runs(t: pl.DataFrame, source: str, has_nodelist: bool = True) -> pl.DataFra
         never = final & (~started | ((pl.col("state") == "CANCELLED") & (pl.col("elapsed_s") == 0)
                                      & (pl.col("exit_signal").fill_null(0) == 0)))
     # A pending job has no nodes yet; sacct may print the requested ones.
-    open_pending = pl.col("state").is_in(["PENDING", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"])
+    open_pending = pl.col("state").is_in(PENDING_STATES)
     as_of = (
         pl.when(final).then(pl.coalesce("end_ts", pl.col("start_ts") + pl.duration(seconds=pl.col("elapsed_s")), "submit_ts"))
         .when(started & ~open_pending).then(pl.col("start_ts") + pl.duration(seconds=pl.col("elapsed_s")))

@@ -17,16 +17,17 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
-from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.frames import fmt, on_rows
 from ops_warehouse.etl.grains import refresh_hourly
 from ops_warehouse.etl.lustre_jobs import job_frame
 from ops_warehouse.etl.metric_catalog import POD_LABELS, catalog
 from ops_warehouse.etl.quarantine import CopyCounter
+from ops_warehouse.etl.row_cluster import cluster_for_rows
 from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
 from ops_warehouse.etl.sacct_text import decode_lines
 from ops_warehouse.etl.staging import load_frames
 from ops_warehouse.etl.telemetry_insert import insert_frames
+from ops_warehouse.input_files import check_readable
 
 # labels kept: node and GPU identity, the NIC (device, port), Lustre's target/component (client llite stats,
 # job_stats with jobid and operation); "fs" is what files of older generator versions carry
@@ -196,10 +197,9 @@ def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at
     ``instance`` label, as Prometheus labels a target's samples (a file saved from an exporter's /metrics
     has none)."""
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
-    cluster = cluster or wh.cfg.default_cluster
-    missing = [p for p in paths if not Path(p).is_file()]
-    if missing:
-        raise OpsError(f"cannot read {missing[0]}: no such file")
+    cluster = cluster_for_rows(wh, cluster)
+    for p in paths:
+        check_readable(p)
     parts, n_bad = [], 0
     for p in paths:
         samples, q = parse_text(Path(p), at)
@@ -234,5 +234,6 @@ def load_samples(wh, samples: pl.DataFrame, cat, cluster: str, source: str, wind
     g, n, scal = families(samples, cat)
     counts = insert_frames(wh, {"gpu": [g], "node": [n, *scal], "job": [job_frame(samples)]}, cat, cluster, source,
                            window)
-    refresh_hourly(wh, *window)
+    if samples.height:  # no sample loaded, no rollup changed (a file of only bad lines, the wrong file)
+        refresh_hourly(wh, *window)
     return counts

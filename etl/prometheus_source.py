@@ -29,6 +29,7 @@ from ops_warehouse.etl.grains import refresh_hourly
 from ops_warehouse.etl.lustre_jobs import JOB_LABELS, JOB_METRICS
 from ops_warehouse.etl.metric_catalog import POD_LABELS, Metric, catalog
 from ops_warehouse.etl.retry import Retry, Transient, first_line
+from ops_warehouse.etl.row_cluster import cluster_for_rows
 from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
 from ops_warehouse.etl.telemetry_insert import insert_frames
 from ops_warehouse.etl.watermarks import set_watermark
@@ -157,7 +158,7 @@ def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int
 
     client = client or PromClient(url)
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
-    cluster = cluster or wh.cfg.default_cluster
+    cluster = cluster_for_rows(wh, cluster)
     counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0, "days": 0, "queries": 0}
     days = (date_to - date_from).days + 1
     for k in range(days):

@@ -6,25 +6,26 @@ next is read. Loads are idempotent: rows are keyed (see sql/migrations/0001) and
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl import sacct_contract, sacct_json, sacct_text
-from ops_warehouse.etl.grains import history_as_of, refresh_after_jobs
-from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
+from ops_warehouse.etl.grains import history_as_of, refresh_after_jobs, refresh_capacity
+from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, TimeWindow, normalize
 from ops_warehouse.etl.quarantine import CopyCounter
 from ops_warehouse.etl.run_log import logged_run
 from ops_warehouse.etl.staging import stage_and_load, staging_dir
+from ops_warehouse.etl.undo import Undo
 from ops_warehouse.etl.watermarks import set_extracted_through
+from ops_warehouse.input_files import check_readable
 
 
 @dataclass
@@ -43,6 +44,8 @@ class LoadResult:
     defaults: list[str] = field(default_factory=list)
     first_ts: datetime | None = None  # the earliest start (or submit) of the runs written
     extracted_through: datetime | None = None  # how far the source was complete when read, where known
+    # the zone the file was loaded in before, when it was another: the rows of that load were replaced
+    replaced_zone: str | None = None
 
     def saw_runs(self, runs: pl.DataFrame) -> None:
         """Count a frame of runs written and keep the earliest time they hold (for the grains' refresh)."""
@@ -91,7 +94,8 @@ def _chunks(path: Path, fmt: str, delimiter: str, fields: list[str] | None
 def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
                fields: list[str] | None = None, tz: str | None = None, cluster: str | None = None,
                source: str | None = None, label: str | None = None, progress: Callable[[int, int], None] | None = None,
-               refresh: bool = True, extracted_through: datetime | None = None) -> LoadResult:
+               refresh: bool = True, extracted_through: datetime | None = None,
+               now: datetime | None = None) -> LoadResult:
     """Load one sacct output file (text with or without header, or --json). Returns what happened.
 
     ``source`` names where the records come from (stored with every row; default the file's path): a
@@ -101,29 +105,83 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
     ``refresh``: bring the hourly capacity grain up to date for the hours the runs cover (etl/grains.py);
     a caller that loads several sources and refreshes once passes False. ``extracted_through``: the time the
     records are complete through (a sacct window run by the product: its end, or when sacct ran), recorded
-    for the history's as-of time (etl/watermarks.py)."""
+    for the history's as-of time (etl/watermarks.py). ``now``: the load's clock, which the times of a record
+    may not be more than ``[sacct] max_future_hours`` past (default: the wall clock; normalize.TimeWindow).
+
+    A load that fails leaves nothing of itself behind: what it wrote is taken back and what it replaced
+    written back (etl/undo.py). A text file loaded before in another time zone has the rows of that load
+    replaced by this one's (``last_zone``, ``Undo.replace_source``; docs/sources.md)."""
     path = Path(path)
     result = LoadResult(source=source or str(path.resolve()))
     with logged_run(wh, "sacct", label or result.source) as run:
         old = history_as_of(wh)
+        undo = Undo(wh, result.source)
+        grains_touched = False
         try:
-            _load_sacct(wh, path, result, fmt=fmt, delimiter=delimiter, fields=fields, tz=tz, cluster=cluster,
-                        progress=progress)
+            try:
+                zone = _load_sacct(wh, path, result, fmt=fmt, delimiter=delimiter, fields=fields, tz=tz,
+                                   cluster=cluster, progress=progress, undo=undo,
+                                   window=TimeWindow.of(wh.cfg, now))
+            finally:
+                run.count(result.records_read, result.loaded, result.quarantined)
+            before, gone = None if zone is None else last_zone(wh, result.source), None
+            if before is not None and before != zone and source is not None:
+                # a named source gathers many reads (the nightly's sacct:<cluster>, a window at a time): one
+                # load cannot stand for all it holds, so it is refused rather than replacing them
+                raise OpsError(f"{path}: refused, {result.source} was loaded with times in {before}, and this load "
+                               f"reads them in {zone}: its runs would be stored twice (Submit is part of a run's "
+                               f"key); nothing was loaded; load it with --timezone {before}")
+            grains_touched = True  # (from here job_run and the grains may change: a failure rebuilds them)
+            if before is not None and before != zone:
+                gone = undo.replace_source()
+                if gone is not None:
+                    result.first_ts = min(gone[0], result.first_ts) if result.first_ts else gone[0]
+                result.replaced_zone = before
+            if extracted_through is not None:
+                undo.note_extract(cluster or wh.cfg.default_cluster, result.source)
+                set_extracted_through(wh, cluster or wh.cfg.default_cluster, result.source, extracted_through)
+            if refresh and (result.jobs_loaded or extracted_through is not None or result.replaced_zone):
+                refresh_after_jobs(wh, result.first_ts, old)
+                if gone is not None:  # the replaced runs' hours, also past where the history now ends
+                    refresh_capacity(wh, "", gone[0], gone[1] + timedelta(hours=1))
+            if zone is not None:
+                set_zone(wh, result.source, zone)
+        except BaseException:
+            undo.take_back(grains_touched)
+            raise
         finally:
-            run.count(result.records_read, result.loaded, result.quarantined)
-        if extracted_through is not None:
-            set_extracted_through(wh, cluster or wh.cfg.default_cluster, result.source, extracted_through)
-        if refresh and (result.jobs_loaded or extracted_through is not None):
-            refresh_after_jobs(wh, result.first_ts, old)
+            undo.close()
     return result
 
 
+# etl_watermark marks "sacct zone <zone>: <source>": the zone a text source was last loaded in is the one whose
+# mark was written last (updated_at); the time is fixed (the mark says only "loaded in"), as grains' marks are
+_ZONE, _MARK_TS = "sacct zone ", datetime(2000, 1, 2, tzinfo=timezone.utc)
+
+
+def last_zone(wh, source: str) -> str | None:
+    """The zone ``source`` (a text file: its times as printed in a zone) was last loaded in, if it was."""
+    rows = wh.query_rows(
+        "SELECT source FROM etl_watermark FINAL WHERE startsWith(source, {p:String}) AND endsWith(source, {s:String}) "
+        "ORDER BY updated_at DESC LIMIT 1", {"p": _ZONE, "s": f": {source}"})
+    if not rows:
+        return None
+    return rows[0][0][len(_ZONE):-len(f": {source}")]
+
+
+def set_zone(wh, source: str, zone: str) -> None:
+    if last_zone(wh, source) != zone:
+        wh.command("INSERT INTO etl_watermark (source, watermark_ts, updated_at) "
+                   "VALUES ({s:String}, {t:DateTime('UTC')}, now64(3))",
+                   {"s": f"{_ZONE}{zone}: {source}", "t": _MARK_TS})
+
+
 def _load_sacct(wh, path: Path, result: LoadResult, *, fmt: str, delimiter: str, fields: list[str] | None,
-                tz: str | None, cluster: str | None, progress: Callable[[int, int], None] | None) -> None:
-    if not path.is_file():
-        raise OpsError(f"cannot read {path}: no such file")
-    if not os.access(path, os.R_OK):
-        raise OpsError(f"cannot read {path}: permission denied")
+                tz: str | None, cluster: str | None, progress: Callable[[int, int], None] | None,
+                undo: Undo | None = None, window: TimeWindow | None = None) -> str | None:
+    """Read, normalize and insert the file chunk by chunk. Returns the zone its times were read in (None for
+    --json, whose times are epoch seconds)."""
+    check_readable(path)
     tz = tz or wh.cfg.timezone
     _check_tz(tz)
     cluster = cluster or wh.cfg.default_cluster
@@ -140,9 +198,11 @@ def _load_sacct(wh, path: Path, result: LoadResult, *, fmt: str, delimiter: str,
     parents = sacct_contract.StepParents()  # steps load with their job only
     try:
         for i, (records, bad, raw, tz_override) in enumerate(_chunks(path, fmt, delimiter, fields)):
-            if i == 0:
-                result.defaults = sacct_contract.defaults(records.columns, cluster, json=fmt == "json")
-            runs, steps, q = normalize(records, tz=tz_override or tz, cluster=cluster, source=source, raw=raw)
+            # (a header further down may bring fields the first did not have: sacct_text.read_text)
+            result.defaults += [d for d in sacct_contract.defaults(records.columns, cluster, json=fmt == "json")
+                                if d not in result.defaults]
+            zone = tz_override or tz
+            runs, steps, q = normalize(records, tz=zone, cluster=cluster, source=source, raw=raw, window=window)
             steps, orphans = parents.split(runs, steps)
             if orphans.height:
                 lines = records.filter(pl.col("line_no").is_in(orphans.get_column("line_no").implode()))
@@ -159,7 +219,7 @@ def _load_sacct(wh, path: Path, result: LoadResult, *, fmt: str, delimiter: str,
                 result.reasons[r] = result.reasons.get(r, 0) + 1
             if pending is not None:
                 pending.result()
-            pending = pool.submit(stage_job_frames, wh, stage, i, runs, steps, quarantine, source)
+            pending = pool.submit(stage_job_frames, wh, stage, i, runs, steps, quarantine, source, undo)
             if progress:
                 progress(min(total, (i + 1) * sacct_text.CHUNK_BYTES), total)
         if pending is not None:
@@ -170,9 +230,10 @@ def _load_sacct(wh, path: Path, result: LoadResult, *, fmt: str, delimiter: str,
         pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(stage, ignore_errors=True)
         result.seconds = time.time() - started
+    return None if fmt == "json" else tz
 
 
-def stage_job_frames(wh, stage: Path, i: int, runs, steps, quarantine, source: str) -> None:
+def stage_job_frames(wh, stage: Path, i: int, runs, steps, quarantine, source: str, undo: Undo | None = None) -> None:
     now = datetime.now(timezone.utc).replace(microsecond=0)
     frames = {"slurm_job_run": runs, "slurm_job_step": steps}
     if quarantine.height:
@@ -182,6 +243,8 @@ def stage_job_frames(wh, stage: Path, i: int, runs, steps, quarantine, source: s
             pl.lit(source).alias("source"), "line_no", "reason", "raw", "occurrence",
             pl.lit(now).cast(pl.Datetime("ms", "UTC")).alias("loaded_at"),
         )
+    if undo is not None:
+        undo.before_insert(i, frames)
     stage_and_load(wh, stage, f"{i:05d}", frames)
 
 

@@ -9,6 +9,7 @@ contain the delimiter (the surplus is folded back into JobName), invalid UTF-8 a
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -201,9 +202,16 @@ def read_text(path: Path, delimiter: str = "|", fields: list[str] | None = None,
     """Stream (records, quarantine, raw) per chunk from a sacct text file.
 
     Records carry ``line_no`` and one column per field; ``raw`` is the expression giving a record's input
-    line, evaluated only for records that end in the quarantine."""
+    line, evaluated only for records that end in the quarantine.
+
+    A header line after the first (two sacct outputs concatenated) starts its own layout for the lines after
+    it: read with the first one, a second field order loaded users as projects and Start as Submit (issue 27).
+    A header identical to the layout in force changes nothing; neither is a record. A last line without its
+    newline (a file cut while it was written or copied) is quarantined, ``truncated last line``: loaded, it
+    replaced the whole record with a part of it (ElapsedRaw 45 for 4590, a job name cut short)."""
     layout = None
-    for first_no, block in iter_blocks(path, chunk_bytes):
+    cut_last = _ends_without_newline(path)
+    for first_no, block, last in _with_last(iter_blocks(path, chunk_bytes)):
         start = first_no
         if layout is None:
             # skip leading blank lines, then read the header (or take --fields)
@@ -223,13 +231,138 @@ def read_text(path: Path, delimiter: str = "|", fields: list[str] | None = None,
                 block, start = (b"" if cut < 0 else block[cut + 1:]), start + 1
                 if not block:
                     continue
-        fast = split_block_fast(block, start, layout)
-        if fast is not None:
-            yield fast, pl.DataFrame(schema={"line_no": pl.UInt64, "reason": pl.String, "raw": pl.String}), \
-                raw_line(layout)
+        truncated = None
+        if last and cut_last:
+            cut = block.rfind(b"\n")
+            tail_no, tail = start + block.count(b"\n"), block[cut + 1:]
+            block = block[:cut] if cut >= 0 else b""
+            if tail.strip():
+                truncated = pl.DataFrame({"line_no": [tail_no], "reason": ["truncated last line"],
+                                          "raw": [tail.decode("utf-8", "backslashreplace").removesuffix("\r")]},
+                                         schema=_BAD_SCHEMA)
+        if block:
+            read = _read_block(block, start, layout)
+            heads = _header_lines(block, layout.delimiter) if _may_hold_a_header(read, layout) else []
+            if not heads:
+                yield read
+            for seg_start, segment, seg_layout in _layouts(block, start, layout, path, heads) if heads else ():
+                layout = seg_layout
+                if segment:
+                    yield _read_block(segment, seg_start, layout)
+        if truncated is not None:
+            names = ["line_no", "raw", *layout.fields]
+            empty = pl.DataFrame(schema={n: pl.UInt64 if n == "line_no" else pl.String for n in names})
+            yield empty, truncated, pl.col("raw")
+
+
+_BAD_SCHEMA = {"line_no": pl.UInt64, "reason": pl.String, "raw": pl.String}
+
+
+def _read_block(block: bytes, start: int, layout: Layout) -> tuple[pl.DataFrame, pl.DataFrame, pl.Expr]:
+    fast = split_block_fast(block, start, layout)
+    if fast is not None:
+        return fast, pl.DataFrame(schema=_BAD_SCHEMA), raw_line(layout)
+    lines, bad_utf8 = decode_lines(block, start)
+    records, bad = split_lines(lines, start, layout)
+    if bad_utf8:
+        bad = pl.concat([bad, pl.DataFrame(bad_utf8, schema=bad.schema, orient="row")])
+    return records, bad, pl.col("raw")
+
+
+def _may_hold_a_header(read: tuple[pl.DataFrame, pl.DataFrame, pl.Expr], layout: Layout) -> bool:
+    """Whether a block, as read, may hold a header line: a record whose JobID (or JobIDRaw) is not a number,
+    or a line of another field count that says "jobid". Two vectorized looks at what was read, so that the
+    byte search for header lines (_header_lines) runs only on the rare block that needs it."""
+    records, bad, _ = read
+    ids = [f for f in ("jobid", "jobidraw") if f in layout.fields]
+    if ids and records.height and records.select(
+            (~pl.col(ids[0]).fill_null("").str.contains(r"^\s*\d")).any()).item():
+        return True
+    return bool(bad.height) and bad.select(
+        pl.col("raw").fill_null("").str.to_lowercase().str.contains("jobid", literal=True).any()).item()
+
+
+def _ends_without_newline(path: Path) -> bool:
+    """The file's last byte is not a newline (an empty file has no last line)."""
+    with open(path, "rb") as f:
+        f.seek(0, 2)
+        if f.tell() == 0:
+            return False
+        f.seek(-1, 2)
+        return f.read(1) != b"\n"
+
+
+def _with_last(blocks: Iterator[tuple[int, bytes]]) -> Iterator[tuple[int, bytes, bool]]:
+    """(first line number, block, whether it is the file's last block)."""
+    prev = None
+    for item in blocks:
+        if prev is not None:
+            yield (*prev, False)
+        prev = item
+    if prev is not None:
+        yield (*prev, True)
+
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+# a header line names at least two fields the loader knows: a line of words with one JobID among them (a
+# hostile record, a lone "JobID") is a record, quarantined as one, not a layout that refuses the file
+_HEADER_NAMES = KNOWN_FIELDS | set(ALIASES) | set(sacct_contract.NAMES)
+
+
+def header_fields(line: bytes, delimiter: str) -> list[str] | None:
+    """The field names of a sacct header line, or None when the line is not one: every field a name (letters,
+    digits, ``_``; a trailing delimiter for --parsable), JobID or JobIDRaw and another field the loader knows
+    among them. A record is never one: its JobID field holds a number (a record whose JobID is not one is
+    quarantined for it anyway)."""
+    try:
+        text = line.decode("utf-8").removesuffix("\r").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        return None
+    names = [f.strip().lower() for f in text.split(delimiter)]
+    if len(names) > 1 and names[-1] == "":
+        names = names[:-1]
+    if not ("jobid" in names or "jobidraw" in names) or not all(_NAME.fullmatch(f) for f in names) \
+            or len(_HEADER_NAMES.intersection(names)) < 2:
+        return None
+    return names
+
+
+def _header_lines(block: bytes, delimiter: str) -> list[tuple[int, int]]:
+    """(start, end) byte offsets of the header lines in a block. Looked for where "jobid" stands as a whole
+    field (a byte search, then a check of the few lines found), so a block of records costs one pass."""
+    low = block.lower()
+    d = delimiter.encode().lower()  # (bytes.lower: ASCII letters only, as the block's)
+    found: list[tuple[int, int]] = []
+    pos = low.find(b"jobid")
+    while pos >= 0:
+        s = low.rfind(b"\n", 0, pos) + 1
+        e = low.find(b"\n", pos)
+        e = len(low) if e < 0 else e
+        after = pos + (8 if low.startswith(b"jobidraw", pos) else 5)
+        whole = ((pos >= len(d) and low.startswith(d, pos - len(d)))
+                 or not low[s:pos].replace(b"\xef\xbb\xbf", b"").strip()) and (
+            low.startswith(d, after) or not low[after:e].strip())
+        if not whole:  # "jobid" inside a value: look on along the line
+            pos = low.find(b"jobid", pos + 5)
             continue
-        lines, bad_utf8 = decode_lines(block, start)
-        records, bad = split_lines(lines, start, layout)
-        if bad_utf8:
-            bad = pl.concat([bad, pl.DataFrame(bad_utf8, schema=bad.schema, orient="row")])
-        yield records, bad, pl.col("raw")
+        if header_fields(block[s:e], delimiter) is not None:
+            found.append((s, e))
+        pos = low.find(b"jobid", e)
+    return found
+
+
+def _layouts(block: bytes, start: int, layout: Layout, path: Path, heads: list[tuple[int, int]]
+             ) -> Iterator[tuple[int, bytes, Layout]]:
+    """The block in pieces between its header lines ``heads``, each with the layout in force for it: (first
+    line number, bytes, layout)."""
+    at, line_no = 0, start
+    for s, e in heads:
+        yield line_no, block[at:max(at, s - 1)], layout
+        line_no += block.count(b"\n", at, s)  # the header's own line number
+        head = block[s:e].decode("utf-8").removesuffix("\r").removeprefix("\ufeff")
+        new = detect_layout(head, layout.delimiter, None)
+        if (new.fields, new.trailing) != (layout.fields, layout.trailing):
+            sacct_contract.check_fields(new.fields, f"{path} (header at line {line_no})")
+            layout = new
+        at, line_no = e + 1, line_no + 1
+    yield line_no, block[at:] if at <= len(block) else b"", layout

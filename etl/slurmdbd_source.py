@@ -23,10 +23,11 @@ from datetime import datetime, timedelta, timezone
 from urllib.parse import unquote, urlsplit
 
 import polars as pl
+from ops_warehouse.dsn import dsn_secret
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.grains import history_as_of, refresh_after_jobs
 from ops_warehouse.etl.hostlist import expand_one
-from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, normalize
+from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, TimeWindow, normalize
 from ops_warehouse.etl.retry import Retry, Transient
 from ops_warehouse.etl.run_log import logged_run
 from ops_warehouse.etl.sacct_load import LoadResult, stage_job_frames
@@ -60,12 +61,16 @@ def parse_db_url(url: str) -> DbUrl:
     parts = urlsplit(url)
     if parts.scheme not in ("mysql", "mariadb"):
         raise OpsError(f"--db must be mysql://USER@HOST:PORT/DBNAME, not {parts.scheme or url!r}")
-    if parts.password is not None:
+    if parts.password is not None or dsn_secret(url):  # the user part or a password= parameter (core/dsn.py)
         raise OpsError("--db must not hold a password (it would show in the process list): put it in "
                        "OPS_SLURMDBD_PASSWORD or the config's [slurmdbd] password")
-    if not parts.username or not parts.hostname or not parts.path.strip("/"):
-        raise OpsError("--db must be mysql://USER@HOST:PORT/DBNAME (user, host and database name)")
-    return DbUrl(parts.hostname, parts.port or 3306, parts.path.strip("/"), unquote(parts.username))
+    try:
+        port = parts.port or 3306
+    except ValueError:
+        port = None
+    if not parts.username or not parts.hostname or not parts.path.strip("/") or port is None:
+        raise OpsError("--db must be mysql://USER@HOST:PORT/DBNAME (user, host, a port number and database name)")
+    return DbUrl(parts.hostname, port, parts.path.strip("/"), unquote(parts.username))
 
 
 def db_password(cfg) -> str:
@@ -197,7 +202,7 @@ def _load(wh, db: DbUrl, password: str, cluster: str, w0: datetime | None, w1: d
     # and read again next time, however long the retries take (the 10-minute overlap is not what covers it)
     newest = _query(wh, db, password, cluster, "staging/slurmdbd_mod_time.sql", {}, retry)
     records = read_records(wh, db, password, cluster, *job_window, modified_since=since, retry=retry)
-    runs, steps, q = normalize(records, tz="UTC", cluster=cluster, source=source)
+    runs, steps, q = normalize(records, tz="UTC", cluster=cluster, source=source, window=TimeWindow.of(wh.cfg))
     result.records_read = records.height
     result.saw_runs(runs)
     result.steps_loaded, result.quarantined = steps.height, q.height

@@ -26,6 +26,11 @@ def staging_dir(wh) -> Path:
     return d
 
 
+def process_alive(pid: int) -> bool:
+    """A process of this host with that id exists (a load's scratch left behind by SIGKILL: etl/undo.py)."""
+    return _alive(pid)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.grains import refresh_hourly
 from ops_warehouse.etl.metric_catalog import catalog
+from ops_warehouse.etl.row_cluster import cluster_for_rows
 from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
 from ops_warehouse.etl.staging import staged
 from ops_warehouse.etl.telemetry_insert import ExporterFiles, insert_window
@@ -47,6 +48,18 @@ def _as_parquet(p: Path, stage: Path) -> Path:
     return out
 
 
+def _check_whole(p: Path) -> None:
+    """A Parquet day file cut short (a copy in progress, a full disk) has no footer: say which file, in one
+    line, before anything of the day is loaded."""
+    if p.suffix != ".parquet":
+        return
+    try:
+        pq.read_metadata(p)
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise OpsError(f"cannot read {p}: not a whole Parquet file ({first})") from None
+
+
 @logged_load("telemetry", lambda a: f"file:{a['root']} {window_text(a)}", telemetry_counts)
 def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cluster: str | None = None,
                      progress=None) -> dict:
@@ -58,8 +71,11 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
     if not root.is_dir():
         raise OpsError(f"no telemetry folder at {root}")
     families = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != "openmetrics")
+    if not families:  # e.g. the dcgm/ folder itself given: nothing would load, and nothing would say so
+        raise OpsError(f"{root}: no telemetry family folders in it (dcgm/, nic/, ipmi/, lustre/ with one "
+                       "<YYYY-MM-DD>.parquet or .csv a day): give the folder above them")
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
-    cluster = cluster or wh.cfg.default_cluster
+    cluster = cluster_for_rows(wh, cluster)
     source = f"file:{root}"
     counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0, "days": 0}
     days = (date_to - date_from).days + 1
@@ -73,6 +89,7 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
                     p = _day_file(root, fam, day)
                     if p is None:
                         continue
+                    _check_whole(p)
                     p = _as_parquet(p, stage)
                     kind = "gpu" if fam == GPU_FAMILY else "job" if "jobid" in pq.read_schema(p).names else "node"
                     getattr(files, f"{kind}_seed" if seed else kind).append(p)

@@ -35,7 +35,9 @@ from ops_warehouse.etl.openmetrics_source import (
     split_bad_samples,
 )
 from ops_warehouse.etl.prometheus_source import PromClient
+from ops_warehouse.etl.row_cluster import cluster_for_rows
 from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
+from ops_warehouse.input_files import check_readable
 from ops_warehouse.warehouse import redact
 
 _SERIES_SCHEMA = {"metric": pl.String, **{k: pl.String for k in LABELS}, "values": pl.List(pl.Float64),
@@ -175,7 +177,7 @@ def fetch_export(url: str, match: str, start: datetime, end: datetime, timeout_s
 def load_vm_export(wh, source: str | Path, date_from: date, date_to: date, *, cluster: str | None = None) -> dict:
     """Load an export: a URL (fetched for the window plus the day before, to seed counters) or a file."""
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
-    cluster = cluster or wh.cfg.default_cluster
+    cluster = cluster_for_rows(wh, cluster)
     w0 = datetime.combine(date_from, datetime.min.time(), timezone.utc)
     window = (w0, datetime.combine(date_to, datetime.min.time(), timezone.utc) + timedelta(days=1))
     tmp = None
@@ -184,8 +186,7 @@ def load_vm_export(wh, source: str | Path, date_from: date, date_to: date, *, cl
         tmp = path = fetch_export(str(source), match, w0 - timedelta(days=1), window[1] - timedelta(milliseconds=1))
     else:
         path = Path(source)
-        if not path.is_file():
-            raise OpsError(f"cannot read {path}: no such file")
+        check_readable(path)
     try:
         samples, bad = parse_export(path)
         samples, bad_gpu = split_bad_samples(samples, cat)

@@ -8,7 +8,9 @@ import html
 import json
 from datetime import date, datetime
 from pathlib import Path
+from urllib.parse import quote
 
+from ops_warehouse.files import safe_name, write_file
 from ops_warehouse.reports import whatif_render
 from ops_warehouse.reports.charts import CHARTS, draw_all, drawn_before
 
@@ -64,7 +66,13 @@ def _partial(r: dict) -> str:
 
 
 def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | None]]:
-    """(title, lead text, table header, table rows, chart name) per section, in report order."""
+    """(title, lead text, table header, table rows, chart name) per section, in report order. Every cell
+    is text: a missing value is "–" in every renderer, never an error half-way through writing the files."""
+    return [(title, lead, head, [["–" if c is None else str(c) for c in row] for row in rows], chart)
+            for title, lead, head, rows, chart in _sections(r)]
+
+
+def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | None]]:
     cl = _one(r["utilization"], level="cluster")
     cl_prev = _one(r["utilization_previous"], level="cluster")
     cost_all = _one(r["cost"], model="all")
@@ -272,7 +280,8 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
                 ["", r["month"], r["previous_month"], "change"], rows, None))
 
     prev = {(p["project"], p["gpu_model"]): p for p in r["chargeback_previous"]}
-    rows = [[p["project"], p["gpu_model"], _num(p["runs"]), _num(p["allocated_gpu_h"]),
+    # a run on nodes the inventory does not list has no GPU model (an inventory of another cluster, or late)
+    rows = [[p["project"], p["gpu_model"] or "(not in the inventory)", _num(p["runs"]), _num(p["allocated_gpu_h"]),
              _pct(p["share_of_model_allocation"]), _num(p["cost"]),
              _delta(p["allocated_gpu_h"], prev.get((p["project"], p["gpu_model"]), {}).get("allocated_gpu_h"))]
             for p in r["chargeback"]]
@@ -407,17 +416,16 @@ def to_json(r: dict) -> str:
 def write(r: dict, out_dir: Path, formats: list[str]) -> list[Path]:
     """Write the formats asked for; returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"monthly-{r['cluster']}-{r['project'] if r['scope'] == 'project' else 'cluster'}-{r['month']}"
-    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)
+    # the cluster and project names come from the data: one file-name component each (core/files.py)
+    scope = safe_name(r["project"], "project") if r["scope"] == "project" else "cluster"
+    stem = f"monthly-{safe_name(r['cluster'], 'cluster')}-{scope}-{safe_name(r['month'], 'month')}"
     written = []
     # a chart drawn for this report before (an earlier run wrote it into the charts folder) is not drawn again
     cdir = out_dir / f"{stem}-charts"
     cache = drawn_before(sorted(cdir.glob("*.png"))) if cdir.is_dir() else {}
     charts = draw_all(r, cache) if {"md", "html"} & set(formats) else {}
     if "json" in formats:
-        p = out_dir / f"{stem}.json"
-        p.write_text(to_json(r), encoding="utf-8")
-        written.append(p)
+        written.append(write_file(out_dir / f"{stem}.json", to_json(r)))  # whole, or the previous file kept
     if "md" in formats:
         files = {}
         if charts:
@@ -425,15 +433,11 @@ def write(r: dict, out_dir: Path, formats: list[str]) -> list[Path]:
             for name, png in charts.items():
                 path = cdir / f"{name}.png"
                 if not (path.is_file() and path.read_bytes() == png):
-                    path.write_bytes(png)
-                files[name] = f"{cdir.name}/{name}.png"
-        p = out_dir / f"{stem}.md"
-        p.write_text(to_markdown(r, files), encoding="utf-8")
-        written.append(p)
+                    write_file(path, png)
+                files[name] = quote(f"{cdir.name}/{name}.png")  # a link: the names' '%' as %25
+        written.append(write_file(out_dir / f"{stem}.md", to_markdown(r, files)))
     if "html" in formats:
-        p = out_dir / f"{stem}.html"
-        p.write_text(to_html(r, charts), encoding="utf-8")
-        written.append(p)
+        written.append(write_file(out_dir / f"{stem}.html", to_html(r, charts)))
     return written
 
 

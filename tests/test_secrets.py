@@ -22,7 +22,7 @@ def _closed_port() -> int:
 
 @pytest.mark.parametrize("section", [
     f'[warehouse]\ndsn = "http://ops@127.0.0.1:8123/ops"\npassword = "{SECRET}"\n',
-    f'[warehouse]\ndsn = "http://ops:{SECRET}@127.0.0.1:8123/ops"\n',
+    # a password in the DSN is refused whatever the file's mode (issue 27): tests/test_security.py
     f'[slurmdbd]\npassword = "{SECRET}"\n',
     f'[reports]\npseudonym_key = "{SECRET}"\n',
 ])

@@ -7,9 +7,12 @@
 -- of a changed file), so a changed rule reaches every run. fct_job_run reads the table, with each
 -- account's project (dim_account.sql: the config's mapping may change without a load).
 -- job_run_model(from_ts = …, every = …) is a parameterized view: every run of the jobs with a run from
--- from_ts on whose loaded record job_run does not hold yet (its _version), or of all those jobs with
--- every = 1. A load so recomputes the jobs it changed, not the window over every job since the earliest
--- run it re-read. The view calls no function of sql/functions/, so that ClickHouse expanding those into a
+-- from_ts on whose loaded record job_run does not hold yet, or of all those jobs with every = 1. A load so
+-- recomputes the jobs it changed, not the window over every job since the earliest run it re-read. A record
+-- is held when every column of slurm_job_run but source_line (where in its file it was last read) is the
+-- same in job_run: comparing _version alone missed a corrected line reloaded at the same version (the same
+-- run, the same as-of time), which the raw table took and job_run kept the old values of until `ops-report
+-- etl refresh` (issue 27). The hashes leave out job_run's own columns (the model's, below). The view calls no function of sql/functions/, so that ClickHouse expanding those into a
 -- view's stored query when it is created (sql/README.md, "Templates") cannot keep an old rule here.
 CREATE OR REPLACE VIEW job_run_model {{on_cluster}} AS
 WITH
@@ -17,12 +20,18 @@ runs AS (
     SELECT * FROM slurm_job_run FINAL
     WHERE (cluster, job_id) IN (
         SELECT s.cluster, s.job_id
-        FROM (SELECT cluster, job_id, submit_ts, _version FROM slurm_job_run FINAL
+        FROM (SELECT cluster, job_id, submit_ts, cityHash64(tuple(* EXCEPT (source_line))) AS h
+              FROM slurm_job_run FINAL
               WHERE coalesce(start_ts, submit_ts) >= {from_ts:DateTime('UTC')}) AS s
-        LEFT JOIN (SELECT cluster, job_id, submit_ts, _version, 1 AS held FROM job_run FINAL
+        LEFT JOIN (SELECT cluster, job_id, submit_ts,
+                          cityHash64(tuple(* EXCEPT (source_line, next_submit_ts, next_user, next_job_name,
+                                                     is_superseded, usage_start_ts, usage_end_ts, wall_s,
+                                                     gpu_count_bin, job_size_bin, wall_time_bin,
+                                                     refreshed_at))) AS h,
+                          1 AS held
+                   FROM job_run FINAL
                    WHERE coalesce(start_ts, submit_ts) >= {from_ts:DateTime('UTC')}) AS j
-            ON j.cluster = s.cluster AND j.job_id = s.job_id AND j.submit_ts = s.submit_ts
-               AND j._version = s._version
+            ON j.cluster = s.cluster AND j.job_id = s.job_id AND j.submit_ts = s.submit_ts AND j.h = s.h
         WHERE {every:UInt8} = 1 OR NOT ifNull(j.held, 0))  -- (whatever the caller's join_use_nulls)
 ),
 
