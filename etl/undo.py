@@ -41,6 +41,16 @@ KEYS = {
     "slurm_job_step": (("cluster", "job_id", "step_id", "start_ts"), "start_ts"),
     "etl_quarantine": (("source", "raw", "reason", "occurrence"), None),
 }
+
+
+def _final_rows(table: str) -> str:
+    return f"SELECT * FROM {table} FINAL"
+
+
+# the rows as queries see them (one version a key), of each table a load writes (by literal name: the tables
+# read with FINAL are checked to be shard-local on a cluster, tests/test_cluster_schema.py)
+_FINAL_ROWS = {"slurm_job_run": _final_rows("slurm_job_run"), "slurm_job_step": _final_rows("slurm_job_step"),
+               "etl_quarantine": _final_rows("etl_quarantine")}
 _PREFIX = "etl_undo_"
 _STALE = timedelta(days=2)  # another host's tables: left for this long (its process may still be loading)
 
@@ -107,7 +117,7 @@ class Undo:
             key = ", ".join(cols)
             self._made(table, "before")
             self.wh.command(
-                f"INSERT INTO {self.name}_before_{table} SELECT * FROM {table} FINAL WHERE {where} "
+                f"INSERT INTO {self.name}_before_{table} {_FINAL_ROWS[table]} WHERE {where} "
                 f"AND ({key}) IN (SELECT {key} FROM {self.name}_keys_{table} WHERE _chunk = {i}) "
                 f"AND ({key}) NOT IN (SELECT {key} FROM {self.name}_keys_{table} WHERE _chunk < {i})", params)
 
@@ -126,7 +136,7 @@ class Undo:
             where = f"source = {{s:String}} AND ({key}) NOT IN (SELECT {key} FROM {self.name}_keys_{table})"
             gone = f"{self.name}_gone_{table}"
             self.wh.command(f"CREATE TABLE {gone} ENGINE = MergeTree ORDER BY tuple() AS "
-                            f"SELECT * FROM {table} FINAL WHERE {where}", {"s": self.source})
+                            f"{_FINAL_ROWS[table]} WHERE {where}", {"s": self.source})
             self.made.add(gone)
             if table == "slurm_job_run":
                 lo, hi, n = self.wh.query_rows(
