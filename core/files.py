@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ops_warehouse.errors import OpsError
+from ops_warehouse.processes import process_alive
 
 # Kept as they are: letters, digits and - _ . of ASCII (readable, the same on every file system and in a
 # shell). Everything else, '%' included, is percent-encoded byte by byte (UTF-8), so the name can be read
@@ -77,16 +78,6 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process: alive
-        return True
-    return True
-
-
 def _temp_prefix(path: Path) -> str:
     return f".{path.name}."
 
@@ -103,7 +94,7 @@ def _remove_stale(path: Path) -> None:
         if not (e.name.startswith(prefix) and e.name.endswith(".tmp")):
             continue
         pid = rest.split(".", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid)):
             try:
                 os.unlink(e.path)
             except OSError:

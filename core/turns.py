@@ -22,19 +22,10 @@ from datetime import datetime
 from pathlib import Path
 
 from ops_warehouse.errors import OpsError
+from ops_warehouse.processes import process_alive
 
 # how often a waiting process tries the lock: short against a report's second or two, cheap for the CPU
 POLL_S = 0.1
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
 
 
 def _say(line: str) -> None:
@@ -142,7 +133,7 @@ class Turn:
                 pid = int(p.name)
             except ValueError:
                 continue
-            if pid != os.getpid() and _alive(pid):
+            if pid != os.getpid() and process_alive(pid):
                 out.add(pid)
             elif pid != os.getpid():
                 p.unlink(missing_ok=True)

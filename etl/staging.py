@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
+from ops_warehouse.processes import process_alive
 
 
 def staging_dir(wh) -> Path:
@@ -19,26 +20,11 @@ def staging_dir(wh) -> Path:
     if base.is_dir():
         for old in base.iterdir():
             pid = old.name.split("-", 1)[0]
-            if not (pid.isdigit() and _alive(int(pid))):
+            if not (pid.isdigit() and process_alive(int(pid))):
                 shutil.rmtree(old, ignore_errors=True)
     d = base / f"{os.getpid()}-{uuid.uuid4().hex}"
     d.mkdir(parents=True, exist_ok=True)
     return d
-
-
-def process_alive(pid: int) -> bool:
-    """A process of this host with that id exists (a load's scratch left behind by SIGKILL: etl/undo.py)."""
-    return _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
 
 
 def stage_and_load(wh, stage: Path, tag: str, frames: dict[str, pl.DataFrame]) -> None:

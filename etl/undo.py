@@ -33,7 +33,8 @@ from pathlib import Path
 
 import polars as pl
 from ops_warehouse.etl import grains
-from ops_warehouse.etl.staging import process_alive, staging_dir
+from ops_warehouse.etl.staging import staging_dir
+from ops_warehouse.processes import process_alive
 
 # table -> (its key columns, the time column its partitions are months of, or None: keyed by source)
 KEYS = {
