@@ -47,9 +47,9 @@ def _analysis() -> SimpleNamespace:
     """The marts, the monthly report and the exports. Their modules import polars (0.3 s) and `import
     ops_warehouse` is what every command and load starts with, so they are imported by the first call that
     needs them."""
-    from ops_warehouse.analytics import export, marts, monthly, whatif  # polars: imported by the first call needing it
+    from ops_warehouse.analytics import checks, export, marts, monthly, whatif  # polars: imported by the first call needing it
 
-    return SimpleNamespace(run_mart=marts.run_mart, PARAMETERS=marts.PARAMETERS,
+    return SimpleNamespace(run_mart=marts.run_mart, PARAMETERS=marts.PARAMETERS, run_checks=checks.run_checks,
                            monthly_report=monthly.monthly_report, export_month=export.export_month,
                            whatif=whatif.whatif, parse_change=whatif.parse_change)
 
@@ -323,7 +323,7 @@ class Connection:
         :meth:`fine_telemetry` for whether the answer is "none" or "unknown".
 
         >>> h = wh.hung_jobs("2026-10")
-        >>> bool((h["hang_minutes"] >= 20).all() and (h["gpu_hours_lost"] > 0).all())
+        >>> bool((h["hang_minutes"] >= 20).all() and (h["hung_gpu_hours"] > 0).all())
         True
         """
         return self.mart("hung_jobs", month, project=project, cluster=cluster, start=start, end=end,
@@ -340,11 +340,12 @@ class Connection:
                       idle_min_minutes: float | None = None) -> pl.DataFrame:
         """Runs that held GPUs at a mean utilization under the config's idle threshold for at least
         ``idle_min_minutes`` (default 60) of telemetry, worst first, with their GPU-hours and write-off cost;
-        ``attribution`` says whether the run's own GPUs were measured (whole nodes) or its nodes' mean
-        (a shared node: sacct gives no GPU indices) (sql/marts/idle_gpu_jobs.sql).
+        ``attribution`` says how the run's GPU samples were told apart: its own GPUs (dcgm-exporter's hpc_job
+        label, or whole nodes) or its share of a shared node's samples (sacct gives no GPU indices)
+        (sql/marts/idle_gpu_jobs.sql).
 
         >>> j = wh.idle_gpu_jobs("2026-10")
-        >>> bool((j["gpu_util_pct"] < 5).all()), set(j["attribution"]) <= {"shared node: node-level mean", "whole nodes"}
+        >>> bool((j["gpu_util_pct"] < 5).all()), set(j["attribution"]) <= {"own GPUs", "whole nodes", "shared node: node share"}
         (True, True)
         """
         return self.mart("idle_gpu_jobs", month, project=project, cluster=cluster, start=start, end=end,
@@ -399,13 +400,14 @@ class Connection:
         """What the next purchase would buy: the period's jobs replayed with the backfill scheduler on the cluster
         as it was and as changed (``add=["h200:16"]``, ``remove=["h100:8"]``, ``reservation=["A:0"]``: a
         project's reservations resized to that many nodes, ``scale_load=1.2``), beside what was observed. Returns
-        {'summary', 'waits', 'projects', 'daily'} frames (marts whatif_*: utilization, idle GPU-hours, waits
-        per size class, GPU-hours per project, cost per allocated GPU-hour, wait-hours saved per added node, and
+        {'summary', 'waits', 'projects', 'daily'} frames (marts whatif_*: allocated ÷ capacity GPU-hours, idle
+        GPU-hours, waits per size class, GPU-hours per project, capex per allocated GPU-hour, wait-hours saved per
+        added node, and
         the unchanged replay's error against the observed month), 'scenarios' and 'replay_stats'
         (docs/whatif.md).
 
         >>> w = wh.whatif("2026-10", add=["h200:16"])
-        >>> w["scenarios"], bool(abs(w["summary"]["utilization_error_pts"][1]) < 2)
+        >>> w["scenarios"], bool(abs(w["summary"]["allocated_of_capacity_error_pts"][1]) < 2)
         (['observed', 'replay', '+16 h200'], True)
         """
         change = _analysis().parse_change(add, remove, reservation, scale_load, name)
@@ -445,8 +447,9 @@ class Connection:
 
     # ------------------------------------------------------------------ investment
     def cost(self, month=None, *, cluster=None, start=None, end=None, gpu_model: str | None = None) -> pl.DataFrame:
-        """Cost by GPU model (and "all"): capex share and energy (x PUE), cost per available, allocated and
-        busy GPU-hour, the cost of idle capacity, PFLOP-days and cost per PFLOP-day (config [cost.<model>])."""
+        """Cost by GPU model (and "all"): capex share and energy (x PUE: each node's IPMI-measured energy where
+        it reported power, else its GPUs', ``energy_basis``), cost per available, allocated and busy GPU-hour,
+        the cost of idle capacity, PFLOP-days and cost per PFLOP-day (config [cost.<model>])."""
         return self.mart("cost", month, cluster=cluster, start=start, end=end, model=gpu_model)
 
     def chargeback(self, month=None, *, cluster=None, start=None, end=None, project: str | None = None) -> pl.DataFrame:
@@ -469,6 +472,25 @@ class Connection:
         """Reservations in the period: reserved, used and idle GPU-hours, use ratio; with ``project``, those
         held for one of the project's accounts."""
         return self.mart("reservations", month, project=project, cluster=cluster, start=start, end=end)
+
+    # ------------------------------------------------------------------ the laws
+    def check(self, month=None, *, project: str | None = None, cluster=None, start=None, end=None,
+              laws: list[str] | None = None) -> list:
+        """Run the laws of sql/checks/ (docs/checks.md) on a period: for ``project`` (its report's figures
+        against the cluster's), or the whole cluster and each project with runs in the period. One outcome
+        per law (ops_warehouse.analytics.checks.Outcome): ``status`` 'holds', 'broken' (``rows``: one per
+        violation), 'not checked' (``reasons``) or 'error'.
+
+        >>> [o.status for o in wh.check("2026-10", laws=["capacity_order"])]
+        ['holds']
+        """
+        with self.session() as w:
+            p = self.period(month, start=start, end=end, cluster=cluster)
+            if project is not None and project not in self.projects(cluster=p.cluster):
+                raise OpsError(f"no jobs of project {project!r} on {p.cluster}; projects: "
+                               f"{', '.join(self.projects(cluster=p.cluster))}")
+            return _analysis().run_checks(w, cluster=p.cluster, window=(p.start, p.end), project=project,
+                                          names=laws)
 
     # ------------------------------------------------------------------ the report and exports
     def monthly(self, month=None, *, project: str | None = None, cluster: str | None = None,

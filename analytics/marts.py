@@ -36,10 +36,14 @@ from ops_warehouse.sqlfiles import sql_query
 # reservation '' scores every node, a name only that reservation's.
 # A run submitted within campaign_gap_hours of the end of a run with the same user, account and job name
 # continues its campaign (campaigns.sql).
+# A run failed on hardware when it ended NODE_FAIL, or FAILED within xid_failure_minutes after a hardware Xid
+# on one of its nodes (failures_by_size.sql): 10, because after a fatal Xid the process on that GPU fails
+# within seconds and its peers on the other nodes when their collective times out (PyTorch's NCCL watchdog
+# default is 10 minutes); an Xid earlier in a run that went on working did not end it.
 PARAMETERS = {"behind_ratio": 0.8, "top_jobs": 15, "runs_limit": 0,
               "hang_minutes": 20, "idle_min_minutes": 60,
               "swap_min_score": 6.0, "reservation": "",
-              "campaign_gap_hours": 24.0}
+              "campaign_gap_hours": 24.0, "xid_failure_minutes": 10.0}
 
 
 def mart_sql(name: str) -> str:
@@ -52,7 +56,13 @@ def mart_sql(name: str) -> str:
 
 def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",
              **params) -> pl.DataFrame:
-    sql = mart_sql(name)
+    return run_query(wh, mart_sql(name), cluster=cluster, window=window, project=project, **params)
+
+
+def run_query(wh, sql: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",
+              **params) -> pl.DataFrame:
+    """A query of the mart layer's kind (a mart's text, or a law of sql/checks/ that includes marts) with the
+    marts' parameters: the window, the cluster, the project, PARAMETERS and the site's settings."""
     # the idle threshold and the carbon intensity are the site's (config [reports] idle_util_pct, [energy]
     # carbon_g_per_kwh: -1 when not set, and the marts then give no carbon) unless the caller passes others
     carbon = wh.cfg.carbon_g_per_kwh

@@ -26,7 +26,7 @@ from ops_warehouse.analytics.whatif import parse_change, whatif_report
 from ops_warehouse.errors import OpsError
 from ops_warehouse.migrations import warehouse_cost_model
 
-SCHEMA_VERSION = "2.2"
+SCHEMA_VERSION = "2.3"
 SIZE_CLASSES = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
 
 
@@ -130,7 +130,11 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         step("what-if replays")
         changes = [parse_change(e.get("add", ()), e.get("remove", ()), e.get("reservation", ()),
                                 float(e.get("scale_load", 1.0)), str(e.get("name", ""))) for e in wh.cfg.whatif]
-        whatif = whatif_report(wh, cluster=cluster, window=w, changes=changes, project=proj)
+        # over the month as far as its figures go: a month in progress is replayed to the loaded data's end,
+        # so that the what-if's capacity and allocation are the report's (sql/checks/whatif_names_agree.sql)
+        upto = through["through_ts"].replace(tzinfo=timezone.utc) if through["through_ts"].tzinfo is None \
+            else through["through_ts"]
+        whatif = whatif_report(wh, cluster=cluster, window=(w[0], min(w[1], upto)), changes=changes, project=proj)
 
     if project is not None:
         users = run("users", api.users, per, project=proj)
@@ -171,6 +175,7 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "hang_nic_bytes_per_s": wh.cfg.hang_nic_bytes_per_s,
         "idle_min_minutes": PARAMETERS["idle_min_minutes"],
         "swap_min_score": PARAMETERS["swap_min_score"],
+        "xid_failure_minutes": PARAMETERS["xid_failure_minutes"],
         "users_anonymized": anonymize_users,
         "utilization": _rows(util),
         "utilization_previous": _rows(util_prev),

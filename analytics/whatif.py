@@ -253,21 +253,27 @@ def replay_scenarios(inp: Inputs, changes: list[Change], *, processes: int = 0, 
 
 def _run_rows(scenario: str, jobs: pl.DataFrame, start: np.ndarray | None) -> pl.DataFrame:
     """whatif_run rows: the jobs as observed (``start`` None) or as replayed (start epoch s, -1: not started;
-    a replayed job runs for its observed run time, a pending one PENDING_RUNTIME_S)."""
+    a replayed job runs for its observed run time, a pending one for what the replay gave it: its time limit,
+    at most PENDING_RUNTIME_S, as _arrays)."""
     ran = jobs["start"].is_not_null().to_numpy()
-    runtime = np.where(ran, (jobs["end"] - jobs["start"]).fill_null(0).to_numpy(), PENDING_RUNTIME_S)
+    limit = jobs["timelimit_s"].to_numpy().astype(np.int64)
+    pending_s = np.minimum(np.where(limit > 0, limit, NO_LIMIT_S), PENDING_RUNTIME_S)
+    runtime = np.where(ran, (jobs["end"] - jobs["start"]).fill_null(0).to_numpy(), pending_s)
     if start is None:
         start = jobs["start"].fill_null(-1).to_numpy()
     started = start >= 0
+    # a job that did not start: its end is when it was cancelled in the queue, none while it waited
+    cancelled = ~started & ~ran & jobs["end"].is_not_null().to_numpy()
     s = pl.Series("s", np.where(started, start, 0), dtype=pl.Int64)
-    e = pl.Series("e", np.where(started, start + runtime, 0), dtype=pl.Int64)
+    e = pl.Series("e", np.where(started, start + runtime, jobs["end"].fill_null(0).to_numpy()), dtype=pl.Int64)
     return pl.DataFrame({
         "scenario": scenario, "job_id": jobs["job_id"], "account": jobs["account"], "project": jobs["project"],
         "gpus": jobs["gpus"].cast(pl.UInt32),
         "submit_ts": pl.from_epoch(jobs["submit"], "s").dt.replace_time_zone("UTC"),
         "start_ts": pl.from_epoch(s, "s").dt.replace_time_zone("UTC"),
         "end_ts": pl.from_epoch(e, "s").dt.replace_time_zone("UTC"),
-    }).with_columns(pl.when(pl.Series(started)).then(pl.col(c)).alias(c) for c in ("start_ts", "end_ts"))
+    }).with_columns(pl.when(pl.Series(started)).then(pl.col("start_ts")).alias("start_ts"),
+                    pl.when(pl.Series(started | cancelled)).then(pl.col("end_ts")).alias("end_ts"))
 
 
 def _node_rows(scenario: str, nodes: pl.DataFrame) -> pl.DataFrame:
@@ -287,10 +293,12 @@ _TABLES = {
 
 
 def whatif(wh, *, cluster: str, window: tuple[datetime, datetime], changes: list[Change], project: str = "",
-           processes: int = 0, plan_by: str = "limit") -> dict:
+           processes: int = 0, plan_by: str = "limit", also=None) -> dict:
     """The observed window, its unchanged replay and each change replayed: {'summary', 'waits', 'projects',
     'daily'} frames (marts whatif_*), 'scenarios' (labels in order), 'replay_stats' (scheduler passes and
-    jobs tried per scenario) and 'replay_s' (the replays' wall seconds, all scenarios together)."""
+    jobs tried per scenario) and 'replay_s' (the replays' wall seconds, all scenarios together). ``also(wh)``,
+    when given, runs while the session's what-if tables exist (the laws that read them: analytics/checks.py);
+    its result is 'also'."""
     import time
 
     inp = read_inputs(wh, cluster, window)
@@ -316,6 +324,8 @@ def whatif(wh, *, cluster: str, window: tuple[datetime, datetime], changes: list
         client.insert_arrow("whatif_node", pl.concat(nodes).to_arrow())
         res = {name: run_mart(wh, f"whatif_{name}", cluster=cluster, window=window, project=project)
                for name in ("summary", "waits", "projects", "daily")}
+        if also is not None:
+            res["also"] = also(wh)
     finally:
         for name in _TABLES:
             client.command(f"DROP TEMPORARY TABLE IF EXISTS {name}")

@@ -75,19 +75,20 @@ def measure(name: str, dsn: str, days: int, goal_s: float, baseline_s: float | N
     o_p90 = {r["size_class"]: r["wait_p90_hours"] for r in by_end["waits"].to_dicts() if r["scenario"] == "observed"}
     s = {r["scenario"]: r for r in w["summary"].to_dicts()}
     passes = sum(v["passes"] for v in w["replay_stats"].values())
-    err = s["replay"]["utilization_error_pts"]
+    err = s["replay"]["allocated_of_capacity_error_pts"]
     ratios = {r["size_class"]: r["wait_p50_ratio"] for r in w["waits"].to_dicts() if r["scenario"] == "replay"}
     worst = max((abs(v - 1) for v in ratios.values() if v is not None), default=0.0)
     print(f"{name}: {s['observed']['jobs']:,} jobs on {s['observed']['nodes']} nodes; whatif {whole:.1f} s "
           f"(replays {w['replay_s']:.1f} s, {passes:,} scheduling passes, {passes / w['replay_s']:,.0f} a second"
           + (f"; the generator simulated the month in {baseline_s:.1f} s" if baseline_s else "") + ")", flush=True)
-    print(f"  unchanged replay vs observed: utilization {err:+.2f} points; median wait ratio by size class "
+    print(f"  unchanged replay vs observed: allocated ÷ capacity {err:+.2f} points; median wait ratio by size class "
           + ", ".join(f"{k} {v:.2f}" if v is not None else f"{k} (0 observed)" for k, v in ratios.items()))
-    print(f"  +16 H200: utilization {100 * s['+16 h200']['utilization']:.1f}% (was {100 * s['replay']['utilization']:.1f}%), "
+    print(f"  +16 H200: allocated ÷ capacity {100 * s['+16 h200']['allocated_of_capacity']:.1f}% "
+          f"(was {100 * s['replay']['allocated_of_capacity']:.1f}%), "
           f"wait-hours saved {s['+16 h200']['wait_hours_saved']:,.0f} ({s['+16 h200']['wait_hours_saved_per_added_node']:,.0f} "
           "a node)")
-    print(f"  replayed with plans by run ends (plan_by='end') instead of time limits: utilization "
-          f"{e['utilization_error_pts']:+.2f} points, wait-hours {e['wait_hours']:,.0f} (observed "
+    print(f"  replayed with plans by run ends (plan_by='end') instead of time limits: allocated ÷ capacity "
+          f"{e['allocated_of_capacity_error_pts']:+.2f} points, wait-hours {e['wait_hours']:,.0f} (observed "
           f"{s['observed']['wait_hours']:,.0f}); median wait ratio by size class "
           + ", ".join(f"{k} {v:.2f}" if v is not None else f"{k} (0 observed)" for k, v in e_ratios.items())
           + "; p90 hours " + ", ".join(f"{k} {e_p90[k]:.1f} (observed {o_p90[k]:.1f})" for k in e_p90))

@@ -16,6 +16,7 @@ from ops_warehouse.analytics.summary import summary
 from ops_warehouse.analytics.telemetry import telemetry
 from ops_warehouse.config import DEFAULT_DSN, Config
 from ops_warehouse.etl.capacity_sources import load_capacity
+from ops_warehouse.etl.kernel_log_xid import load_kernel_log
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.files import write_file
@@ -86,6 +87,12 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
                       reservations=data / "slurm" / "reservations.txt", cluster=h.spec.name)
     done(" (" + ", ".join(f"{t} {n}" for t, n in c.items()) + ")")
 
+    # after the telemetry: its pci_bus_id labels say which GPU each kernel-log line names
+    done = _stage("kernel logs (the driver's NVRM: Xid lines, journalctl -k -o short-iso of each node)")
+    x = load_kernel_log(wh, sorted((data / "logs" / "kernel").glob("*.log")), cluster=h.spec.name)
+    done(f" ({x['xid_events']} Xid events of {x['lines']} lines; {x['gauge_rows_replaced']} the Xid gauge also "
+         f"saw; quarantined {x['quarantined']})")
+
     done = _stage("summaries")
     for stem, by, period in VIEWS:
         df = summary(wh, DEMO_START, last, by, period)
@@ -139,7 +146,7 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     ettr = "unknown" if g is None or g["ettr"] is None else f"{100 * g['ettr']:.1f}%"
     print(f"Project A's effective training time ratio (ETTR, GPU-weighted over its {g['campaigns'] if g else 0} "
           f"campaigns): {ettr}; GPU-hours of work lost at interruptions: {g['gpu_hours_lost'] if g else 0:,.0f}.")
-    worst = f" (the worst held {hung[0]['gpu_hours_lost']:,.0f} GPU-hours after it hung)" if hung else ""
+    worst = f" (the worst held {hung[0]['hung_gpu_hours']:,.0f} GPU-hours after it hung)" if hung else ""
     print(f"Hung runs: {len(hung)}{worst}; "
           f"idle-GPU runs: {idle['runs']}, {idle['gpu_hours']:,.0f} GPU-hours at under "
           f"{reports[0]['idle_util_pct']:g}% utilization.")
@@ -147,12 +154,13 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     if wi:  # what the next purchase buys (issue 18): the [[whatif]] scenario, read against the replay's error
         by = {r["scenario"]: r for r in wi["summary"]}
         name = wi["scenarios"][-1]
-        print(f"What-if ({name}, ops-report whatif --add h200:16): utilization {100 * by['replay']['utilization']:.1f}% "
-              f"-> {100 * by[name]['utilization']:.1f}%, {by[name]['wait_hours_saved']:,.0f} wait-hours saved "
+        print(f"What-if ({name}, ops-report whatif --add h200:16): allocated ÷ capacity GPU-hours "
+              f"{100 * by['replay']['allocated_of_capacity']:.1f}% -> {100 * by[name]['allocated_of_capacity']:.1f}%, "
+              f"{by[name]['wait_hours_saved']:,.0f} wait-hours saved "
               f"({by[name]['wait_hours_saved_per_added_node']:,.0f} per added node); the unchanged replay is "
-              f"{by['replay']['utilization_error_pts']:+.2f} points of utilization from what happened.")
+              f"{by['replay']['allocated_of_capacity_error_pts']:+.2f} points of it from what happened.")
     wh.close()
     print(f"Reports: {out} (open monthly-*.html in a browser); Parquet marts for DuckDB/polars: {exports}\n"
           f"Notebooks: pip install '.[notebooks]', then OPS_WAREHOUSE=chdb://{(directory / 'warehouse').resolve()} "
-          f"jupyter lab notebooks/ (notebooks/README.md; the notebook and ops-report take turns on the warehouse)\nGenerated site files (sacct, node events, reservations, inventory, telemetry): {data}")
+          f"jupyter lab notebooks/ (notebooks/README.md; the notebook and ops-report take turns on the warehouse)\nGenerated site files (sacct, node events, reservations, inventory, telemetry, kernel logs): {data}")
     return out

@@ -42,7 +42,7 @@ WarehouseOpt = Annotated[Optional[str], typer.Option(
 
 
 # the commands that only read the warehouse: they never create one
-READS = {"summary", "telemetry", "monthly", "export", "nodes", "whatif"}
+READS = {"summary", "telemetry", "monthly", "export", "nodes", "whatif", "check"}
 
 
 @app.callback()
@@ -100,6 +100,7 @@ def _etl() -> SimpleNamespace:
     from ops_warehouse.etl import (
         capacity_sources,
         carbon_intensity,
+        kernel_log_xid,
         nightly,
         openmetrics_source,
         prometheus_source,
@@ -108,6 +109,7 @@ def _etl() -> SimpleNamespace:
         sacct_text,
         slurmdbd_source,
         telemetry_load,
+        victorialogs_source,
         vm_export_source,
     )  # polars, pyarrow, the sources' HTTP and SQL clients: 0.6 s that only the loads pay
 
@@ -118,23 +120,24 @@ def _etl() -> SimpleNamespace:
         load_prometheus=prometheus_source.load_prometheus, load_sacct=sacct_load.load_sacct,
         run_sacct=sacct_run.run_sacct, XDMOD_FIELDS=sacct_text.XDMOD_FIELDS, parse_fields=sacct_text.parse_fields,
         load_slurmdbd=slurmdbd_source.load_slurmdbd, load_parquet_dir=telemetry_load.load_parquet_dir,
-        load_vm_export=vm_export_source.load_vm_export,
+        load_vm_export=vm_export_source.load_vm_export, load_kernel_log=kernel_log_xid.load_kernel_log,
+        load_victorialogs=victorialogs_source.load_victorialogs,
     )
 
 
 def _analytics() -> SimpleNamespace:
     """The reports' queries (polars), for the commands that report."""
-    from ops_warehouse.analytics import export, monthly, summary, telemetry, whatif  # polars: 0.3 s, reports only
+    from ops_warehouse.analytics import checks, export, monthly, summary, telemetry, whatif  # polars: 0.3 s, reports only
 
-    return SimpleNamespace(export_month=export.export_month, monthly_report=monthly.monthly_report,
+    return SimpleNamespace(checks=checks, export_month=export.export_month, monthly_report=monthly.monthly_report,
                            summary=summary.summary, parse_by=summary.parse_by, telemetry=telemetry.telemetry,
                            whatif_report=whatif.whatif_report, parse_change=whatif.parse_change)
 
 
-def _render(df, fmt: str) -> str:
+def _render(df, fmt: str, max_str: int = 60) -> str:
     from ops_warehouse.reports.tabular import render  # polars: 0.3 s, the commands that print a table only
 
-    return render(df, fmt)
+    return render(df, fmt, max_str)
 
 
 def _day_window(date_from: str, date_to: str) -> tuple[datetime, datetime]:
@@ -340,6 +343,57 @@ def etl_metrics(
           f"{c['xid_events']} Xid events, "
           + (f"{c['job_io_rows']} Lustre job I/O rows, " if c.get("job_io_rows") else "")
           + f"quarantined {c.get('quarantined', 0)}")
+
+
+@etl_app.command("kernel-log")
+def etl_kernel_log(
+    files: Annotated[Optional[list[Path]], typer.Argument(
+        help="Kernel logs with the driver's NVRM: Xid lines: journalctl -k -o json or -o short-iso output, "
+             "syslog files (/var/log/messages, kern.log). Omit with --victorialogs.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="auto (JSON when a file starts with an object), json, "
+                                                      "short-iso or syslog")] = "auto",
+    year: Annotated[Optional[int], typer.Option(
+        help="Year of traditional syslog lines (Jun 10 03:09:55 host kernel: ...), which carry none")] = None,
+    tz: Annotated[str, typer.Option(
+        "--tz", help="Zone the hosts' clocks were in for traditional syslog lines (ISO lines and journald's "
+                     "JSON carry their own)")] = "UTC",
+    victorialogs: Annotated[Optional[str], typer.Option(
+        "--victorialogs", envvar="OPS_VICTORIALOGS_URL", show_envvar=True,
+        help="VictoriaLogs base URL (http://vlselect:9428): query /select/logsql/query for --from..--to. A URL "
+             "with a password goes in OPS_VICTORIALOGS_URL, never on the command line")] = None,
+    date_from: Annotated[Optional[str], typer.Option(
+        "--from", help="First day (YYYY-MM-DD, UTC), --victorialogs")] = None,
+    date_to: Annotated[Optional[str], typer.Option("--to", help="Last day, inclusive, --victorialogs")] = None,
+    cluster: Annotated[Optional[str], typer.Option(help="Cluster name for the rows (default: config)")] = None,
+):
+    """Load Xids from the kernel log (journald, syslog, VictoriaLogs), the GPU named by its PCI bus id (idempotent)."""
+    if bool(files) == bool(victorialogs):
+        raise OpsError("give kernel log files, or --victorialogs URL with --from and --to")
+    if year is not None:
+        _count(year, "--year", 1970, 2105)
+    try:
+        from zoneinfo import ZoneInfo  # the standard library's: checks --tz before any file is read
+
+        ZoneInfo(tz)
+    except Exception:
+        raise OpsError(f"--tz {tz!r}: not a time zone (an IANA name such as UTC or Asia/Tokyo)") from None
+    etl = _etl()
+    if victorialogs:
+        if dsn_secret(victorialogs) and any(victorialogs in a for a in sys.argv[1:]):
+            raise OpsError("--victorialogs must not hold a password (the process list shows it to every user): "
+                           "put the URL in OPS_VICTORIALOGS_URL")
+        if not (date_from and date_to):
+            raise OpsError("--victorialogs needs --from and --to")
+        d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
+        if d1 < d0:
+            raise OpsError(f"--to {d1} is before --from {d0}")
+        c = etl.load_victorialogs(_wh(), victorialogs, d0, d1, cluster=cluster)
+        what = redact(victorialogs)
+    else:
+        c = etl.load_kernel_log(_wh(), list(files), fmt=fmt, year=year, tz=tz, cluster=cluster)
+        what = ", ".join(str(f) for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    print(f"{what}: {c['lines']} Xid lines, {c['xid_events']} Xid events, {c['gauge_rows_replaced']} gauge rows "
+          f"of the same Xids replaced, quarantined {c['quarantined']}")
 
 
 @etl_app.command("slurmdbd")
@@ -660,6 +714,81 @@ def whatif(
         sys.stdout.write(text)
     else:
         print(write_file(out, text))  # whole, or the previous file kept (core/files.py)
+
+
+@app.command()
+def check(
+    month: Annotated[Optional[str], typer.Option(
+        help="YYYY-MM (UTC). Default: the last complete month with data; or give --from and --to")] = None,
+    date_from: Annotated[Optional[str], typer.Option("--from", help="First day (YYYY-MM-DD, UTC)")] = None,
+    date_to: Annotated[Optional[str], typer.Option("--to", help="Last day, inclusive")] = None,
+    project: Annotated[Optional[str], typer.Option(
+        help="Check a project's report: its figures, and against the cluster's (default: the whole cluster, "
+             "and the laws of each project for every project with runs in the period)")] = None,
+    law: Annotated[Optional[list[str]], typer.Option(
+        help="Run only this law (a file name of sql/checks/ without .sql); repeatable")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text or json")] = "text",
+    max_rows: Annotated[int, typer.Option(help="Offending rows printed per broken law (json: listed; the count "
+                                                "is always given)")] = 20,
+    slurm_cluster: Annotated[Optional[str], typer.Option(
+        "--slurm-cluster", "--cluster", help="Slurm cluster (default: the only one loaded, else config)")] = None,
+):
+    """Check the laws every figure obeys (sql/checks/, docs/checks.md): busy ≤ allocated ≤ available ≤ capacity,
+    the idle split sums to capacity, breakdowns sum to totals, lost GPU-hours ≤ allocated ones, 0 ≤ ETTR ≤ 1,
+    cost per busy ≥ per allocated ≥ per available GPU-hour, a project ≤ its cluster, the what-if's jobs not
+    started = the jobs pending at the end, one value per name. Prints which hold, which are broken with the
+    offending rows, and which could not be checked (an input the warehouse lacks). Exit 0 when none is
+    broken, 1 when one is (or could not be run). Reads only; runs the what-if's unchanged replay for the laws
+    that need it."""
+
+    if fmt not in ("text", "json"):
+        raise OpsError("--format must be text or json")
+    if (date_from is None) != (date_to is None):
+        raise OpsError("give both --from and --to (or --month)")
+    if month and date_from:
+        raise OpsError("choose one: --month or --from/--to")
+    _count(max_rows, "--max-rows", 0, 1_000_000, "rows")
+    start, end = _day_window(date_from, date_to) if date_from else (None, None)
+    api = Connection(_wh())
+    with api.session(), _steps("laws"):
+        p = api.period(parse_month(month) if month else None, start=start, end=end, cluster=slurm_cluster)
+        outcomes = api.check(p, project=project, laws=law)
+    c = _analytics().checks
+    HOLDS, BROKEN, NOT_CHECKED, ERROR = c.HOLDS, c.BROKEN, c.NOT_CHECKED, c.ERROR
+    failed = [o for o in outcomes if o.status in (BROKEN, ERROR)]
+    where = {"cluster": p.cluster, "month": p.month, "from": p.start.isoformat(), "to": p.end.isoformat(),
+             "project": project}
+    if fmt == "json":
+        import json
+
+        doc = {**where, "holds": not failed, "laws": [o.as_dict(max_rows) for o in outcomes]}
+        sys.stdout.write(json.dumps(doc, indent=1, ensure_ascii=False, default=str) + "\n")
+    else:
+        period = p.month or f"{p.start:%Y-%m-%d %H:%M} .. {p.end:%Y-%m-%d %H:%M} UTC"
+        scope = f"project {project}" if project is not None else "the whole cluster"
+        print(f"laws of {p.cluster}, {period}, {scope}:")
+        for o in outcomes:
+            label = {HOLDS: "holds", BROKEN: "BROKEN", NOT_CHECKED: "not checked", ERROR: "ERROR"}[o.status]
+            print(f"{label:<12} {o.law.name}: {o.law.law}")
+            if o.status == NOT_CHECKED:
+                print("".join(f"             not checked: {r}\n" for r in o.reasons), end="")
+            elif o.status == ERROR:
+                print(f"             could not be run: {o.error}")
+            elif o.status == BROKEN:
+                n = o.rows.height
+                print(f"             {n} offending row{'s' if n != 1 else ''}"
+                      + (f", the first {max_rows}:" if n > max_rows else ":"))
+                if max_rows:
+                    table = _render(o.rows.head(max_rows), "table", max_str=200)  # a law's figure whole
+                    print("".join(f"             {line}\n" for line in table.splitlines()), end="")
+                if n > max_rows:
+                    print(f"             ... and {n - max_rows} more")
+        counts = {s: sum(o.status == s for o in outcomes) for s in (HOLDS, BROKEN, NOT_CHECKED, ERROR)}
+        print(f"{len(outcomes)} laws: {counts[HOLDS]} hold, {counts[BROKEN]} broken, {counts[NOT_CHECKED]} not checked"
+              + (f", {counts[ERROR]} could not be run" if counts[ERROR] else ""))
+    if failed:
+        print("ops-report: laws broken: " + ", ".join(o.law.name for o in failed), file=sys.stderr)
+        raise typer.Exit(1)
 
 
 @app.command()

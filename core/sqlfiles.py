@@ -3,8 +3,9 @@ includes.
 
 Every table and statistic is a file under sql/ (sql/README.md says which folder holds what); Python reads
 them through these functions only. A query names another file's query with ``{{mart name}}``
-(sql/marts/name.sql) or ``{{intermediate name}}`` (sql/intermediate/name.sql, e.g. run_node_hour, the
-run → node → hour fan-out); :func:`sql_statements` and :func:`sql_query` inline them, for the marts
+(sql/marts/name.sql; ``{{mart name project=''}}``: for the whole cluster, whatever project the query runs
+for) or ``{{intermediate name}}`` (sql/intermediate/name.sql, e.g. run_node_hour, the run → node → hour
+fan-out); :func:`sql_statements` and :func:`sql_query` inline them, for the marts
 (analytics/) and the grains the loads refresh (etl/) alike.
 """
 
@@ -16,10 +17,14 @@ from importlib.resources import files
 from ops_warehouse.errors import OpsError
 
 _STATEMENT_END = re.compile(r";[ \t]*$", re.MULTILINE)
-_INCLUDE = re.compile(r"\{\{(mart|intermediate) (\w+)\}\}")
+_INCLUDE = re.compile(r"\{\{(mart|intermediate) (\w+)( project='')?\}\}")
 # the folder a marker names, and the folders whose files may include it: a layer reads its own and the ones
-# below it, never above (sql/README.md)
-_INCLUDED = {"mart": ("marts", {"marts"}), "intermediate": ("intermediate", {"marts", "intermediate"})}
+# below it, never above (sql/README.md); the laws (checks/) read every layer they check
+_INCLUDED = {"mart": ("marts", {"marts", "checks"}),
+             "intermediate": ("intermediate", {"marts", "intermediate", "checks"})}
+# `{{mart name project=''}}`: the mart for the whole cluster, whatever {project} the including query runs with
+# (a law comparing a project's figures with the cluster's reads both)
+_PROJECT = "{project:String}"
 
 
 def sql_text(relpath: str) -> str:
@@ -79,6 +84,7 @@ def _inline(sql: str, relpath: str, seen: tuple[str, ...]) -> str:
             raise OpsError(f"sql/{relpath} may not include sql/{target}: a layer reads its own and the ones below")
         if target in (*seen, relpath):
             raise OpsError(f"sql/{relpath} includes sql/{target}, which includes it")
-        return _query(target, (*seen, relpath))
+        text = _query(target, (*seen, relpath))
+        return text.replace(_PROJECT, "''") if m.group(3) else text
 
     return _INCLUDE.sub(one, sql)

@@ -50,6 +50,9 @@ def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct
     # both files include the run → node → hour fan-out, sql/intermediate/run_fanout.sql; without an inventory
     # there is no grid to write (nor one written before: nodes are never removed from it)
     grid = _holds_rows(wh, "node_inventory")
+    # the runs' samples first (sql/intermediate/run_sample_hour.sql): capacity_node_hour sums them per node-hour
+    for stmt in sql_statements("intermediate/run_sample_hour.sql"):
+        wh.client.command(stmt, parameters=params, settings={"optimize_on_insert": 0})
     for name in _HOURLY_GRAINS if grid else _HOURLY_GRAINS[1:]:
         for stmt in sql_statements(f"intermediate/{name}.sql"):
             wh.client.command(stmt, parameters=params, settings={"optimize_on_insert": 0})
@@ -59,9 +62,10 @@ def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct
         wh.client.command(stmt, parameters={**params, "hang_nic_bytes_per_s": float(wh.cfg.hang_nic_bytes_per_s),
                                             "ckpt_write_bytes_per_s": float(wh.cfg.ckpt_write_bytes_per_s)},
                           settings={"optimize_on_insert": 0})
-    _compact(wh, (*_HOURLY_GRAINS, "run_telemetry"))
-    if not _built(wh, "run_telemetry"):
-        set_watermark(wh, _BUILT + "run_telemetry", _BUILT_TS)
+    _compact(wh, ("run_sample_hour", *_HOURLY_GRAINS, "run_telemetry"))
+    for grain in ("run_telemetry", "run_sample_hour"):
+        if not _built(wh, grain):
+            set_watermark(wh, _BUILT + grain, _BUILT_TS)
 
 
 def history_as_of(wh) -> tuple[datetime | None, datetime | None]:
@@ -188,10 +192,11 @@ def _build_gpu_day(wh) -> None:
 
 def _unbuilt(wh) -> bool:
     """run_node_hour (migration 0012) has never been built though runs held GPUs, or run_telemetry (0014) was
-    never refreshed: a warehouse upgraded to the grain, whose first refresh builds it for the whole history."""
+    never refreshed, or run_sample_hour (0015) never built: a warehouse upgraded to the grain, whose first refresh builds it for the whole history."""
     return wh.query_rows(
         "SELECT (SELECT count() FROM job_run WHERE NOT never_ran AND gpus > 0 AND length(nodes) > 0) > 0 "
-        "AND (SELECT count() FROM run_node_hour) = 0")[0][0] == 1 or not _built(wh, "run_telemetry")
+        "AND (SELECT count() FROM run_node_hour) = 0")[0][0] == 1 or not _built(wh, "run_telemetry") \
+        or not _built(wh, "run_sample_hour")
 
 
 def _built(wh, grain: str) -> bool:

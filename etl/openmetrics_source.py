@@ -31,8 +31,8 @@ from ops_warehouse.input_files import check_readable
 
 # labels kept: node and GPU identity, the NIC (device, port), Lustre's target/component (client llite stats,
 # job_stats with jobid and operation); "fs" is what files of older generator versions carry
-LABELS = ("Hostname", "instance", "gpu", "UUID", "modelName", "device", "port", "fs", "target", "component",
-          "jobid", "operation")
+LABELS = ("Hostname", "instance", "gpu", "UUID", "modelName", "hpc_job", "device", "port", "fs", "target",
+          "component", "jobid", "operation", "pci_bus_id")
 # the labels that set apart the series of one node-level metric (summed per node: several file systems)
 NODE_SERIES_LABELS = ("target", "fs", "component")
 # how many Kubernetes workload labels a series carries, non-empty (POD_LABELS): the GPU row takes the fewest
@@ -170,9 +170,16 @@ def families(samples: pl.DataFrame, cat) -> tuple[pl.DataFrame | None, pl.DataFr
         return df.pivot(on="metric", index=index, values="value").sort(index, nulls_last=True)
 
     # a GPU sample needs its node and GPU index (the dummy block of some scrapes carries no labels)
-    g = wide(known.filter(pl.col("metric").is_in(gpu_names), pl.col("Hostname").is_not_null(),
-                          pl.col("gpu").is_not_null()).with_columns(
-        pl.col(["UUID", "modelName"]).fill_null("")), ["timestamp", "Hostname", "gpu", "UUID", "modelName"])
+    gpu_rows = known.filter(pl.col("metric").is_in(gpu_names), pl.col("Hostname").is_not_null(),
+                            pl.col("gpu").is_not_null()).with_columns(
+        pl.col(["UUID", "modelName", "pci_bus_id"]).fill_null(""))
+    # pci_bus_id (dcgm-exporter >= 3.x) is one per GPU, like UUID: the kernel log names the GPU by it
+    g = wide(gpu_rows, ["timestamp", "Hostname", "gpu", "UUID", "modelName", "pci_bus_id"])
+    if g is not None and "hpc_job" in gpu_rows.columns:
+        # dcgm-exporter's job label splits a GPU's series by job: the GPU's row keeps the job its samples carry
+        job = (gpu_rows.filter(pl.col("hpc_job").is_not_null() & (pl.col("hpc_job") != ""))
+               .group_by(["timestamp", "Hostname", "gpu"]).agg(pl.col("hpc_job").max()))
+        g = g.join(job, on=["timestamp", "Hostname", "gpu"], how="left")
     n = wide(known.filter(pl.col("metric").is_in(nic_names), pl.col("instance").is_not_null()),
              ["timestamp", "instance", "device", "port"])
     scal = []

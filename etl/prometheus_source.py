@@ -207,13 +207,13 @@ def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int
                 continue
             w = None
             for p in parts:
-                cols = [c for c in p.columns if c in keys[fam] or c in cat or c in ("modelName", "UUID")]
+                cols = [c for c in p.columns if c in keys[fam] or c in cat or c in ("modelName", "UUID", "pci_bus_id")]
                 p = p.select(cols)
                 if w is None:
                     w = p
                 else:
                     on = [c for c in keys[fam] if c in p.columns and c in w.columns]
-                    extra = [c for c in ("modelName", "UUID") if c in p.columns and c in w.columns]
+                    extra = [c for c in ("modelName", "UUID", "pci_bus_id") if c in p.columns and c in w.columns]
                     w = w.join(p.drop(extra), on=on, how="full", coalesce=True)
             wide[fam] = w
         c = insert_frames(wh, {"gpu": [wide.get("gpu")], "node": [wide.get("nic"), *families["node"]], "job": [job]},

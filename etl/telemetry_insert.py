@@ -142,11 +142,13 @@ def _gpu_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) ->
         return f"ifNull(toString({_q(name)}), '')" if name in cols else "''"
 
     base = (f"SELECT {_node_expr(cols)} AS node, toUInt16(gpu) AS gpu, toDateTime(timestamp, 'UTC') AS ts, "
-            f"{label('modelName')} AS model_name, {label('UUID')} AS uuid, "
+            f"{label('modelName')} AS model_name, {label('UUID')} AS uuid, {label('hpc_job')} AS hpc_job, "
+            f"{label('pci_bus_id')} AS pci_bus_id, "  # dcgm-exporter >= 3.x: the GPU as the kernel log names it
             + ", ".join(f"{v} AS {c}" for c, v in values.items()) + f" FROM {rel}")
     if not seed:
         return base
-    return _last_sample(base, ["node", "gpu"], [("model_name", "''"), ("uuid", "''")], GPU_COLUMNS, _SEEDED)
+    return _last_sample(base, ["node", "gpu"], [("model_name", "''"), ("uuid", "''"), ("hpc_job", "''"),
+                                                 ("pci_bus_id", "''")], GPU_COLUMNS, _SEEDED)
 
 
 def _last_sample(base: str, keys: list[str], head: list[tuple[str, str]], columns: list[str],
@@ -226,7 +228,7 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
     params = {"cluster": cluster, "source": source, "from_ts": window[0], "to_ts": window[1]}
     try:
         for kind, main, seeds, make, tables in (
-                ("gpu", files.gpu, files.gpu_seed, _gpu_select, ("gpu_sample", "xid_event")),
+                ("gpu", files.gpu, files.gpu_seed, _gpu_select, ("gpu_sample", "xid_event", "gpu_pci")),
                 ("node", files.node, files.node_seed, _node_select, ("node_sample",)),
                 ("job", files.job, files.job_seed, _job_select, ("lustre_job_io",))):
             if not main:

@@ -25,7 +25,7 @@ from ops_warehouse.etl.staging import staged
 from ops_warehouse.etl.telemetry_insert import ExporterFiles, insert_window
 
 GPU_FAMILY = "dcgm"
-_LABELS_AS_TEXT = ("gpu", "UUID", "device", "modelName", "Hostname", "instance", "port", "fs", "target", "component",
+_LABELS_AS_TEXT = ("gpu", "UUID", "hpc_job", "device", "modelName", "Hostname", "instance", "port", "fs", "target", "component",
                    "jobid", "operation")
 
 

@@ -10,6 +10,8 @@
 - ``inventory.csv``: node, GPU model, GPUs, partition, rack, in-service date;
 - ``telemetry/``: dcgm-exporter, RDMA NIC, Lustre and IPMI metrics (generate/telemetry.py), Parquet and/or
   OpenMetrics for ``promtool tsdb create-blocks-from openmetrics``;
+- ``logs/kernel/<node>.log``: the driver's ``NVRM: Xid`` line of every planted Xid, as ``journalctl -k -o
+  short-iso`` prints them (generate/kernel_log.py), the GPU named by the PCI bus the telemetry labels it with;
 - ``truth/*.parquet``: the simulation's own frames (runs, GPU allocations, events, Xids, throttling), the
   ground truth tests compare reports with.
 """
@@ -21,6 +23,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
+from ops_warehouse.generate.kernel_log import write_kernel_log
 from ops_warehouse.generate.model import ClusterSpec, Partition
 from ops_warehouse.generate.sacct_writer import compress_hostlist, sacct_text, write_sacct
 from ops_warehouse.generate.schedule import History, simulate
@@ -106,9 +109,13 @@ def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: i
             frame.sink_parquet(out / "truth" / f"{name}.parquet")
         else:
             frame.write_parquet(out / "truth" / f"{name}.parquet")
+    write_kernel_log(out, h.xids)  # where a site sees its Xids: every planted one, the fatal ones too
     if telemetry:
 
-        write_telemetry(out, spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc.lazy().collect(),
+        # the runs' raw job ids: what dcgm-exporter's hpc_job label carries (SLURM_JOB_ID)
+        raw_ids = h.runs.lazy().select("job_id", "job_id_raw").unique()
+        write_telemetry(out, spec=spec, inventory=h.inventory,
+                        gpu_alloc=h.gpu_alloc.lazy().join(raw_ids, on="job_id", how="left").collect(),
                         node_events=h.node_events,
                         xids=h.xids, throttle=h.throttle, start=start, end=h.end, step_s=metrics_step_s, seed=seed,
                         formats=tuple(telemetry), progress=progress)

@@ -88,3 +88,23 @@ NODE_EVENT_SCHEMA = {
 # GPU faults (Xid) and thermal throttling intervals.
 XID_SCHEMA = {"node": pl.String, "gpu": pl.Int32, "ts": TS, "xid": pl.Int32}
 THROTTLE_SCHEMA = {"node": pl.String, "gpu": pl.Int32, "start_ts": TS, "end_ts": TS}
+
+# The PCI bus of each GPU slot of a node (the bus numbers of an 8-GPU HGX H100 board's GPUs, 18 to db; more
+# slots continue past them): dcgm-exporter labels a GPU with it (pci_bus_id "00000000:1B:00.0", as NVML
+# writes it) and the driver's kernel-log lines name the GPU by it ("PCI:0000:1b:00"), so the warehouse can
+# tell which GPU a kernel-log Xid was on (etl/kernel_log_xid.py).
+PCI_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
+
+
+def pci_bus(gpu: int) -> int:
+    return PCI_BUSES[gpu] if gpu < len(PCI_BUSES) else 0xDC + gpu - len(PCI_BUSES)
+
+
+def dcgm_pci_bus_id(gpu: int) -> str:
+    """dcgm-exporter's pci_bus_id label of GPU ``gpu`` of a node (NVML's form)."""
+    return f"00000000:{pci_bus(gpu):02X}:00.0"
+
+
+def kernel_pci_bus_id(gpu: int) -> str:
+    """The bus id the driver's NVRM lines print for GPU ``gpu`` of a node."""
+    return f"0000:{pci_bus(gpu):02x}:00"

@@ -11,7 +11,11 @@ burst spans.
 Families, metric names and labels (the real exporters' spelling)
 -------------------------------------------------------------------
 ``dcgm`` (dcgm-exporter, one series per GPU; labels ``Hostname`` = node, ``gpu`` "0".., ``UUID`` (from
-``inventory.gpu_uuids``), ``device`` "nvidia0".., ``modelName``):
+``inventory.gpu_uuids``), ``pci_bus_id`` "00000000:1B:00.0" (the slot's bus: model.py PCI_BUSES, as the
+kernel log names the GPU), ``device`` "nvidia0".., ``modelName``; in the Parquet form also ``hpc_job``, the
+Slurm job id holding the GPU, "" when free, as dcgm-exporter labels a GPU from its HPC job-mapping directory
+(``--hpc-job-mapping-dir``, written by the site's prolog); the OpenMetrics form leaves it out, as a site
+without the mapping has it):
 
 * ``DCGM_FI_DEV_GPU_UTIL`` (int %), ``DCGM_FI_PROF_SM_ACTIVE``, ``DCGM_FI_PROF_GR_ENGINE_ACTIVE``,
   ``DCGM_FI_PROF_PIPE_TENSOR_ACTIVE``, ``DCGM_FI_PROF_DRAM_ACTIVE`` (ratios 0..1, 6 decimals),
@@ -90,7 +94,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-from ops_warehouse.generate.model import GPU_MODELS, ClusterSpec
+from ops_warehouse.generate.model import GPU_MODELS, ClusterSpec, dcgm_pci_bus_id
 
 WINDOW_S = 7200  # promtool builds 2-hour blocks
 IDLE_SM_CLOCK_MHZ = 345
@@ -140,7 +144,7 @@ METRICS = (
 )
 FAMILIES = ("dcgm", "nic", "lustre", "ipmi")
 LABELS = {
-    "dcgm": ("gpu", "UUID", "device", "modelName", "Hostname"),
+    "dcgm": ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"),
     "nic": ("instance", "device", "port"),
     "lustre": ("instance", "component", "target"),
     "ipmi": ("instance",),
@@ -157,6 +161,8 @@ def family_schema(family: str) -> dict[str, pl.DataType]:
     """The Parquet schema of one family's files."""
     out: dict[str, pl.DataType] = {"timestamp": pl.Datetime("ms", "UTC")}
     out.update({c: pl.String for c in LABELS[family]})
+    if family == "dcgm":
+        out["hpc_job"] = pl.String  # dcgm-exporter's job label: its own column, it changes with the job
     out.update({m: DTYPES.get(m, pl.Float64) for f, m, _, _ in METRICS if f == family})
     return out
 
@@ -272,12 +278,12 @@ def write_telemetry(out_dir: Path, *, spec: ClusterSpec, inventory: pl.DataFrame
         date = datetime.fromtimestamp(d / 1000, timezone.utc).strftime("%Y-%m-%d")
         if "parquet" in formats:
             for fam, data in fams.items():
-                n = _write_parquet(out_dir / fam / f"{date}.parquet", w.labels[fam], fam, data)
+                n = _write_parquet(out_dir / fam / f"{date}.parquet", w.labels[fam], fam, data, w.a_job_names)
                 c = counts[fam]
                 rows = len(data["ts"])
                 c["files"] += 1
                 c["rows"] += rows
-                c["samples"] += rows * (len(data) - 2)
+                c["samples"] += rows * (len(data) - 2 - ("hpc_job" in data))
                 c["bytes"] += n
         if "openmetrics" in formats:
             files, samples, nbytes = _write_openmetrics(out_dir / "openmetrics", w.om_labels, fams)
@@ -333,6 +339,9 @@ class _World:
         nodes = inv["node"]
         dcgm = gpus.select(
             gpu=pl.col("gpu").cast(pl.String), UUID=pl.col("gpu_uuids"),
+            # the slot's bus, as the kernel log names the GPU (model.py PCI_BUSES)
+            pci_bus_id=pl.col("gpu").replace_strict(
+                {g: dcgm_pci_bus_id(g) for g in range((gpus["gpu"].max() or 0) + 1)}, return_dtype=pl.String),
             device=pl.lit("nvidia") + pl.col("gpu").cast(pl.String), modelName=pl.col("model_name"),
             Hostname=pl.col("node"))
         dev = [f"mlx5_{i}" for i in range(C + S)]
@@ -357,6 +366,10 @@ class _World:
         a = (gpu_alloc.with_columns(pl.col("gpu").cast(pl.Int32))
              .join(gpu_key, on=["node", "gpu"], how="inner")
              .sort(["start_ts", "gcol", "job_id"]))
+        # dcgm-exporter's hpc_job label: the job id the site's prolog wrote for the GPU (SLURM_JOB_ID, the run's
+        # job_id_raw; gpu_alloc rows without it carry the sacct JobID), '' (the last entry) on a free GPU
+        raw = a["job_id_raw"].cast(pl.String) if "job_id_raw" in a.columns else a["job_id"]
+        self.a_job_names = np.append(raw.to_numpy().astype(object), "")
         job_nodes = gpu_alloc.group_by("job_id").agg(pl.col("node").n_unique().alias("n_nodes"))
         a = a.join(job_nodes, on="job_id", how="left", maintain_order="left")
         a_start, a_end = _col_ms(a["start_ts"], big), _col_ms(a["end_ts"], big)
@@ -459,6 +472,7 @@ class _World:
         ar = np.full((T, G), -1, np.int64)
         _paint(ar, clip(self.a_klo), clip(self.a_khi), self.a_g, np.arange(len(self.a_g)))
         busy = ar >= 0
+        job_code = np.where(busy, ar, len(self.a_job_names) - 1)
         r = np.where(busy, ar, 0)
         if len(self.a_g):
             hang = busy & (np.arange(k0, k1)[:, None] >= self.a_khang[r])
@@ -567,7 +581,8 @@ class _World:
                 "DCGM_FI_DEV_POWER_USAGE": power,
                 "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": np.rint(energy).astype(np.int64),
                 "DCGM_FI_DEV_GPU_TEMP": i32(temp), "DCGM_FI_DEV_SM_CLOCK": i32(clock),
-                "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": i32(bits), "DCGM_FI_DEV_XID_ERRORS": xid}),
+                "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": i32(bits), "DCGM_FI_DEV_XID_ERRORS": xid,
+                "hpc_job": job_code}),
             "nic": fam(present_nic, {"node_infiniband_port_data_received_bytes_total": rx_c,
                                      "node_infiniband_port_data_transmitted_bytes_total": tx_c}),
             "lustre": fam(present_n, {"lustre_read_bytes_total": rd_c, "lustre_write_bytes_total": wr_c}),
@@ -575,12 +590,14 @@ class _World:
         }
 
 
-def _write_parquet(path: Path, labels: pl.DataFrame, family: str, data: dict) -> int:
+def _write_parquet(path: Path, labels: pl.DataFrame, family: str, data: dict, job_names: np.ndarray) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     schema = family_schema(family)
     cols = [pl.Series("timestamp", data["ts"], pl.Int64).cast(pl.Datetime("ms")).dt.replace_time_zone("UTC")]
     cols += labels[pl.Series(data["series"], dtype=pl.Int64)].get_columns()
-    cols += [pl.Series(m, data[m]).cast(schema[m]) for m in schema if m in data]
+    if "hpc_job" in data:  # a label that changes with the job holding the GPU: a column of its own
+        cols.append(pl.Series("hpc_job", job_names[data["hpc_job"]], pl.String))
+    cols += [pl.Series(m, data[m]).cast(schema[m]) for m in schema if m in data and m != "hpc_job"]
     pl.DataFrame(cols).write_parquet(path, compression="zstd")
     return path.stat().st_size
 

@@ -225,7 +225,7 @@ def waste(r: dict) -> bytes | None:
     a1.set_title("GPU-hours held idle, by project")
     if projects:
         a1.legend(fontsize=8, frameon=False)
-    a2.bar([str(h["job_id"]) for h in hung], [h["gpu_hours_lost"] for h in hung], color="#c53030")
+    a2.bar([str(h["job_id"]) for h in hung], [h["hung_gpu_hours"] for h in hung], color="#c53030")
     a2.set_ylabel("GPU-hours")
     a2.set_title("Hung runs: GPU-hours lost")
     for t in a2.get_xticklabels():
@@ -278,7 +278,8 @@ def energy(r: dict) -> bytes | None:
 
 
 def whatif(r: dict) -> bytes | None:
-    """What-if scenarios side by side: median and p90 queue wait by size class, and utilization by day."""
+    """What-if scenarios side by side: median and p90 queue wait by size class, and allocated ÷ capacity
+    GPU-hours by day (allocated_of_capacity: not the report's utilization, allocated ÷ available)."""
     w = r.get("whatif")
     if not w or not w.get("waits"):
         return None
@@ -302,11 +303,11 @@ def whatif(r: dict) -> bytes | None:
     a1.legend(fontsize=8, frameon=False)
     for k, sc in enumerate(scen):
         days = [d for d in w["daily"] if d["scenario"] == sc]
-        a2.plot([str(d["day"])[5:10] for d in days], [100 * (d["utilization"] or 0) for d in days],
+        a2.plot([str(d["day"])[5:10] for d in days], [100 * (d["allocated_of_capacity"] or 0) for d in days],
                 color=colors[k % len(colors)], label=sc)
     a2.set_ylim(0, 105)
-    a2.set_ylabel("utilization %")
-    a2.set_title("Utilization by day")
+    a2.set_ylabel("allocated ÷ capacity %")
+    a2.set_title("Allocated ÷ capacity GPU-hours by day")
     a2.tick_params(axis="x", labelsize=7, rotation=90)
     return _png(fig)
 

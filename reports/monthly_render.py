@@ -23,6 +23,19 @@ def _num(v, digits: int = 0) -> str:
     return f"{v:,.{digits}f}"
 
 
+def _attribution(util: list[dict]) -> str:
+    """How the samples were given to the runs (utilization.sql's observed_own_gpu_share)."""
+    share = next((u.get("observed_own_gpu_share") for u in util if u["level"] == "cluster"), None)
+    if share is None:
+        return "no sample inside an allocation"
+    if share >= 0.9995:
+        return "each run's own GPUs, named by dcgm-exporter's hpc_job label"
+    if share <= 0.0005:
+        return "each run's share of its nodes' samples: sacct does not say which GPUs a run held"
+    return (f"{_pct(share)} of the observed time by the runs' own GPUs (dcgm-exporter's hpc_job label), the rest "
+            "by each run's share of its nodes' samples")
+
+
 def _pct(v, digits: int = 1) -> str:
     return "–" if v is None else f"{100 * v:.{digits}f}%"
 
@@ -114,8 +127,9 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
              _num(u["reserved_idle_gpu_h"]), _num(u["free_gpu_h"]), _num(u["allocated_idle_gpu_h"]),
              _pct(u["utilization"])] for u in r["utilization"] if u["level"] != "partition"]
     out.append(("Utilization and idle capacity",
-                f"GPU-hours of the whole cluster. Allocated-but-idle: allocated GPU-hours whose mean GPU "
-                f"utilization was under {r['idle_util_pct']:g}% (telemetry).",
+                f"GPU-hours of the whole cluster. Allocated-but-idle: allocated GPU time whose GPU samples read "
+                f"under {r['idle_util_pct']:g}% utilization, per sample inside each run's allocation "
+                f"({_attribution(r['utilization'])}).",
                 ["", "capacity", "down", "drained", "allocated", "reserved unused", "free", "allocated idle",
                  "utilization"], rows, "capacity_timeline"))
 
@@ -162,20 +176,29 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
                 rows, "failures"))
     rows = [[f["size_class"], _num(f["runs_ended"]), _num(f["node_days"], 1), _num(f["hw_failures"]),
              _num(f["failures_per_1000_node_days"], 2), _num(f["mttf_observed_h"], 1), _num(f["mttf_model_h"], 1),
-             _num(f["node_fail_gpu_hours"]), _num(f["failed_after_xid_gpu_hours"])] for f in r["failures_by_size"]]
+             _num(f["hw_lost_gpu_hours"]), _num(f["node_fail_run_gpu_hours"]), _num(f["xid_failed_run_gpu_hours"])]
+            for f in r["failures_by_size"]]
     out.append(("Reliability: hardware failures by job size",
-                "A hardware failure: NODE_FAIL, or FAILED with a hardware Xid on the job's nodes. Model MTTF = "
-                "1 / (nodes × failures per node-day) (Kokolis et al., HPCA 2025).",
+                f"A hardware failure: NODE_FAIL, or FAILED within {r['xid_failure_minutes']:g} minutes after a "
+                "hardware Xid on the job's nodes. GPU-h lost: the work since each failed run's last checkpoint "
+                "(the goodput rule); the last two columns are the failed runs' whole GPU-hours. Model MTTF = "
+                "1 / (nodes × the cluster's failures per node-day: "
+                f"{_num(next(iter(r['failures_by_size']), {}).get('cluster_failures_per_1000_node_days'), 2)} per "
+                "1,000 node-days, in every report of the month) (Kokolis et al., HPCA 2025).",
                 ["GPUs", "runs", "node-days", "failures", "per 1,000 node-days", "MTTF observed h", "MTTF model h",
-                 "GPU-h lost NODE_FAIL", "GPU-h lost after Xid"], rows, None))
+                 "GPU-h lost", "GPU-h of NODE_FAIL runs", "GPU-h of runs failed after Xid"], rows, None))
     rows = [[n["node"], _num(n["down_events"]), _num(n["drain_events"]), _num(n["down_hours"], 1),
              _num(n["drained_hours"], 1), "yes" if n["repeated"] else "", n["reasons"]] for n in r["node_failures"]]
     rate = r["node_failures"][0]["cluster_down_per_1000_node_days"] if r["node_failures"] else None
     out.append(("Reliability: nodes", f"DOWN events per 1,000 in-service node-days: {_num(rate, 2)}.",
                 ["node", "down", "drains", "down h", "drained h", "repeated", "reasons"], rows, None))
-    rows = [[str(x["xid"]), "yes" if x["hardware"] else "", x["node"], str(x["gpu"]), _num(x["events"])]
-            for x in r["xid_events"][:30]]
-    out.append(("Reliability: Xid events", "", ["Xid", "hardware", "node", "GPU", "events"], rows, None))
+    # by code (xid_codes.sql), with the nodes that logged it: a code on many nodes is a fleet problem (a driver,
+    # a firmware), one repeating on a node is that node's (its GPUs are in node health below)
+    rows = [[str(x["xid"]), "yes" if x["hardware"] else "", _num(x["events"]), _num(x["nodes"]), _num(x["gpus"]),
+             _when(x["first_ts"]), _when(x["last_ts"])] for x in r["xid_codes"]]
+    out.append(("Reliability: Xid events by code",
+                "From the kernel log's NVRM: Xid lines and dcgm-exporter's Xid gauge (an Xid both saw counts once).",
+                ["Xid", "hardware", "events", "nodes", "GPUs", "first", "last"], rows, None))
     rows = [[t["node"], str(t["gpu"]), _num(t["throttled_hours"], 1), _num(t["temp_c_max"], 0)]
             for t in r["throttling"][:30]]
     out.append(("Reliability: thermal and power throttling", "", ["node", "GPU", "throttled h", "max °C"], rows, None))
@@ -215,8 +238,9 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
                 f"{r['ckpt_write_bytes_per_s'] / 1e6:g} MB/s or more on the run's nodes; a campaign with an "
                 "interrupted run and no telemetry is unknown, counted apart. Work lost by cause: hangs (the hung "
                 "runs above), node failures, the job's own failure, time limit, other (cancelled, preempted). A "
-                "restart costs its wait in the queue and its start-up until the GPUs are busy again, in GPU-hours "
-                "at the campaign's size. Published: Kokolis et al. (HPCA 2025).",
+                "restart costs its wait in the queue (hours: the wait holds no GPU, it is in ETTR's wall time) and "
+                "its start-up until the GPUs are busy again (restart GPU-h: the restarted runs' GPUs × their "
+                "start-up). Published: Kokolis et al. (HPCA 2025).",
                 ["project", "campaigns", "unknown", "ETTR", "GPU-hours", "GPU-h lost", "hangs", "node failures",
                  "failed", "time limit", "other", "restart wait h", "start-up h", "restart GPU-h"], rows, "goodput"))
     rows = [[c["user"], c["job_name"], _num(c["runs"]), _num(c["interrupted_runs"]), _num(c["max_gpus"]),
@@ -252,11 +276,13 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
     rows = [[c["model"], _num(c["capacity_gpu_h"]), _num(c["allocated_gpu_h"]), _num(c["facility_energy_kwh"]),
              _num(c["capex"]), _num(c["energy_cost"]), _num(c["total_cost"]), _num(c["cost_per_available_gpu_h"], 2),
              _num(c["cost_per_allocated_gpu_h"], 2), _num(c["cost_per_busy_gpu_h"], 2), _num(c["idle_cost"]),
-             _num(c["cost_per_pflop_day"], 0)] for c in r["cost"]]
+             _num(c["cost_per_pflop_day"], 0), c.get("energy_basis") or "–"] for c in r["cost"]]
     out.append(("Cost and effectiveness", f"Whole cluster, in {cur}: capex is the write-off of the nodes in service, "
-                "energy the GPUs' (× PUE). Busy: GPU-hours with work.",
+                "energy the IT energy measured × PUE: each node's own (IPMI) where it reported power, else its "
+                "GPUs' (the energy basis column says which). Busy: GPU-hours with work.",
                 ["GPU model", "capacity GPU-h", "allocated GPU-h", "energy kWh", "capex", "energy", "total",
-                 "per available GPU-h", "per allocated GPU-h", "per busy GPU-h", "idle capex", "per PFLOP-day"],
+                 "per available GPU-h", "per allocated GPU-h", "per busy GPU-h", "idle capex", "per PFLOP-day",
+                 "energy basis"],
                 rows, None))
     f_now, f_prev = _one(r["failures_by_size"], size_class="all"), _one(r["failures_by_size_previous"], size_class="all")
     mom = [("utilization", cl.get("utilization"), cl_prev.get("utilization"), _pct, True),
@@ -273,8 +299,8 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
            (f"GPU utilization of {who}'s jobs (%)", eff.get("gpu_util_pct"), eff_prev.get("gpu_util_pct"),
             lambda v: _num(v, 1), False),
            (f"hardware failures of {who}'s runs", f_now.get("hw_failures"), f_prev.get("hw_failures"), _num, False),
-           (f"GPU-hours lost to NODE_FAIL ({who})", f_now.get("node_fail_gpu_hours"), f_prev.get("node_fail_gpu_hours"),
-            _num, False)]
+           (f"GPU-hours lost to hardware failures, since checkpoints ({who})", f_now.get("hw_lost_gpu_hours"),
+            f_prev.get("hw_lost_gpu_hours"), _num, False)]
     rows = [[name, fmt(a), fmt(b), _delta(a, b, pp)] for name, a, b, fmt, pp in mom]
     out.append(("Month over month", "" if r["previous_month_has_data"] else f"No jobs are loaded for {r['previous_month']}.",
                 ["", r["month"], r["previous_month"], "change"], rows, None))
@@ -321,11 +347,11 @@ def _waste_sections(r: dict, who: str) -> list[tuple[str, str, list[str], list[l
                 f"{_when(fine['first_sample_ts'])} to {_when(fine['last_sample_ts'])} (every {fine['step_s']} s): "
                 "a hang's length is exact to within one step.")
     rows = [[str(h["job_id"]), h["user"], h["state"], _num(h["gpus"]), _nodes(h["nodes"]), _when(h["hang_start_ts"]),
-             _num(h["hang_minutes"]), _num(h["gpu_hours_lost"], 1), _nodes(h["suspect_nodes"])]
+             _num(h["hang_minutes"]), _num(h["hung_gpu_hours"], 1), _nodes(h["suspect_nodes"])]
             for h in r["hung_jobs"][:20]]
     out.append(("Hung jobs", lead + (" Suspect nodes: in two or more of the month's hangs (a NIC, cable or GPU "
                                      "that stalls NCCL; swap them for reserve nodes)." if rows else ""),
-                ["job", "user", "state", "GPUs", "nodes", "hang from", "minutes", "GPU-h lost", "suspect nodes"],
+                ["job", "user", "state", "GPUs", "nodes", "hang from", "minutes", "GPU-h hung", "suspect nodes"],
                 rows, None))
 
     total = _one(r["idle_gpu_users"], level="all")

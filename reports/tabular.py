@@ -17,7 +17,8 @@ def _jsonable(v):
     return v
 
 
-def render(df: pl.DataFrame, fmt: str) -> str:
+def render(df: pl.DataFrame, fmt: str, max_str: int = 60) -> str:
+    """``max_str``: the longest text a table cell shows (longer ones are cut, with an ellipsis)."""
     if fmt == "json":
         rows = [{k: _jsonable(v) for k, v in r.items()} for r in df.iter_rows(named=True)]
         return json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
@@ -26,7 +27,7 @@ def render(df: pl.DataFrame, fmt: str) -> str:
     if df.height == 0:
         return "(no rows)\n"
     shown = df.with_columns(pl.col(pl.Float64).round(4))
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, fmt_str_lengths=60,
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=10_000, fmt_str_lengths=max_str,
                    tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, float_precision=4,
                    tbl_formatting="ASCII_MARKDOWN", thousands_separator=False):
         return str(shown) + "\n"

@@ -34,10 +34,10 @@ def sections(w: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
     head = ["", *scen]
     metrics = [
         ("nodes", "nodes", 0), ("capacity GPU-h", "capacity_gpu_hours", 0),
-        ("allocated GPU-h", "allocated_gpu_hours", 0), ("utilization", "utilization", None),
-        ("idle GPU-h", "idle_gpu_hours", 0), ("jobs submitted", "jobs", 0), ("not started by the end", "jobs_not_started", 0),
+        ("allocated GPU-h", "allocated_gpu_hours", 0), ("allocated ÷ capacity", "allocated_of_capacity", None),
+        ("unallocated GPU-h", "unallocated_gpu_hours", 0), ("jobs submitted", "jobs", 0), ("not started by the end", "jobs_not_started", 0),
         ("wait, all jobs (h)", "wait_hours", 0), ("wait p50 (h)", "wait_p50_hours", 2), ("wait p90 (h)", "wait_p90_hours", 1),
-        (f"capex {cur}".strip(), "capex", 0), (f"cost per allocated GPU-h {cur}".strip(), "cost_per_allocated_gpu_hour", 3),
+        (f"capex {cur}".strip(), "capex", 0), (f"capex per allocated GPU-h {cur}".strip(), "capex_per_allocated_gpu_hour", 3),
         ("nodes added", "added_nodes", 0), ("wait-hours saved", "wait_hours_saved", 0),
         ("wait-hours saved per added node", "wait_hours_saved_per_added_node", 1),
         (f"cost per wait-hour saved {cur}".strip(), "cost_per_wait_hour_saved", 2),
@@ -45,16 +45,19 @@ def sections(w: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
     rows = []
     for label, key, d in metrics:
         rows.append([label, *[_pct(r[key]) if d is None else _n(r[key], d) for r in summ]])
-    err = rep.get("utilization_error_pts")
+    err = rep.get("allocated_of_capacity_error_pts")
     waits = w["waits"]
     werr = [f"{r['size_class']} GPUs {_n(r['wait_p50_ratio'], 2)}×" for r in waits
             if r["scenario"] == "replay" and r["wait_p50_ratio"] is not None]
     lead = (f"{w['cluster']}, {w['window'][0]} .. {w['window'][1]}: every job of the window replayed with the backfill "
             "scheduler (planning/backfill.py) on the cluster as it was ('replay') and as changed. How far to trust "
-            f"it: the unchanged replay's utilization is {_n(err, 2)} points from what happened"
+            f"it: the unchanged replay's allocated ÷ capacity GPU-hours is {_n(err, 2)} points from what happened"
             + (f"; its median waits are {', '.join(werr)} the observed ones" if werr else "")
             + ". The replay knows each job's run time, starts jobs in submission order with EASY backfill, "
-            "and does not model priorities, fair share, preemption or failures (docs/whatif.md).")
+            "and does not model priorities, fair share, preemption or failures (docs/whatif.md). Allocated ÷ "
+            "capacity is not the monthly report's utilization (allocated ÷ available), and the capex per allocated "
+            "GPU-hour leaves out the energy its cost per allocated GPU-hour includes; not started: jobs submitted before "
+            "the window's end, in it or earlier, that had not started by it.")
     out = [("What the next purchase buys", lead, head, rows, "whatif")]
     sizes = []
     for r in waits:

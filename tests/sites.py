@@ -112,14 +112,16 @@ def _unused_for_a_day(site: Path) -> bool:
         return False
 
 
-def generated_site(out: Path, *, telemetry_days=None, refresh_window=None, **params) -> dict:
+def generated_site(out: Path, *, telemetry_days=None, refresh_window=None, kernel_log=False, **params) -> dict:
     """A build: ``generate(out, **params)`` loaded into ``out/warehouse`` as a site loads it (the sacct file,
     the inventory, node events and reservations, the telemetry of ``telemetry_days`` (first, last), and the
-    capacity grain over ``refresh_window``), accounts mapped to projects A-F. Its facts: the cluster's name,
+    capacity grain over ``refresh_window``; with ``kernel_log`` the generated kernel logs after the telemetry, as
+    the demo loads them), accounts mapped to projects A-F. Its facts: the cluster's name,
     the planted lemon nodes and the straggler."""
     from ops_warehouse.config import Config
     from ops_warehouse.etl.capacity_sources import load_capacity
     from ops_warehouse.etl.grains import refresh_capacity
+    from ops_warehouse.etl.kernel_log_xid import load_kernel_log
     from ops_warehouse.etl.sacct_load import load_sacct
     from ops_warehouse.etl.telemetry_load import load_parquet_dir
     from ops_warehouse.generate import generate
@@ -135,6 +137,8 @@ def generated_site(out: Path, *, telemetry_days=None, refresh_window=None, **par
                       reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
         if telemetry_days:
             load_parquet_dir(wh, out, *telemetry_days, cluster=h.spec.name)
+        if kernel_log:  # after the telemetry, whose pci_bus_id labels place the lines' GPUs
+            load_kernel_log(wh, sorted((out / "logs" / "kernel").glob("*.log")), cluster=h.spec.name)
         if refresh_window:
             refresh_capacity(wh, h.spec.name, *refresh_window)
     finally:

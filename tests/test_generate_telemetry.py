@@ -361,8 +361,9 @@ def test_openmetrics_series_are_contiguous(run):
 def test_openmetrics_labels_match_dcgm_exporter(run):
     text = om_files(run)[0].read_text()
     line = next(ln for ln in text.splitlines() if ln.startswith("DCGM_FI_DEV_GPU_UTIL{"))
-    assert line.startswith('DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="' + uuid(1, 0) + '",device="nvidia0",'
-                           'modelName="NVIDIA H100 80GB HBM3",Hostname="h100-001"} 0 1740870000')
+    # dcgm-exporter 4.x's order (tests/data/kernel_log/dcgm-exporter-phx8-2fa.prom): pci_bus_id after UUID
+    assert line.startswith('DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="' + uuid(1, 0) + '",pci_bus_id="00000000:18:00.0",'
+                           'device="nvidia0",modelName="NVIDIA H100 80GB HBM3",Hostname="h100-001"} 0 1740870000')
 
 
 @require(shutil.which("promtool") is not None, "promtool (Debian package prometheus)")

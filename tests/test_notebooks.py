@@ -104,7 +104,7 @@ def test_reliability_notebook_matches_the_report(executed):
     s = _summary(nb)
     a = next(r for r in cluster["failures_by_size"] if r["size_class"] == "all")
     assert s["hw_failures"] == a["hw_failures"]
-    for k, tol in (("failures_per_1000_node_days", 1e-6), ("node_fail_gpu_hours", 1e-2)):
+    for k, tol in (("failures_per_1000_node_days", 1e-6), ("node_fail_run_gpu_hours", 1e-2)):
         assert s[k] == (None if a[k] is None else pytest.approx(a[k], abs=tol)), k
     assert s["xid_events"] == sum(r["events"] for r in cluster["xid_events"]) > 0
     assert s["lemon_nodes"] == sorted(r["node"] for r in cluster["node_failures"] if r["repeated"])
@@ -149,8 +149,8 @@ def test_capacity_planning_notebook_matches_the_report(executed):
     w = report["whatif"]
     assert s["scenarios"] == w["scenarios"] == ["observed", "replay", "16 more H200 nodes"]
     by = {r["scenario"]: r for r in w["summary"]}
-    assert s["utilization"] == {k: pytest.approx(v["utilization"], abs=1e-6) for k, v in by.items()}
-    assert s["replay_error_pts"] == pytest.approx(by["replay"]["utilization_error_pts"], abs=1e-6)
+    assert s["allocated_of_capacity"] == {k: pytest.approx(v["allocated_of_capacity"], abs=1e-6) for k, v in by.items()}
+    assert s["replay_error_pts"] == pytest.approx(by["replay"]["allocated_of_capacity_error_pts"], abs=1e-6)
     assert s["wait_hours_saved_per_added_node"] == pytest.approx(
         by["16 more H200 nodes"]["wait_hours_saved_per_added_node"], abs=1e-6)
     assert s["project_gpu_hours"] == {r["scenario"]: pytest.approx(r["gpu_hours"], abs=1e-3) for r in w["projects"]}

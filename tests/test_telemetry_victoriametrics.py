@@ -34,7 +34,8 @@ def _rows(cfg, path, load):
     cfg.dsn = f"chdb://{path}"
     w = open_warehouse(cfg)
     load(w)
-    out = (w.query_rows("SELECT * EXCEPT source FROM gpu_sample FINAL ORDER BY node, gpu, ts"),
+    # (hpc_job: the Parquet files carry dcgm-exporter's job label, the generator's OpenMetrics form does not)
+    out = (w.query_rows("SELECT * EXCEPT (source, hpc_job) FROM gpu_sample FINAL ORDER BY node, gpu, ts"),
            w.query_rows("SELECT node, ts, arraySort(nic_device), arraySum(nic_rx_bytes), arraySum(nic_tx_bytes), "
                         "lustre_read_bytes, lustre_write_bytes, node_power_w FROM node_sample FINAL ORDER BY node, ts"),
            w.query_rows("SELECT * EXCEPT source FROM xid_event FINAL ORDER BY node, gpu, ts"))

@@ -79,10 +79,10 @@ def test_replays_worked_by_hand(site):
     for sc in ("observed", "replay"):
         assert (s[sc]["nodes"], s[sc]["capacity_gpu_hours"], s[sc]["allocated_gpu_hours"]) == (2, 11_904, 81), sc
         assert (s[sc]["jobs"], s[sc]["jobs_not_started"], s[sc]["wait_hours"]) == (3, 0, pytest.approx(5.5)), sc
-    assert s["replay"]["utilization_error_pts"] == pytest.approx(0)
+    assert s["replay"]["allocated_of_capacity_error_pts"] == pytest.approx(0)
     add = s["+1 h100"]
     assert (add["nodes"], add["capacity_gpu_hours"], add["allocated_gpu_hours"]) == (3, 17_856, 81)
-    assert add["utilization"] == pytest.approx(81 / 17_856)
+    assert add["allocated_of_capacity"] == pytest.approx(81 / 17_856)
     assert (add["added_nodes"], add["wait_hours"], add["wait_hours_saved"]) == (1, pytest.approx(1.5), pytest.approx(4))
     assert add["wait_hours_saved_per_added_node"] == pytest.approx(4)
     m = warehouse_cost_model(site)["h100"]
@@ -90,7 +90,7 @@ def test_replays_worked_by_hand(site):
     assert add["added_capex"] == pytest.approx(capex_node)
     assert add["cost_per_wait_hour_saved"] == pytest.approx(capex_node / 4)
     assert add["capex"] == pytest.approx(3 * capex_node)
-    assert add["cost_per_allocated_gpu_hour"] == pytest.approx(3 * capex_node / 81)
+    assert add["capex_per_allocated_gpu_hour"] == pytest.approx(3 * capex_node / 81)
     rm = s["-1 h100"]
     assert (rm["nodes"], rm["capacity_gpu_hours"], rm["allocated_gpu_hours"]) == (1, 5_952, 17)  # n2 out from Oct 1
     assert (rm["jobs_started"], rm["jobs_not_started"]) == (2, 1)
@@ -108,7 +108,7 @@ def test_replays_worked_by_hand(site):
     daily = _by(w["daily"], "scenario", "day")
     oct5 = datetime(2026, 10, 5).date()
     assert daily[("observed", oct5)]["allocated_gpu_hours"] == pytest.approx(81)
-    assert daily[("+1 h100", oct5)]["utilization"] == pytest.approx(81 / (3 * 8 * 24))
+    assert daily[("+1 h100", oct5)]["allocated_of_capacity"] == pytest.approx(81 / (3 * 8 * 24))
     # the replay wrote nothing: its tables were its session's, and are gone
     assert site.query_rows("SELECT count() FROM system.tables WHERE name LIKE 'whatif%'")[0][0] == 0
 
@@ -133,7 +133,7 @@ def test_the_monthly_report_replays_the_configured_scenarios(site):
 
     site.cfg.whatif = [{"name": "one more H100 node", "add": ["h100:1"]}]
     r = monthly_report(Connection(site), month=OCT[0].date())
-    assert r["schema_version"] == "2.2" and r["whatif"]["scenarios"] == ["observed", "replay", "one more H100 node"]
+    assert r["schema_version"] == "2.3" and r["whatif"]["scenarios"] == ["observed", "replay", "one more H100 node"]
     s = _by_rows(r["whatif"]["summary"], "scenario")
     assert (s["one more H100 node"]["wait_hours_saved"], s["one more H100 node"]["added_nodes"]) == (
         pytest.approx(4), 1)

@@ -57,8 +57,8 @@ def test_every_job_starts_when_the_generator_started_it(replayed):
 
 def test_the_unchanged_replay_reproduces_the_generated_month(replayed):
     s = {r["scenario"]: r for r in replayed["summary"].to_dicts()}
-    assert s["observed"]["jobs"] > 15_000 and s["observed"]["utilization"] > 0.5
-    assert abs(s["replay"]["utilization_error_pts"]) <= 2, s["replay"]
+    assert s["observed"]["jobs"] > 15_000 and s["observed"]["allocated_of_capacity"] > 0.5
+    assert abs(s["replay"]["allocated_of_capacity_error_pts"]) <= 2, s["replay"]
     waits = {r["size_class"]: r for r in replayed["waits"].to_dicts() if r["scenario"] == "replay"}
     observed = {r["size_class"]: r for r in replayed["waits"].to_dicts() if r["scenario"] == "observed"}
     assert set(waits) == set(observed) and len(observed) >= 4

@@ -16,8 +16,12 @@
 --              its nodes); a run counts to its end or, still running, to the time it was last seen: never
 --              past the cut
 --   telemetry  gpu_hour / node_hour rollups of the hours that ended by the cut (an hourly rollup cannot be
---              split: the part of an hour before the cut has capacity and allocation, no telemetry); a
---              GPU-hour is busy when its mean GPU utilization reached {idle_util_pct} percent
+--              split: the part of an hour before the cut has capacity and allocation, no telemetry)
+--   busy       per sample, inside the runs' allocations (sql/intermediate/run_sample_hour.sql, refreshed just
+--              before): allocated_observed_gpu_s the allocated time the GPU samples saw, busy_gpu_s the part
+--              of it at or above {idle_util_pct} percent, each run's figure capped at its allocation: busy ≤
+--              observed ≤ allocated in every node-hour (an hourly mean counted a half-allocated busy hour as
+--              wholly busy)
 INSERT INTO capacity_node_hour
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
@@ -93,14 +97,19 @@ reserved AS (
     GROUP BY cluster, node, hour
 ),
 allocated AS (
-    SELECT cluster, node, hour, sum(gpu_s) AS allocated_gpu_s,
-           sumIf(gpu_s, reservation != '') AS allocated_resv_gpu_s
-    FROM ({{intermediate run_fanout}})
+    SELECT f.cluster AS cluster, f.node AS node, f.hour AS hour, sum(f.gpu_s) AS allocated_gpu_s,
+           sumIf(f.gpu_s, f.reservation != '') AS allocated_resv_gpu_s,
+           sum(least(ifNull(x.observed_gpu_s, 0), f.gpu_s)) AS allocated_observed_gpu_s,
+           sum(least(ifNull(x.busy_gpu_s, 0), ifNull(x.observed_gpu_s, 0), f.gpu_s)) AS busy_gpu_s
+    FROM ({{intermediate run_fanout}}) AS f
+    LEFT JOIN (SELECT cluster, node, hour, job_id, submit_ts, observed_gpu_s, busy_gpu_s
+               FROM run_sample_hour FINAL WHERE hour >= w0 AND hour < w1) AS x
+        ON x.cluster = f.cluster AND x.node = f.node AND x.hour = f.hour AND x.job_id = f.job_id
+       AND x.submit_ts = f.submit_ts
     GROUP BY cluster, node, hour
 ),
 gpu_tel AS (
     SELECT cluster, node, hour,
-           sumIf(covered_s, gpu_util_pct_avg >= {idle_util_pct:Float64}) AS busy_gpu_s,
            sum(covered_s) AS covered_gpu_s,
            sum(ifNull(gpu_util_pct_avg, 0) / 100 * covered_s) AS util_gpu_s,
            sum(ifNull(sm_active_avg, 0) * covered_s) AS sm_gpu_s,
@@ -127,8 +136,9 @@ SELECT
     -- a draining node runs its jobs to their end: GPUs still allocated count as allocated, not drained
     greatest(0., least(toFloat64(g.gpus * (ifNull(u.unusable_s, 0) - ifNull(u.down_s, 0))),
                       g.capacity_gpu_s - down_gpu_s - ifNull(a.allocated_gpu_s, 0))) AS drained_gpu_s,
-    -- reserved time that was usable: the reservation and the unusable time are both whole-node states
-    greatest(0., least(toFloat64(g.gpus * ifNull(r.reserved_s, 0)), g.capacity_gpu_s - g.gpus * ifNull(u.unusable_s, 0)))
+    -- reserved time that was available: not down, not drained, but a draining node's GPUs its running jobs
+    -- still held count (as allocated, so as reserved: a job ran in the reservation there)
+    greatest(0., least(toFloat64(g.gpus * ifNull(r.reserved_s, 0)), g.capacity_gpu_s - down_gpu_s - drained_gpu_s))
         AS reserved_gpu_s,
     ifNull(r.reservation, '') AS reservation,
     ifNull(a.allocated_gpu_s, 0.) AS allocated_gpu_s,
@@ -137,7 +147,7 @@ SELECT
     greatest(0., least(reserved_gpu_s, g.capacity_gpu_s - down_gpu_s - drained_gpu_s - allocated_gpu_s))
         AS reserved_idle_gpu_s,
     greatest(0., g.capacity_gpu_s - down_gpu_s - drained_gpu_s - allocated_gpu_s - reserved_idle_gpu_s) AS free_gpu_s,
-    ifNull(t.busy_gpu_s, 0), ifNull(t.covered_gpu_s, 0), ifNull(t.util_gpu_s, 0), ifNull(t.sm_gpu_s, 0),
+    ifNull(a.busy_gpu_s, 0), ifNull(t.covered_gpu_s, 0), ifNull(a.allocated_observed_gpu_s, 0), ifNull(t.util_gpu_s, 0), ifNull(t.sm_gpu_s, 0),
     ifNull(t.tensor_gpu_s, 0), ifNull(t.dram_gpu_s, 0), ifNull(t.gpu_energy_j, 0), ifNull(t.throttled_gpu_s, 0),
     ifNull(n.nic_rx_bytes, 0), ifNull(n.nic_tx_bytes, 0), ifNull(n.lustre_read_bytes, 0),
     ifNull(n.lustre_write_bytes, 0),

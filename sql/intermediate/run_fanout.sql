@@ -12,11 +12,12 @@
 -- An included query, not a (parameterized) view: ClickHouse expands SQL functions (overlap_s,
 -- hours_touched) into a view's stored query when the view is created, so a changed rule would not reach
 -- it (sql/README.md, "Templates"). Nothing creates or runs it on its own.
-SELECT cluster, job_id, submit_ts, account, project, reservation, run_node_count, node, hour, s, e, gpus_per_node,
+SELECT cluster, job_id, submit_ts, job_id_raw, account, project, reservation, run_node_count, node, hour, s, e,
+       gpus_per_node,
        overlap_s(hour, hour + 3600, s, e) AS held_s,
        gpus_per_node * held_s AS gpu_s
 FROM (
-    SELECT cluster, job_id, submit_ts, account, project, reservation, nodes, length(nodes) AS run_node_count,
+    SELECT cluster, job_id, submit_ts, job_id_raw, account, project, reservation, nodes, length(nodes) AS run_node_count,
            gpus / length(nodes) AS gpus_per_node,
            greatest(usage_start_ts, {from_ts:DateTime('UTC')}) AS s, least(usage_end_ts, {to_ts:DateTime('UTC')}) AS e
     FROM fct_job_run

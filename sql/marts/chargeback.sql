@@ -1,7 +1,7 @@
 -- Every project's use of [from_ts, to_ts) (the cluster report): GPU-hours allocated on each GPU model and
 -- their cost at that model's cost per allocated GPU-hour (the chargeback view: the month's capex and energy
--- of a model shared by allocation, so idle capacity is paid by those who used the machine; cost.sql has
--- the same totals). Requeued runs count: the resources were held. {project} ('' for every project) keeps
+-- of a model shared by allocation, so idle capacity is paid by those who used the machine; the totals are
+-- cost.sql's, included). Requeued runs count: the resources were held. {project} ('' for every project) keeps
 -- one project's rows; its shares and cost are still of the whole model's allocation. The runs' GPU time per
 -- node and hour is the run_node_hour grain's (the part of each hour inside the window).
 WITH
@@ -16,16 +16,11 @@ alloc AS (
     LEFT JOIN (SELECT node, gpu_model FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS i ON i.node = r.node
     GROUP BY project, gpu_model
 ),
+-- each model's allocated GPU-hours and total cost (capex and energy) as cost.sql gives them
 model_cost AS (
-    SELECT c.gpu_model AS gpu_model,
-           sum(c.allocated_gpu_s) / 3600 AS allocated_gpu_h,
-           sum(c.capacity_gpu_s / 3600 * capex_per_gpu_hour(m.node_price, c.gpus, m.amortization_years))
-             + sum(energy_cost(c.gpu_energy_j / 3.6e6, m.pue, m.power_price_per_kwh)) AS total_cost,
-           any(m.currency) AS currency
-    FROM (SELECT * FROM capacity_node_hour FINAL WHERE cluster = {cluster:String}
-          AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')} AND gpus > 0) AS c
-    INNER JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(c.gpu_model) = lower(m.gpu_model)
-    GROUP BY gpu_model
+    SELECT model AS gpu_model, allocated_gpu_h, total_cost, currency
+    FROM ({{mart cost}})
+    WHERE model != 'all'
 )
 SELECT a.project AS project, a.gpu_model AS gpu_model, a.runs AS runs, a.gpu_h AS allocated_gpu_h,
        a.gpu_h / nullIf(mc.allocated_gpu_h, 0) AS share_of_model_allocation,

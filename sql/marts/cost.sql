@@ -2,11 +2,46 @@
 -- [cost.<model>]) and capacity_node_hour:
 --   capex        capacity GPU-hours × capex_per_gpu_hour (sql/functions/): what the hardware costs while it
 --                exists, used or not
---   energy       energy_cost of the GPU energy from telemetry (× PUE × power price) (node energy beyond the GPUs is not metered
---                per job; the IPMI node power is in the telemetry tables)
+--   energy       energy_cost (× PUE × power price) of the IT energy measured, node-hour by node-hour
+--                (it_energy_j, sql/functions/): the whole node's, IPMI power (node_hour.node_power_w_avg) × the
+--                time its GPUs' samples cover, where the node reported power; the GPUs' alone where it did not
+--                (their energy counters, else power samples × time: job_energy.sql's GPU energy). Telemetry of
+--                the hours that ended by the through time (data_through.sql), as the capacity grain's.
+--     gpu_energy_kwh       the GPUs' part; it_energy_kwh what is charged; facility_energy_kwh it × PUE
+--     ipmi_energy_share    the part of it_energy_kwh measured at the node (IPMI)
+--     energy_basis         'node (IPMI)' (every node-hour with energy reported node power), 'GPUs only (no
+--                          IPMI)' (none did), 'node (IPMI) where measured, else GPUs only', or 'none' (no energy)
 --   per available / allocated / busy GPU-hour: total ÷ those hours
 --   idle_cost    capex of the available GPU-hours nobody was allocated
 --   pflop_days   delivered tensor compute: Σ tensor activity × time × peak dense BF16 rate, in PFLOP/s-days
+WITH
+through AS (SELECT through_ts FROM ({{mart data_through}})),
+gpu AS (
+    SELECT node, hour,
+           sum(ifNull(energy_j, 0))
+               + ifNull(sumIf(power_w_avg * covered_s, energy_j IS NULL AND power_w_avg IS NOT NULL), 0) AS gpu_j,
+           max(covered_s) AS node_covered_s
+    FROM gpu_hour FINAL
+    WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}
+      AND hour + 3600 <= (SELECT through_ts FROM through)
+    GROUP BY node, hour
+),
+ipmi AS (
+    SELECT node, hour, node_power_w_avg
+    FROM node_hour FINAL
+    WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}
+      AND node_power_w_avg IS NOT NULL
+),
+grain AS (
+    SELECT g.*, ifNull(t.gpu_j, 0) AS gpu_j,
+           ifNull(it_energy_j(if(t.node_covered_s > 0, p.node_power_w_avg, NULL), t.node_covered_s, ifNull(t.gpu_j, 0)), 0)
+               AS it_j,
+           toUInt8(p.node_power_w_avg IS NOT NULL AND t.node_covered_s > 0) AS ipmi
+    FROM (SELECT * FROM capacity_node_hour FINAL WHERE cluster = {cluster:String}
+          AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')} AND gpus > 0) AS g
+    LEFT JOIN gpu AS t ON t.node = g.node AND t.hour = g.hour
+    LEFT JOIN ipmi AS p ON p.node = g.node AND p.hour = g.hour
+)
 SELECT
     if(grouping(c.gpu_model) = 1, 'all', c.gpu_model) AS model,
     any(m.currency) AS currency,
@@ -14,10 +49,15 @@ SELECT
     (sum(c.capacity_gpu_s) - sum(c.down_gpu_s) - sum(c.drained_gpu_s)) / 3600 AS available_gpu_h,
     sum(c.allocated_gpu_s) / 3600 AS allocated_gpu_h,
     sum(c.busy_gpu_s) / 3600 AS busy_gpu_h,
-    sum(c.gpu_energy_j) / 3.6e6 AS gpu_energy_kwh,
-    sum(c.gpu_energy_j) / 3.6e6 * any(m.pue) AS facility_energy_kwh,
+    sum(c.gpu_j) / 3.6e6 AS gpu_energy_kwh,
+    sum(c.it_j) / 3.6e6 AS it_energy_kwh,
+    sum(c.it_j / 3.6e6 * m.pue) AS facility_energy_kwh,
+    sumIf(c.it_j, c.ipmi = 1) / 3.6e6 / nullIf(it_energy_kwh, 0) AS ipmi_energy_share,
+    multiIf(countIf(c.it_j > 0) = 0, 'none', countIf(c.it_j > 0 AND c.ipmi = 0) = 0, 'node (IPMI)',
+            countIf(c.it_j > 0 AND c.ipmi = 1) = 0, 'GPUs only (no IPMI)',
+            'node (IPMI) where measured, else GPUs only') AS energy_basis,
     sum(c.capacity_gpu_s / 3600 * capex_per_gpu_hour(m.node_price, c.gpus, m.amortization_years)) AS capex,
-    sum(energy_cost(c.gpu_energy_j / 3.6e6, m.pue, m.power_price_per_kwh)) AS energy_cost,
+    sum(energy_cost(c.it_j / 3.6e6, m.pue, m.power_price_per_kwh)) AS energy_cost,
     capex + energy_cost AS total_cost,
     total_cost / nullIf(available_gpu_h, 0) AS cost_per_available_gpu_h,
     total_cost / nullIf(allocated_gpu_h, 0) AS cost_per_allocated_gpu_h,
@@ -26,8 +66,8 @@ SELECT
         * capex_per_gpu_hour(m.node_price, c.gpus, m.amortization_years)) AS idle_cost,
     sum(c.tensor_gpu_s * m.peak_bf16_tflops) / 1000 / 86400 AS pflop_days,
     total_cost / nullIf(pflop_days, 0) AS cost_per_pflop_day
-FROM (SELECT * FROM capacity_node_hour FINAL WHERE cluster = {cluster:String}
-      AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')} AND gpus > 0) AS c
+FROM grain AS c
 INNER JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(c.gpu_model) = lower(m.gpu_model)
 GROUP BY GROUPING SETS ((), (c.gpu_model))
-ORDER BY model = 'all', model;
+ORDER BY model = 'all', model
+SETTINGS join_use_nulls = 1;

@@ -9,9 +9,10 @@
 --   lost_hang_gpu_hours, lost_node_fail_gpu_hours, lost_failed_gpu_hours, lost_timeout_gpu_hours,
 --   lost_other_gpu_hours  by cause (campaigns.sql's cause)
 --   queued_hours, restart_wait_hours   hours waited in the queue, and of them after interruptions
---   restart_startup_hours, restart_startup_gpu_hours   restarted runs' start-up until their GPUs were busy
---   restart_overhead_gpu_hours   what restarts cost: (restart wait + start-up) × the campaign's largest GPU
---                                count (the wait holds no GPUs but delays the campaign's work by that much)
+--   restart_startup_hours   restarted runs' start-up until their GPUs were busy
+--   restart_overhead_gpu_hours   what restarts cost in GPU-hours held: each restarted run's GPUs × its start-up
+--                                (the wait in the queue holds no GPU: it is in restart_wait_hours and in ETTR's
+--                                wall time, never in a GPU-hour figure, so overhead ≤ the runs' GPU-hours)
 WITH
 sums AS (
     SELECT if(grouping(project) = 1, '', project) AS project_key,
@@ -29,8 +30,7 @@ sums AS (
            sum(c.queued_s) / 3600 AS t_queued,
            sum(c.restart_wait_s) / 3600 AS t_restart,
            sum(c.restart_startup_s) / 3600 AS t_startup,
-           sum(c.max_gpus * c.restart_startup_s) / 3600 AS t_startup_gpu,
-           sum(c.max_gpus * (c.restart_wait_s + c.restart_startup_s)) / 3600 AS t_overhead_gpu
+           sum(c.restart_startup_gpu_hours) AS t_overhead_gpu
     FROM ({{mart campaigns}}) AS c
     GROUP BY GROUPING SETS ((), (project))
 )
@@ -39,6 +39,6 @@ SELECT project_key, n_campaigns AS campaigns, n_unknown AS unknown_campaigns, t_
        t_node_fail AS lost_node_fail_gpu_hours,
        t_failed AS lost_failed_gpu_hours, t_timeout AS lost_timeout_gpu_hours, t_other AS lost_other_gpu_hours,
        t_queued AS queued_hours, t_restart AS restart_wait_hours, t_startup AS restart_startup_hours,
-       t_startup_gpu AS restart_startup_gpu_hours, t_overhead_gpu AS restart_overhead_gpu_hours
+       t_overhead_gpu AS restart_overhead_gpu_hours
 FROM sums
 ORDER BY project_key;

@@ -6,9 +6,10 @@
 -- (with a project, the nodes of that project's hangs and runs only).
 --   hangs             hung runs the node was in
 --   multi_node_hangs  of those, runs on two or more nodes (where a node stalls its peers)
---   suspect           1 when hangs ≥ 2
+--   suspect           1 when the node was in two or more of the cluster's hangs: hung_jobs.sql's
+--                     suspect_nodes, the cluster's whatever {project} selects (for the cluster: hangs ≥ 2)
 --   hang_hours        the hangs' lengths summed (hours)
---   gpu_hours_lost    the node's part of their lost GPU-hours: the run's GPUs on the node (its GPUs ÷ its
+--   hung_gpu_hours    the node's part of their hung GPU-hours: the run's GPUs on the node (its GPUs ÷ its
 --                     nodes, as the fan-out spreads them) × the hang's length
 --   first_hang_ts, last_hang_ts  the earliest and latest hang start
 --   runs_ended        the runs with GPUs on the node that ended in the window (any state): what the hangs
@@ -19,8 +20,9 @@ per_node AS (
     SELECT node,
            count() AS hangs,
            countIf(length(h.nodes) >= 2) AS multi_node_hangs,
+           max(has(h.suspect_nodes, node)) AS is_suspect,
            sum(h.hang_minutes) / 60 AS hang_hours,
-           sum(h.gpus / length(h.nodes) * h.hang_minutes / 60) AS gpu_hours_lost,
+           sum(h.gpus / length(h.nodes) * h.hang_minutes / 60) AS hung_gpu_hours,
            min(h.hang_start_ts) AS first_hang_ts,
            max(h.hang_start_ts) AS last_hang_ts
     FROM ({{mart hung_jobs}}) AS h
@@ -36,10 +38,10 @@ ended AS (
       AND end_ts >= {from_ts:DateTime('UTC')} AND end_ts < {to_ts:DateTime('UTC')}
     GROUP BY node
 )
-SELECT p.node AS node, p.hangs AS hangs, p.multi_node_hangs AS multi_node_hangs, toUInt8(p.hangs >= 2) AS suspect,
-       p.hang_hours AS hang_hours, p.gpu_hours_lost AS gpu_hours_lost, p.first_hang_ts AS first_hang_ts,
+SELECT p.node AS node, p.hangs AS hangs, p.multi_node_hangs AS multi_node_hangs, toUInt8(p.is_suspect) AS suspect,
+       p.hang_hours AS hang_hours, p.hung_gpu_hours AS hung_gpu_hours, p.first_hang_ts AS first_hang_ts,
        p.last_hang_ts AS last_hang_ts, e.runs_ended AS runs_ended, p.hangs / e.runs_ended AS hang_share
 FROM per_node AS p
 LEFT JOIN ended AS e ON e.node = p.node
-ORDER BY hangs DESC, gpu_hours_lost DESC, node
+ORDER BY hangs DESC, hung_gpu_hours DESC, node
 SETTINGS join_use_nulls = 1;

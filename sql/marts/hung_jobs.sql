@@ -19,17 +19,20 @@
 --   hang_start_ts    the first GPU sample after it: the hang began in (last_busy_ts, hang_start_ts]
 --   hang_minutes     end_ts − hang_start_ts, in minutes (a lower bound, within one sampling step: a hang
 --                    killed by a 30-minute watchdog measures 30 minutes only when it began on a sample)
---   gpu_hours_lost   gpus × hang_minutes ÷ 60: the allocation held while nothing ran
+--   hung_gpu_hours   gpus × hang_minutes ÷ 60: the allocation held while nothing ran (not the work lost: that
+--                    is goodput's, since the run's last checkpoint, sql/marts/campaigns.sql)
 --   idle_samples     the GPU sample times from hang_start_ts to the end
---   suspect_nodes    the run's nodes that were in two or more of the window's hangs (a NIC, cable or GPU
---                    that stalls NCCL: hang_suspect_nodes.sql ranks them)
+--   suspect_nodes    the run's nodes that were in two or more of the window's hangs of the whole cluster (a
+--                    NIC, cable or GPU that stalls NCCL: hang_suspect_nodes.sql ranks them), whatever
+--                    {project} selects: the project picks which runs are listed, never a run's figures (so a
+--                    run's suspects are the same in its project's report and the cluster's; node names only)
 -- hang_suspect_nodes.sql counts the hangs per node.
 WITH
 candidates AS (
     SELECT job_id, submit_ts, user, account, project, state, nodes, nnodes, gpus,
            assumeNotNull(start_ts) AS start_ts, assumeNotNull(end_ts) AS end_ts
     FROM fct_job_run
-    WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
+    WHERE cluster = {cluster:String}
       AND state IN ('TIMEOUT', 'CANCELLED', 'FAILED', 'NODE_FAIL')
       AND NOT never_ran AND gpus > 0 AND length(nodes) > 0 AND start_ts IS NOT NULL AND end_ts IS NOT NULL
       AND end_ts >= {from_ts:DateTime('UTC')} AND end_ts < {to_ts:DateTime('UTC')}
@@ -41,7 +44,7 @@ hung AS (
            c.end_ts AS end_ts, t.last_busy_ts AS last_busy_ts,
            assumeNotNull(t.hang_start_ts) AS hang_start_ts,
            (toInt64(c.end_ts) - toInt64(hang_start_ts)) / 60 AS hang_minutes,
-           c.gpus * hang_minutes / 60 AS gpu_hours_lost,
+           c.gpus * hang_minutes / 60 AS hung_gpu_hours,
            t.idle_samples AS idle_samples
     FROM candidates AS c
     INNER JOIN (SELECT job_id, submit_ts, end_ts, last_busy_ts, hang_start_ts, idle_samples, last_gpu_ts, gpu_step_s
@@ -52,13 +55,15 @@ hung AS (
     WHERE toInt64(t.last_gpu_ts) + t.gpu_step_s >= toInt64(c.end_ts)
       AND hang_minutes >= {hang_minutes:Float64}
 )
--- suspect_nodes: the run's nodes that were in two or more of the hangs listed (hang_suspect_nodes.sql's
--- suspect), counted over the hangs by node and gathered back per run, so the hangs are formed once
+-- suspect_nodes: the run's nodes that were in two or more of the cluster's hangs (hang_suspect_nodes.sql's
+-- suspect), counted over the hangs by node and gathered back per run, so the hangs are formed once; then
+-- {project}'s runs kept
 SELECT job_id, submit_ts, user, account, project, state, nodes, nnodes, gpus, start_ts, end_ts, last_busy_ts,
-       hang_start_ts, hang_minutes, gpu_hours_lost, idle_samples,
+       hang_start_ts, hang_minutes, hung_gpu_hours, idle_samples,
        arraySort(groupArrayIf(node, node_hangs >= 2)) AS suspect_nodes
 FROM (SELECT *, node, count() OVER (PARTITION BY node) AS node_hangs FROM hung ARRAY JOIN nodes AS node)
 GROUP BY job_id, submit_ts, user, account, project, state, nodes, nnodes, gpus, start_ts, end_ts, last_busy_ts,
-         hang_start_ts, hang_minutes, gpu_hours_lost, idle_samples
-ORDER BY gpu_hours_lost DESC, end_ts, job_id
+         hang_start_ts, hang_minutes, hung_gpu_hours, idle_samples
+HAVING {project:String} = '' OR project = {project:String}
+ORDER BY hung_gpu_hours DESC, end_ts, job_id
 SETTINGS join_use_nulls = 1;

@@ -1,20 +1,18 @@
 -- Idle-GPU jobs of {project} ('' for the whole cluster) in [from_ts, to_ts), as Princeton's Job Defense
 -- Shield lists them: the runs that held GPUs at a mean utilization under {idle_util_pct} percent (the
 -- config's idle threshold) for at least {idle_min_minutes} minutes, worst first. Read from the
--- run_node_hour grain (the run's GPU time on each node and hour, with the node-hour's telemetry as rates,
--- as job_efficiency.sql reads it), inside the window:
---   gpu_util_pct       the run's mean GPU utilization, weighted by its GPU time with telemetry: the node's
---                      GPU activity in each hour shared among the runs on it by their allocation
---                      (util_per_allocated: unallocated GPUs do no work)
---   observed_minutes   the run's time with telemetry (telemetry GPU-hours ÷ its GPUs, in minutes): what
+-- run_node_hour grain (the run's GPU time on each node and hour) and the run's GPU samples inside its
+-- allocation (run_sample_hour: per sample, never an hourly mean), inside the window:
+--   gpu_util_pct       the run's mean GPU utilization over the samples that saw its GPUs
+--   observed_minutes   the run's time with telemetry (its sampled GPU-hours ÷ its GPUs, in minutes): what
 --                      the mean is over; a run idle is one with observed_minutes ≥ {idle_min_minutes} and
 --                      gpu_util_pct < {idle_util_pct}. A run without telemetry is never listed (unknown).
---   attribution        'whole nodes' when the run held every GPU of each node it was on (its GPUs ÷ its
---                      nodes ≥ the node's GPUs in node_inventory): the mean is its own GPUs', exact (but
---                      for the hour at each end, which it may share with the node's previous or next run).
---                      'shared node: node-level mean' otherwise: sacct gives no GPU indices, so the run's
---                      figure is the mean of the allocated GPUs of the nodes it shared; an idle run beside
---                      a busy one is not seen, nor a busy one beside an idle one
+--   attribution        'own GPUs' when dcgm-exporter's hpc_job label named the run's GPUs on every node-hour:
+--                      exact, shared nodes included. 'whole nodes' when the run held every GPU of each node
+--                      it was on (its GPUs ÷ its nodes ≥ the node's GPUs in node_inventory): exact too, from
+--                      the samples inside its allocation. 'shared node: node share' otherwise: sacct gives
+--                      no GPU indices, so the run's figure is its share of the node's samples at each time;
+--                      an idle run beside a busy one is not seen, nor a busy one beside an idle one
 -- Columns: job_id, submit_ts, user, account, project, state, nnodes, gpus, nodes, start_ts, end_ts (the
 -- run); gpu_hours (its GPU time in the window: the GPU-hours held idle), telemetry_gpu_hours,
 -- gpu_util_pct, observed_minutes, attribution; capex (gpu_hours at each node's write-off per GPU-hour,
@@ -24,16 +22,24 @@ WITH
 held AS (
     SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
            sum(r.gpu_s) AS gpu_s,
-           sum(r.gpu_s * r.covered_per_capacity) AS covered_gpu_s,
-           sum(r.gpu_s * r.util_per_allocated) AS util_gpu_s,
+           -- the run's samples (run_sample_hour), the part of each hour inside the window
+           sum(ifNull(x.observed_gpu_s, 0) * r.part) AS covered_gpu_s,
+           sum(ifNull(x.util_gpu_s, 0) * r.part) AS util_gpu_s,
+           min(ifNull(x.attribution, '') = 'gpu') AS own_gpus,
            sum(r.gpu_s / 3600 * capex_per_gpu_hour(m.node_price, i.gpus, m.amortization_years)) AS capex,
            any(m.currency) AS currency,
            max(r.gpus_per_node) AS gpus_per_node,
            any(i.gpus) AS node_gpus
-    FROM (SELECT * REPLACE (gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s)
+    FROM (SELECT * REPLACE (gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s),
+                 overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) / nullIf(toInt64(e) - toInt64(s), 0)
+                     AS part
           FROM run_node_hour FINAL WHERE cluster = {cluster:String}
           AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
           AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}) AS r
+    LEFT JOIN (SELECT hour, node, job_id, submit_ts, observed_gpu_s, util_gpu_s, attribution
+               FROM run_sample_hour FINAL WHERE cluster = {cluster:String}
+               AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}) AS x
+        ON x.hour = r.hour AND x.node = r.node AND x.job_id = r.job_id AND x.submit_ts = r.submit_ts
     LEFT JOIN (SELECT node, gpus FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS i ON i.node = r.node
     LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
     WHERE {project:String} = ''
@@ -47,7 +53,8 @@ per_run AS (
            sum(util_gpu_s) / nullIf(sum(covered_gpu_s), 0) * 100 AS gpu_util_pct,
            sum(capex) AS capex,
            any(currency) AS currency,
-           min(ifNull(gpus_per_node >= node_gpus, 0)) AS whole_nodes
+           min(ifNull(gpus_per_node >= node_gpus, 0)) AS whole_nodes,
+           min(own_gpus) AS own_gpus
     FROM held
     GROUP BY job_id, submit_ts
 ),
@@ -63,7 +70,7 @@ SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, r.user AS user, r.account A
        r.end_ts AS end_ts,
        p.gpu_hours AS gpu_hours, p.telemetry_gpu_hours AS telemetry_gpu_hours, p.gpu_util_pct AS gpu_util_pct,
        p.telemetry_gpu_hours / r.gpus * 60 AS observed_minutes,
-       if(p.whole_nodes = 1, 'whole nodes', 'shared node: node-level mean') AS attribution,
+       multiIf(p.own_gpus = 1, 'own GPUs', p.whole_nodes = 1, 'whole nodes', 'shared node: node share') AS attribution,
        p.capex AS capex, p.currency AS currency
 FROM per_run AS p
 INNER JOIN runs AS r ON r.job_id = p.job_id AND r.submit_ts = p.submit_ts

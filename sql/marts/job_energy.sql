@@ -61,9 +61,9 @@ shared AS (
            h.gpu_s / nullIf(a.allocated_gpu_s, 0) AS share,
            ifNull(g.counter_j, 0) * share AS counter_j,
            ifNull(g.power_j, 0) * share AS power_j,
-           if(n.node_power_w_avg IS NULL, 0,
-              greatest(n.node_power_w_avg * g.node_covered_s - ifNull(g.counter_j, 0) - ifNull(g.power_j, 0), 0)) * share
-               AS rest_j,
+           -- the node's IT energy (sql/functions/it_energy_j.sql) less its GPUs': 0 where it reports no power
+           (it_energy_j(n.node_power_w_avg, g.node_covered_s, ifNull(g.counter_j, 0) + ifNull(g.power_j, 0))
+            - ifNull(g.counter_j, 0) - ifNull(g.power_j, 0)) * share AS rest_j,
            toUInt8(n.node_power_w_avg IS NOT NULL) AS node_measured,
            -- the hour's intensity: the table's, else the constant, else NULL
            toUInt8(ci.g_co2e_per_kwh IS NOT NULL) AS hourly,

@@ -5,9 +5,11 @@
 --   reserved_idle   = usable reserved time allocated to nobody
 --   free            = usable time, not reserved, allocated to nobody
 --   (so available = allocated + reserved_idle + free, hour by hour)
---   allocated_idle  = allocated GPU-hours the telemetry saw idle (mean GPU utilization under the
---                     threshold): allocated − busy, since no work runs on an unallocated GPU; only where
---                     telemetry covers the hour (sql/functions/allocated_idle_gpu_s.sql)
+--   allocated_observed = allocated GPU-hours the GPU samples saw (telemetry coverage inside the runs'
+--                     allocations, per sample: sql/intermediate/run_sample_hour.sql)
+--   busy            = of those, the samples at or above the idle threshold: busy ≤ observed ≤ allocated
+--   allocated_idle  = allocated_observed − busy: allocated GPU time the samples saw idle
+--                     (sql/functions/allocated_idle_gpu_s.sql); allocated time no sample saw is unknown
 --   idle_util_pct   = the idle threshold (percent) the grain's busy hours were computed with (the highest,
 --                     should hours of the window have been refreshed under different settings)
 -- A month in progress counts to the time the loaded job history reaches, not to its end: the grain is
@@ -24,13 +26,19 @@ SELECT
     sum(reserved_gpu_s) / 3600 AS reserved_gpu_h,
     sum(reserved_idle_gpu_s) / 3600 AS reserved_idle_gpu_h,
     sum(free_gpu_s) / 3600 AS free_gpu_h,
-    sum(allocated_idle_gpu_s(allocated_gpu_s, busy_gpu_s, covered_gpu_s)) / 3600 AS allocated_idle_gpu_h,
-    sumIf(allocated_gpu_s, covered_gpu_s > 0) / 3600 AS allocated_observed_gpu_h,
+    sum(allocated_idle_gpu_s(allocated_observed_gpu_s, busy_gpu_s)) / 3600 AS allocated_idle_gpu_h,
+    sum(allocated_observed_gpu_s) / 3600 AS allocated_observed_gpu_h,
     allocated_gpu_h / nullIf(available_gpu_h, 0) AS utilization,
     sum(busy_gpu_s) / 3600 AS busy_gpu_h,
     sum(covered_gpu_s) / 3600 AS telemetry_gpu_h,
     sum(gpu_energy_j) / 3.6e6 AS gpu_energy_kwh,
-    max(idle_util_pct) AS idle_util_pct
+    max(idle_util_pct) AS idle_util_pct,
+    -- how the observed time was attributed to the runs (run_sample_hour): the share by the runs' own GPUs
+    -- (dcgm-exporter's hpc_job label), the rest by their share of the node's samples (the whole window's)
+    (SELECT sumIf(observed_gpu_s, attribution = 'gpu') / nullIf(sum(observed_gpu_s), 0)
+     FROM run_sample_hour FINAL
+     WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')})
+        AS observed_own_gpu_share
 FROM capacity_node_hour FINAL
 WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}
 GROUP BY GROUPING SETS ((), (gpu_model), (partition))

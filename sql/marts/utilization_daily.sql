@@ -22,7 +22,7 @@ FROM (
            sum(capacity_gpu_s) / 3600 AS capacity_gpu_h, sum(down_gpu_s) / 3600 AS down_gpu_h,
            sum(drained_gpu_s) / 3600 AS drained_gpu_h, sum(allocated_gpu_s) / 3600 AS allocated_gpu_h,
            sum(reserved_idle_gpu_s) / 3600 AS reserved_idle_gpu_h, sum(free_gpu_s) / 3600 AS free_gpu_h,
-           sum(allocated_idle_gpu_s(allocated_gpu_s, busy_gpu_s, covered_gpu_s)) / 3600 AS allocated_idle_gpu_h
+           sum(allocated_idle_gpu_s(allocated_observed_gpu_s, busy_gpu_s)) / 3600 AS allocated_idle_gpu_h
     FROM capacity_node_hour FINAL
     WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}
       AND hour < (SELECT through_ts FROM ({{mart data_through}}))

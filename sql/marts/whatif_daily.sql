@@ -1,5 +1,6 @@
--- Utilization by day per what-if scenario in [from_ts, to_ts): allocated ÷ capacity GPU-hours of each day,
--- from the replays in the session's temporary tables (whatif_summary.sql).
+-- Allocated ÷ capacity GPU-hours by day per what-if scenario in [from_ts, to_ts) (allocated_of_capacity, as
+-- whatif_summary.sql names it: not the report's utilization, allocated ÷ available), from the replays in the
+-- session's temporary tables (whatif_summary.sql).
 WITH
 days AS (SELECT arrayJoin(arrayMap(d -> toDateTime(toDate({from_ts:DateTime('UTC')}) + d, 'UTC'),
                                    range(toUInt32(dateDiff('day', {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}))))) AS day),
@@ -22,7 +23,7 @@ alloc AS (
 )
 SELECT c.scenario AS scenario, toDate(c.day) AS day, c.capacity_gpu_hours AS capacity_gpu_hours,
        ifNull(a.allocated_gpu_hours, 0) AS allocated_gpu_hours,
-       allocated_gpu_hours / nullIf(capacity_gpu_hours, 0) AS utilization
+       allocated_gpu_hours / nullIf(capacity_gpu_hours, 0) AS allocated_of_capacity
 FROM cap AS c LEFT JOIN alloc AS a ON a.scenario = c.scenario AND a.day = c.day
 ORDER BY scenario = 'observed' DESC, scenario = 'replay' DESC, scenario, day
 SETTINGS join_use_nulls = 1;

@@ -1,19 +1,19 @@
 -- Exporter samples -> gpu_sample rows of the window [from_ts, to_ts).
 -- {{input}} is the exporter rows renamed to warehouse columns by the metric catalog (etl/telemetry_insert.py
--- renders it: node, gpu, ts, model_name, uuid and every metric column, counters still cumulative). Rows
+-- renders it: node, gpu, ts, model_name, uuid, hpc_job (dcgm-exporter's job label, '' without it) and every metric column, counters still cumulative). Rows
 -- before the window (the previous day's last sample per GPU) only seed the counters.
 -- energy_j and nvlink_bytes are counters: stored as the amount in the step (counter_step, sql/functions/),
 -- so any later roll-up is a plain sum.
-INSERT INTO gpu_sample (cluster, node, gpu, ts, step_s, model_name, uuid, gpu_util_pct, sm_active,
+INSERT INTO gpu_sample (cluster, node, gpu, ts, step_s, model_name, uuid, hpc_job, gpu_util_pct, sm_active,
     gr_engine_active, tensor_active, dram_active, fb_used_mib, fb_free_mib, power_w, energy_j, temp_c,
     sm_clock_mhz, throttle_reasons, xid_last, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s, nvlink_tx_bytes_per_s,
     nvlink_rx_bytes_per_s, nvlink_bytes, source)
-SELECT {cluster:String}, node, gpu, ts, {step_s:UInt32}, model_name, uuid, gpu_util_pct, sm_active,
+SELECT {cluster:String}, node, gpu, ts, {step_s:UInt32}, model_name, uuid, hpc_job, gpu_util_pct, sm_active,
     gr_engine_active, tensor_active, dram_active, fb_used_mib, fb_free_mib, power_w, energy_j, temp_c,
     sm_clock_mhz, throttle_reasons, xid_last, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s, nvlink_tx_bytes_per_s,
     nvlink_rx_bytes_per_s, nvlink_bytes, {source:String}
 FROM (
-    SELECT node, gpu, ts, model_name, uuid, gpu_util_pct, sm_active, gr_engine_active, tensor_active,
+    SELECT node, gpu, ts, model_name, uuid, hpc_job, gpu_util_pct, sm_active, gr_engine_active, tensor_active,
         dram_active, fb_used_mib, fb_free_mib, power_w,
         counter_step(energy_j, lagInFrame(energy_j) OVER series) AS energy_j,
         temp_c, sm_clock_mhz, throttle_reasons, xid_last, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s,

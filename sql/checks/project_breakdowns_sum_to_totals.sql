@@ -1,0 +1,80 @@
+-- law: per-project figures sum to the scope's: efficiency's, goodput's and energy's project rows add up to
+--   their scope row (project_key ''), and goodput's GPU-hours lost by cause add up to its GPU-hours lost, in
+--   every row.
+-- why: every run belongs to one project (its account's) and every campaign to one user, account and job name,
+--   so the projects split the scope's runs without overlap; every interrupted run's lost work has one cause.
+-- Rows: section, key (the row checked), figure, value (the sum of the parts), bound (the total),
+--   off_by = value − bound.
+WITH
+e AS (SELECT * FROM ({{mart efficiency}})),
+e_parts AS (
+    SELECT sum(runs) AS runs, sum(gpu_hours) AS gpu_hours, sum(telemetry_gpu_hours) AS telemetry_gpu_hours,
+           sum(gpu_energy_kwh) AS gpu_energy_kwh, sum(nic_rx_bytes) AS nic_rx_bytes, sum(nic_tx_bytes) AS nic_tx_bytes,
+           sum(storage_read_bytes) AS storage_read_bytes, sum(storage_write_bytes) AS storage_write_bytes,
+           sum(delivered_pflop) AS delivered_pflop, count() AS part_rows
+    FROM e WHERE project_key != ''
+),
+g AS (SELECT * FROM ({{mart goodput}})),
+g_parts AS (
+    SELECT sum(campaigns) AS campaigns, sum(unknown_campaigns) AS unknown_campaigns, sum(gpu_hours) AS gpu_hours,
+           sum(gpu_hours_lost) AS gpu_hours_lost, sum(lost_hang_gpu_hours) AS lost_hang_gpu_hours,
+           sum(lost_node_fail_gpu_hours) AS lost_node_fail_gpu_hours, sum(lost_failed_gpu_hours) AS lost_failed_gpu_hours,
+           sum(lost_timeout_gpu_hours) AS lost_timeout_gpu_hours, sum(lost_other_gpu_hours) AS lost_other_gpu_hours,
+           sum(queued_hours) AS queued_hours, sum(restart_wait_hours) AS restart_wait_hours,
+           sum(restart_startup_hours) AS restart_startup_hours,
+           sum(restart_overhead_gpu_hours) AS restart_overhead_gpu_hours, count() AS part_rows
+    FROM g WHERE project_key != ''
+),
+en AS (SELECT * FROM ({{mart energy}})),
+en_parts AS (
+    SELECT sum(runs) AS runs, sum(gpu_hours) AS gpu_hours, sum(gpu_kwh) AS gpu_kwh, sum(rest_kwh) AS rest_kwh,
+           sum(it_kwh) AS it_kwh, sum(facility_kwh) AS facility_kwh, sum(delivered_pflop_days) AS delivered_pflop_days,
+           count() AS part_rows
+    FROM en WHERE project_key != ''
+),
+compared AS (
+    SELECT 'efficiency' AS section, 'Σ projects = the scope row' AS key, x.1 AS figure, x.2 AS value, x.3 AS bound
+    FROM e_parts AS p CROSS JOIN (SELECT * FROM e WHERE project_key = '') AS t
+    ARRAY JOIN [('runs', toFloat64(p.runs), toFloat64(t.runs)), ('gpu_hours', p.gpu_hours, t.gpu_hours),
+                ('telemetry_gpu_hours', p.telemetry_gpu_hours, t.telemetry_gpu_hours),
+                ('gpu_energy_kwh', p.gpu_energy_kwh, t.gpu_energy_kwh),
+                ('nic_rx_bytes', p.nic_rx_bytes, t.nic_rx_bytes), ('nic_tx_bytes', p.nic_tx_bytes, t.nic_tx_bytes),
+                ('storage_read_bytes', p.storage_read_bytes, t.storage_read_bytes),
+                ('storage_write_bytes', p.storage_write_bytes, t.storage_write_bytes),
+                ('delivered_pflop', p.delivered_pflop, t.delivered_pflop)] AS x
+    WHERE p.part_rows > 0
+    UNION ALL
+    SELECT 'goodput', 'Σ projects = the scope row', x.1, x.2, x.3
+    FROM g_parts AS p CROSS JOIN (SELECT * FROM g WHERE project_key = '') AS t
+    ARRAY JOIN [('campaigns', toFloat64(p.campaigns), toFloat64(t.campaigns)),
+                ('unknown_campaigns', toFloat64(p.unknown_campaigns), toFloat64(t.unknown_campaigns)),
+                ('gpu_hours', p.gpu_hours, t.gpu_hours), ('gpu_hours_lost', p.gpu_hours_lost, t.gpu_hours_lost),
+                ('lost_hang_gpu_hours', p.lost_hang_gpu_hours, t.lost_hang_gpu_hours),
+                ('lost_node_fail_gpu_hours', p.lost_node_fail_gpu_hours, t.lost_node_fail_gpu_hours),
+                ('lost_failed_gpu_hours', p.lost_failed_gpu_hours, t.lost_failed_gpu_hours),
+                ('lost_timeout_gpu_hours', p.lost_timeout_gpu_hours, t.lost_timeout_gpu_hours),
+                ('lost_other_gpu_hours', p.lost_other_gpu_hours, t.lost_other_gpu_hours),
+                ('queued_hours', p.queued_hours, t.queued_hours),
+                ('restart_wait_hours', p.restart_wait_hours, t.restart_wait_hours),
+                ('restart_startup_hours', p.restart_startup_hours, t.restart_startup_hours),
+                ('restart_overhead_gpu_hours', p.restart_overhead_gpu_hours, t.restart_overhead_gpu_hours)] AS x
+    WHERE p.part_rows > 0
+    UNION ALL
+    SELECT 'goodput', if(project_key = '', 'the scope row', concat('project ', project_key)),
+           'Σ lost_*_gpu_hours by cause = gpu_hours_lost',
+           lost_hang_gpu_hours + lost_node_fail_gpu_hours + lost_failed_gpu_hours + lost_timeout_gpu_hours
+             + lost_other_gpu_hours, gpu_hours_lost
+    FROM g
+    UNION ALL
+    SELECT 'energy', 'Σ projects = the scope row', x.1, x.2, x.3
+    FROM en_parts AS p CROSS JOIN (SELECT * FROM en WHERE project_key = '') AS t
+    ARRAY JOIN [('runs', toFloat64(p.runs), toFloat64(t.runs)), ('gpu_hours', p.gpu_hours, t.gpu_hours),
+                ('gpu_kwh', p.gpu_kwh, t.gpu_kwh), ('rest_kwh', p.rest_kwh, t.rest_kwh), ('it_kwh', p.it_kwh, t.it_kwh),
+                ('facility_kwh', p.facility_kwh, t.facility_kwh),
+                ('delivered_pflop_days', p.delivered_pflop_days, t.delivered_pflop_days)] AS x
+    WHERE p.part_rows > 0
+)
+SELECT section, key, figure, value, bound, value - bound AS off_by
+FROM compared
+WHERE law_breaks_eq(value, bound)
+ORDER BY section, key, abs(off_by) DESC, figure;
