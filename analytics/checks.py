@@ -158,8 +158,9 @@ def run_checks(wh, *, cluster: str, window: tuple[datetime, datetime], project: 
 
     whatif_laws = [law for law in todo if "whatif" in law.needs]
     if whatif_laws:
-        def also(w):
-            return {law.name: _run_one(w, law, cluster=cluster, window=window, projects=scope_of(law))
+        def also(w, replayed):
+            # over the window the what-if replayed: a month in progress to where the loaded data stops
+            return {law.name: _run_one(w, law, cluster=cluster, window=replayed, projects=scope_of(law))
                     for law in whatif_laws}
 
         try:

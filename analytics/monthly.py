@@ -130,11 +130,7 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         step("what-if replays")
         changes = [parse_change(e.get("add", ()), e.get("remove", ()), e.get("reservation", ()),
                                 float(e.get("scale_load", 1.0)), str(e.get("name", ""))) for e in wh.cfg.whatif]
-        # over the month as far as its figures go: a month in progress is replayed to the loaded data's end,
-        # so that the what-if's capacity and allocation are the report's (sql/checks/whatif_names_agree.sql)
-        upto = through["through_ts"].replace(tzinfo=timezone.utc) if through["through_ts"].tzinfo is None \
-            else through["through_ts"]
-        whatif = whatif_report(wh, cluster=cluster, window=(w[0], min(w[1], upto)), changes=changes, project=proj)
+        whatif = whatif_report(wh, cluster=cluster, window=w, changes=changes, project=proj)
 
     if project is not None:
         users = run("users", api.users, per, project=proj)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from multiprocessing import get_all_start_methods, get_context
 
 import numpy as np
@@ -296,11 +296,17 @@ def whatif(wh, *, cluster: str, window: tuple[datetime, datetime], changes: list
            processes: int = 0, plan_by: str = "limit", also=None) -> dict:
     """The observed window, its unchanged replay and each change replayed: {'summary', 'waits', 'projects',
     'daily'} frames (marts whatif_*), 'scenarios' (labels in order), 'replay_stats' (scheduler passes and
-    jobs tried per scenario) and 'replay_s' (the replays' wall seconds, all scenarios together). ``also(wh)``,
-    when given, runs while the session's what-if tables exist (the laws that read them: analytics/checks.py);
-    its result is 'also'."""
+    jobs tried per scenario) and 'replay_s' (the replays' wall seconds, all scenarios together).
+    ``also(wh, window)``, when given, runs while the session's what-if tables exist, with the window replayed
+    (the laws that read them: analytics/checks.py); its result is 'also'. A window the loaded data does not reach to its end (a month in progress) is replayed
+    to where the data stops (data_through.sql), as every mart counts it: the what-if's capacity and allocation
+    are then the report's (sql/checks/whatif_names_agree.sql)."""
     import time
 
+    through = run_mart(wh, "data_through", cluster=cluster, window=window).row(0, named=True)["through_ts"]
+    if through is not None:
+        through = through if through.tzinfo else through.replace(tzinfo=timezone.utc)
+        window = (window[0], max(window[0], min(window[1], through)))
     inp = read_inputs(wh, cluster, window)
     t = time.perf_counter()
     out = replay_scenarios(inp, changes, processes=processes, plan_by=plan_by)
@@ -325,7 +331,7 @@ def whatif(wh, *, cluster: str, window: tuple[datetime, datetime], changes: list
         res = {name: run_mart(wh, f"whatif_{name}", cluster=cluster, window=window, project=project)
                for name in ("summary", "waits", "projects", "daily")}
         if also is not None:
-            res["also"] = also(wh)
+            res["also"] = also(wh, window)
     finally:
         for name in _TABLES:
             client.command(f"DROP TEMPORARY TABLE IF EXISTS {name}")

@@ -91,6 +91,12 @@ def _chunks(path: Path, fmt: str, delimiter: str, fields: list[str] | None
         yield records, bad, raw, ""
 
 
+def _one_cluster(wh, source: str) -> str | None:
+    """The cluster of the job rows ``source`` holds, when they are of one cluster."""
+    rows = wh.query_rows("SELECT DISTINCT cluster FROM slurm_job_run WHERE source = {s:String} LIMIT 2", {"s": source})
+    return rows[0][0] if len(rows) == 1 else None
+
+
 def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
                fields: list[str] | None = None, tz: str | None = None, cluster: str | None = None,
                source: str | None = None, label: str | None = None, progress: Callable[[int, int], None] | None = None,
@@ -138,8 +144,11 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
                     result.first_ts = min(gone[0], result.first_ts) if result.first_ts else gone[0]
                 result.replaced_zone = before
             if extracted_through is not None:
-                undo.note_extract(cluster or wh.cfg.default_cluster, result.source)
-                set_extracted_through(wh, cluster or wh.cfg.default_cluster, result.source, extracted_through)
+                # the cluster the rows went to: the one named, else the one the file's Cluster column gave them
+                # (recorded under the default name, the as-of time of that cluster's history never moved)
+                target = cluster or _one_cluster(wh, result.source) or wh.cfg.default_cluster
+                undo.note_extract(target, result.source)
+                set_extracted_through(wh, target, result.source, extracted_through)
             if refresh and (result.jobs_loaded or extracted_through is not None or result.replaced_zone):
                 refresh_after_jobs(wh, result.first_ts, old)
                 if gone is not None:  # the replaced runs' hours, also past where the history now ends

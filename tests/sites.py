@@ -154,3 +154,18 @@ def open_site(site: Site, folder: Path):
     cfg = Config(dsn=f"chdb://{site.open_copy(folder)}")
     cfg.projects = PROJECTS
     return open_warehouse(cfg)
+
+
+def laws_broken(wh, cluster: str, window) -> dict[str, str]:
+    """The laws of sql/checks/ (`ops-report check`, docs/checks.md) that do not hold on ``window`` of ``cluster``
+    in ``wh``: {law: its status and first offending row}. Every generated site's module asserts it is empty
+    (issue 28: the laws run on every generated site); a law that cannot be checked (link rates the inventory
+    does not know) is not broken."""
+    from ops_warehouse.analytics.checks import BROKEN, HOLDS, NOT_CHECKED, run_checks
+
+    out = {}
+    for o in run_checks(wh, cluster=cluster, window=window):
+        if o.status not in (HOLDS, NOT_CHECKED):
+            first = o.rows.head(1).to_dicts() if o.status == BROKEN else o.error
+            out[o.law.name] = f"{o.status}: {first}"
+    return out

@@ -132,8 +132,9 @@ def scenario_outcomes(scenario_site, tmp_path_factory):
 
         plain = [law.name for law in laws() if not law.needs and law.name != "link_rate"]
         compared = compared_rows(wh, plain)
-        compared.update(whatif(wh, cluster="t1", window=OCT, changes=[], processes=1, also=lambda w: compared_rows(
-            w, [law.name for law in laws() if law.needs]))["also"])
+        needs = [law.name for law in laws() if law.needs]
+        compared.update(whatif(wh, cluster="t1", window=OCT, changes=[], processes=1,
+                               also=lambda w, _window: compared_rows(w, needs))["also"])
         assert table_checksums(wh) == before  # reads never write: the laws, the what-if's replay
         return outcomes, compared
     finally:

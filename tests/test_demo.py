@@ -163,6 +163,26 @@ def test_demo_idle_gpu_runs_and_hardware_failures_match_the_truth(demo_runs):
         assert 0 <= allsizes["hw_lost_gpu_hours"] <= allsizes["node_fail_run_gpu_hours"]
 
 
+def test_demo_whatif_not_started_are_the_jobs_pending_at_the_end(demo_runs):
+    """The what-if's observed scenario: its jobs not started by the window's end are the GPU jobs the simulation
+    had waiting then (submitted before the end of the loaded history, not started, not cancelled before it),
+    and its capacity and allocated GPU-hours are the report's (a month in progress stops at the data's end)."""
+    base, outs = demo_runs
+    r = json.loads(outs[0]["monthly-ai1-cluster-2026-10.json"])
+    obs = next(s for s in r["whatif"]["summary"] if s["scenario"] == "observed")
+    t1 = datetime(2026, 10, 1, tzinfo=timezone.utc).timestamp() + DAYS * 86400
+    runs = pl.read_parquet(base / "a" / "data" / "truth" / "runs.parquet")
+    waiting = runs.filter(pl.col("gpus") > 0, pl.col("submit") < t1,
+                          pl.col("start").is_null() | (pl.col("start") >= t1),
+                          ~(pl.col("start").is_null() & pl.col("end").is_not_null() & (pl.col("end") < t1)))
+    cancelled = runs.filter(pl.col("gpus") > 0, pl.col("start").is_null(), pl.col("end") < t1).height
+    assert cancelled > 0  # jobs cancelled in the queue were counted as not started before issue 28
+    assert obs["jobs_not_started"] == waiting.height  # 0 on these three days; 38 at the end of the 31-day demo
+    cl = next(u for u in r["utilization"] if u["level"] == "cluster")
+    assert obs["capacity_gpu_hours"] == pytest.approx(cl["capacity_gpu_h"], rel=1e-9)
+    assert obs["allocated_gpu_hours"] == pytest.approx(cl["allocated_gpu_h"], rel=1e-9)
+
+
 def test_nodes_command_on_the_demo(demo_runs):
     """`ops-report nodes`: the scorecard of the demo's warehouse as CSV and JSON, the swap list alone with
     --swap-list, and one-line errors for what it cannot do."""

@@ -41,7 +41,7 @@ import pytest
 
 from ops_warehouse.analytics.marts import run_mart
 from ops_warehouse.warehouse import close_embedded
-from tests.sites import built_site, generated_site, open_site
+from tests.sites import built_site, generated_site, laws_broken, open_site
 
 pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
 
@@ -62,6 +62,12 @@ def site(tmp_path_factory):
     wh = open_site(s, tmp_path_factory.mktemp("waste"))
     yield wh, s.facts["cluster"], s.path / "truth", SimpleNamespace(**s.facts)
     close_embedded()
+
+
+def test_every_law_holds_on_the_site(site):
+    """sql/checks/ (`ops-report check`): every law holds over the site's two weeks."""
+    wh, cluster = site[:2]
+    assert laws_broken(wh, cluster, (W0, W1)) == {}
 
 
 def test_the_planted_hangs_are_found(site):
@@ -153,9 +159,13 @@ def _truth_campaigns(runs: pl.DataFrame, gap_s: int = 24 * 3600) -> pl.DataFrame
         new=pl.col("prev_max_end").is_null() | (pl.col("submit") > pl.col("prev_max_end") + gap_s),
     ).with_columns(
         campaign=pl.col("new").cast(pl.Int32).cum_sum().over(grp),
-        lost_s=pl.when(pl.col("interrupted")).then(pl.col("end") - last_ckpt).otherwise(0),
+        # a run's time from the latest end of the campaign's runs before it: the union of their intervals
         run_s=pl.col("end") - pl.when(pl.col("new")).then(pl.col("start"))
-        .otherwise(pl.max_horizontal("start", "prev_end")),
+        .otherwise(pl.max_horizontal("start", "prev_max_end")),
+    ).with_columns(
+        # the work since the last checkpoint, never more than the run's own time
+        lost_s=pl.when(pl.col("interrupted")).then(pl.min_horizontal(pl.col("end") - last_ckpt,
+                                                                     pl.col("run_s").clip(0))).otherwise(0),
     )
     return r.group_by(*grp, "campaign").agg(
         pl.len().alias("runs"), pl.col("interrupted").sum().alias("interrupted_runs"),

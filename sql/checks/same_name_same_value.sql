@@ -2,9 +2,9 @@
 --   allocated and busy GPU-hours and GPU energy in utilization and in cost (in all and per GPU model); the
 --   allocated GPU-hours in utilization and summed over chargeback_totals; the runs' GPU-hours in the window
 --   in efficiency and summed over job_sizes, and in energy; the delivered PFLOP-days in efficiency and in
---   energy; the GPU-hours lost to hangs in hung_jobs and in goodput.
+--   energy. (Hung jobs' hung GPU-hours and goodput's GPU-hours lost to hangs are two figures: two names.)
 -- why: the monthly report prints each of these under one name in two sections (utilization and cost,
---   hung jobs and goodput, efficiency and energy); a reader who finds two values
+--   efficiency and energy); a reader who finds two values
 --   for one name cannot tell which is right, so either they are one figure or they need two names.
 -- Rows: section (the two sections), key (the row), figure (the name), value (the first section's), bound
 --   (the second's), off_by = value − bound.

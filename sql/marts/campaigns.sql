@@ -28,7 +28,8 @@
 --                whole length when shorter), one without GPU samples counts 0 (restarts_without_startup)
 -- Columns: user, account, project, job_name, first_submit_ts, last_end_ts, runs, interrupted_runs, max_gpus,
 --   wall_s           last end − first submit
---   running_s        the runs' time, start to end (each run counted from the previous one's end when they overlap)
+--   running_s        the runs' time, start to end (each run counted from the latest end of the runs before it when
+--                    they overlap: the union of the runs' intervals)
 --   queued_s         wall_s − running_s: waiting, first submission and every restart
 --   restart_wait_s   after each interrupted run that the campaign went on from: the next run's start − its end
 --   restart_startup_s  the restarted runs' start-ups summed; restarts (runs that restarted an interrupted one),
@@ -82,7 +83,9 @@ telemetry AS (
 ),
 per_run AS (
     SELECT n.*,
-           toInt64(n.end_ts) - greatest(toInt64(n.start_ts), if(n.continues = 1, toInt64(n.prev_end), 0)) AS run_s,
+           -- from the latest end of the runs before it (not only the one just before: runs of one campaign may
+           -- run side by side), so that the runs' time is the union of their intervals, never more than the wall
+           toInt64(n.end_ts) - greatest(toInt64(n.start_ts), if(n.continues = 1, toInt64(n.prev_max_end), 0)) AS run_s,
            if(n.interrupted,
               -- since its last checkpoint inside the run (one before its start is an earlier run's), never
               -- more than it ran
@@ -118,11 +121,13 @@ SELECT user, account, any(project) AS project, job_name,
        productive_s / nullIf(wall_s, 0) AS ettr,
        sum(gpus * greatest(run_s, 0)) / 3600 AS gpu_hours,
        if(lost_s IS NULL, NULL, sum(gpus * ifNull(run_lost_s, 0)) / 3600) AS gpu_hours_lost,
-       sumIf(gpus * ifNull(run_lost_s, 0), cause = 'hang') / 3600 AS lost_hang_gpu_hours,
-       sumIf(gpus * ifNull(run_lost_s, 0), cause = 'node_fail') / 3600 AS lost_node_fail_gpu_hours,
-       sumIf(gpus * ifNull(run_lost_s, 0), cause = 'failed') / 3600 AS lost_failed_gpu_hours,
-       sumIf(gpus * ifNull(run_lost_s, 0), cause = 'timeout') / 3600 AS lost_timeout_gpu_hours,
-       sumIf(gpus * ifNull(run_lost_s, 0), cause = 'other') / 3600 AS lost_other_gpu_hours,
+       -- by cause: NULL where the campaign's loss is unknown, as gpu_hours_lost, so the causes sum to it
+       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'hang') / 3600) AS lost_hang_gpu_hours,
+       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'node_fail') / 3600)
+           AS lost_node_fail_gpu_hours,
+       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'failed') / 3600) AS lost_failed_gpu_hours,
+       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'timeout') / 3600) AS lost_timeout_gpu_hours,
+       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'other') / 3600) AS lost_other_gpu_hours,
        argMax(state, end_ts) AS last_state
 FROM per_run
 GROUP BY user, account, job_name, campaign_no
