@@ -24,7 +24,7 @@ share its samples by allocation (4 of 8 each): both at (4 × 90 + 4 × 1) / 8 = 
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import timedelta
 
 import polars as pl
 import pytest
@@ -34,23 +34,15 @@ from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.grains import refresh_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
+# the same day, month and sacct header as the hung- and idle-job day
+from tests.test_hung_and_idle_jobs import DAY, HEAD, OCT, at
 
 pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
 
-UTC = timezone.utc
-DAY = date(2026, 10, 5)
-OCT = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
-HEAD = ("JobIDRaw|JobID|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|Eligible|Start|End|ElapsedRaw|"
-        "TimelimitRaw|ExitCode|State|NNodes|NCPUS|ReqCPUS|ReqMem|ReqTRES|AllocTRES|NodeList|Reservation|JobName")
 # id, account, user, node, its GPUs, start, end, utilization %
 JOBS = [(3001, "proja", "alice", "n1", range(0, 4), "10:00", "12:00", 90.0),
         (3002, "projb", "bob", "n1", range(4, 8), "10:00", "12:00", 1.0),
         (3003, "proja", "alice", "n2", range(0, 8), "14:30", "15:00", 90.0)]
-
-
-def at(hhmm: str) -> datetime:
-    h, m = hhmm.split(":")
-    return datetime(DAY.year, DAY.month, DAY.day, int(h), int(m), tzinfo=UTC)
 
 
 def _sacct(path):
@@ -86,8 +78,8 @@ def _telemetry(root, labelled: bool):
         root / "dcgm" / f"{DAY}.parquet")
 
 
-@pytest.fixture(params=[True, False], ids=["hpc_job label", "no label"])
-def site(request, tmp_path, cfg):
+def _jobs_and_nodes(cfg, tmp_path):
+    """A warehouse with the day's jobs and the two nodes loaded (telemetry is the caller's)."""
     from ops_warehouse.warehouse import open_warehouse
 
     cfg.projects = {"proja": "A", "projb": "B"}
@@ -95,9 +87,15 @@ def site(request, tmp_path, cfg):
     _sacct(tmp_path / "sacct.psv")
     (tmp_path / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
                                             "n1,h100,8,gpu,r1,2025-01-01\nn2,h100,8,gpu,r1,2025-01-01\n")
-    _telemetry(tmp_path / "telemetry", request.param)
     assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
     load_capacity(wh, inventory=tmp_path / "inventory.csv", cluster="t2")
+    return wh
+
+
+@pytest.fixture(params=[True, False], ids=["hpc_job label", "no label"])
+def site(request, tmp_path, cfg):
+    wh = _jobs_and_nodes(cfg, tmp_path)
+    _telemetry(tmp_path / "telemetry", request.param)
     load_parquet_dir(wh, tmp_path, DAY, DAY, cluster="t2")
     refresh_capacity(wh, "t2", *OCT)
     return wh, request.param
@@ -146,13 +144,8 @@ def test_the_hpc_job_label_from_prometheus_text(tmp_path, cfg):
     """The same day as a Prometheus text file (dcgm-exporter's exposition: the label on a GPU's samples while
     a job holds it, absent otherwise, so a GPU's series changes with its job): the runs by their own GPUs."""
     from ops_warehouse.etl.openmetrics_source import load_text_files
-    from ops_warehouse.warehouse import open_warehouse
 
-    cfg.projects = {"proja": "A", "projb": "B"}
-    wh = open_warehouse(cfg)
-    _sacct(tmp_path / "sacct.psv")
-    (tmp_path / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
-                                            "n1,h100,8,gpu,r1,2025-01-01\nn2,h100,8,gpu,r1,2025-01-01\n")
+    wh = _jobs_and_nodes(cfg, tmp_path)
     lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
     for k in range(1440):
         t = at("00:00") + timedelta(minutes=k)
@@ -165,8 +158,6 @@ def test_the_hpc_job_label_from_prometheus_text(tmp_path, cfg):
                 lines.append(f'DCGM_FI_DEV_GPU_UTIL{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",Hostname="{node}",'
                              f'modelName="NVIDIA H100 80GB HBM3"{job}}} {util:g} {int(t.timestamp() * 1000)}')
     (tmp_path / "dcgm.prom").write_text("\n".join(lines) + "\n")
-    assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
-    load_capacity(wh, inventory=tmp_path / "inventory.csv", cluster="t2")
     load_text_files(wh, [tmp_path / "dcgm.prom"], DAY, DAY, cluster="t2")
     refresh_capacity(wh, "t2", *OCT)
     idle = run_mart(wh, "idle_gpu_jobs", cluster="t2", window=OCT, idle_util_pct=wh.cfg.idle_util_pct)
