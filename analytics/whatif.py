@@ -298,9 +298,10 @@ def whatif(wh, *, cluster: str, window: tuple[datetime, datetime], changes: list
     'daily'} frames (marts whatif_*), 'scenarios' (labels in order), 'replay_stats' (scheduler passes and
     jobs tried per scenario) and 'replay_s' (the replays' wall seconds, all scenarios together).
     ``also(wh, window)``, when given, runs while the session's what-if tables exist, with the window replayed
-    (the laws that read them: analytics/checks.py); its result is 'also'. A window the loaded data does not reach to its end (a month in progress) is replayed
-    to where the data stops (data_through.sql), as every mart counts it: the what-if's capacity and allocation
-    are then the report's (sql/checks/whatif_names_agree.sql)."""
+    (the laws that read them: analytics/checks.py); its result is 'also'. A window the loaded data does not
+    reach to its end (a month in progress) is replayed to where the data stops (data_through.sql), as every
+    mart counts it: the what-if's capacity and allocation are then the report's
+    (sql/checks/whatif_names_agree.sql)."""
     import time
 
     through = run_mart(wh, "data_through", cluster=cluster, window=window).row(0, named=True)["through_ts"]

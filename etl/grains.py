@@ -192,7 +192,8 @@ def _build_gpu_day(wh) -> None:
 
 def _unbuilt(wh) -> bool:
     """run_node_hour (migration 0012) has never been built though runs held GPUs, or run_telemetry (0014) was
-    never refreshed, or run_sample_hour (0015) never built: a warehouse upgraded to the grain, whose first refresh builds it for the whole history."""
+    never refreshed, or run_sample_hour (0015) never built: a warehouse upgraded to the grain, whose first
+    refresh builds it for the whole history."""
     return wh.query_rows(
         "SELECT (SELECT count() FROM job_run WHERE NOT never_ran AND gpus > 0 AND length(nodes) > 0) > 0 "
         "AND (SELECT count() FROM run_node_hour) = 0")[0][0] == 1 or not _built(wh, "run_telemetry") \

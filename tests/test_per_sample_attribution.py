@@ -57,22 +57,28 @@ def _sacct(path):
     path.write_text("\n".join(lines) + "\n")
 
 
-def _telemetry(root, labelled: bool):
-    rows = []
+def _readings():
+    """(time, node, GPU, utilization %, job id or '') of every sample of the day: the job holding the GPU at
+    the scrape, and its utilization (0 % and no job on a free GPU)."""
     for k in range(1440):
         t = at("00:00") + timedelta(minutes=k)
         for node in ("n1", "n2"):
             for gpu in range(8):
                 util, job = 0.0, ""
                 for jid, _, _, jnode, gpus, s, e, u in JOBS:
-                    if jnode == node and gpu in gpus and at(s) <= t < at(e):  # the job held the GPU at the scrape
+                    if jnode == node and gpu in gpus and at(s) <= t < at(e):
                         util, job = u, str(jid)
-                row = {"timestamp": t, "Hostname": node, "gpu": str(gpu), "UUID": f"GPU-{node}-{gpu}",
-                       "modelName": "NVIDIA H100 80GB HBM3", "DCGM_FI_DEV_GPU_UTIL": util,
-                       "DCGM_FI_DEV_POWER_USAGE": 100.0}
-                if labelled:
-                    row["hpc_job"] = job
-                rows.append(row)
+                yield t, node, gpu, util, job
+
+
+def _telemetry(root, labelled: bool):
+    rows = []
+    for t, node, gpu, util, job in _readings():
+        row = {"timestamp": t, "Hostname": node, "gpu": str(gpu), "UUID": f"GPU-{node}-{gpu}",
+               "modelName": "NVIDIA H100 80GB HBM3", "DCGM_FI_DEV_GPU_UTIL": util, "DCGM_FI_DEV_POWER_USAGE": 100.0}
+        if labelled:
+            row["hpc_job"] = job
+        rows.append(row)
     (root / "dcgm").mkdir(parents=True, exist_ok=True)
     pl.DataFrame(rows).with_columns(pl.col("timestamp").dt.cast_time_unit("ms")).write_parquet(
         root / "dcgm" / f"{DAY}.parquet")
@@ -147,16 +153,10 @@ def test_the_hpc_job_label_from_prometheus_text(tmp_path, cfg):
 
     wh = _jobs_and_nodes(cfg, tmp_path)
     lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
-    for k in range(1440):
-        t = at("00:00") + timedelta(minutes=k)
-        for node in ("n1", "n2"):
-            for gpu in range(8):
-                util, job = 0.0, ""
-                for jid, _, _, jnode, gpus, s, e, u in JOBS:
-                    if jnode == node and gpu in gpus and at(s) <= t < at(e):
-                        util, job = u, f',hpc_job="{jid}"'
-                lines.append(f'DCGM_FI_DEV_GPU_UTIL{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",Hostname="{node}",'
-                             f'modelName="NVIDIA H100 80GB HBM3"{job}}} {util:g} {int(t.timestamp() * 1000)}')
+    for t, node, gpu, util, job in _readings():
+        label = f',hpc_job="{job}"' if job else ""
+        lines.append(f'DCGM_FI_DEV_GPU_UTIL{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",Hostname="{node}",'
+                     f'modelName="NVIDIA H100 80GB HBM3"{label}}} {util:g} {int(t.timestamp() * 1000)}')
     (tmp_path / "dcgm.prom").write_text("\n".join(lines) + "\n")
     load_text_files(wh, [tmp_path / "dcgm.prom"], DAY, DAY, cluster="t2")
     refresh_capacity(wh, "t2", *OCT)

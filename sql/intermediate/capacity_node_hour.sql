@@ -147,7 +147,8 @@ SELECT
     greatest(0., least(reserved_gpu_s, g.capacity_gpu_s - down_gpu_s - drained_gpu_s - allocated_gpu_s))
         AS reserved_idle_gpu_s,
     greatest(0., g.capacity_gpu_s - down_gpu_s - drained_gpu_s - allocated_gpu_s - reserved_idle_gpu_s) AS free_gpu_s,
-    ifNull(a.busy_gpu_s, 0), ifNull(t.covered_gpu_s, 0), ifNull(a.allocated_observed_gpu_s, 0), ifNull(t.util_gpu_s, 0), ifNull(t.sm_gpu_s, 0),
+    ifNull(a.busy_gpu_s, 0), ifNull(t.covered_gpu_s, 0), ifNull(a.allocated_observed_gpu_s, 0),
+    ifNull(t.util_gpu_s, 0), ifNull(t.sm_gpu_s, 0),
     ifNull(t.tensor_gpu_s, 0), ifNull(t.dram_gpu_s, 0), ifNull(t.gpu_energy_j, 0), ifNull(t.throttled_gpu_s, 0),
     ifNull(n.nic_rx_bytes, 0), ifNull(n.nic_tx_bytes, 0), ifNull(n.lustre_read_bytes, 0),
     ifNull(n.lustre_write_bytes, 0),
