@@ -98,7 +98,9 @@ def test_a_report_started_during_the_nightly_waits_and_gets_its_turn_between_sou
     out, err = monthly.communicate(timeout=300)
     assert monthly.returncode == 0, err
     assert "waiting for the warehouse: nightly load by pid " + str(nightly.pid) in err
-    assert nightly.poll() is None and (d / "called2").exists() and not (d / "go2").exists()  # still running
+    # the nightly goes on to c2 once the report has let go; its sacct waits for go2, so it is still running
+    wait_for(lambda: (d / "called2").exists(), "the nightly's second sacct")
+    assert nightly.poll() is None and not (d / "go2").exists()
     report = json.loads(next((tmp_path / "r1").glob("*.json")).read_text())
     assert report["job_sizes"] and gpu_hours(report) == pytest.approx(C1_GPU_H)  # the post-load figures
 
