@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import polars as pl
-from ops_warehouse.analytics.marts import run_query
+from ops_warehouse.analytics.marts import each_mart_once, run_file
 from ops_warehouse.analytics.whatif import whatif
 from ops_warehouse.errors import OpsError
-from ops_warehouse.sqlfiles import sql_files, sql_query
+from ops_warehouse.sqlfiles import sql_files
 
 HOLDS, BROKEN, NOT_CHECKED, ERROR = "holds", "broken", "not checked", "error"
 _HEADER = re.compile(r"^--\s*(law|why|scope|needs):\s*(.*)$")
@@ -115,9 +115,8 @@ def _outcome(law: Law, frames: list[pl.DataFrame], projects: list[str]) -> Outco
 
 
 def _run_one(wh, law: Law, *, cluster: str, window: tuple[datetime, datetime], projects: list[str]) -> Outcome:
-    sql = sql_query(f"checks/{law.name}.sql")
     try:
-        frames = [run_query(wh, sql, cluster=cluster, window=window, project=p) for p in projects]
+        frames = [run_file(wh, f"checks/{law.name}.sql", cluster=cluster, window=window, project=p) for p in projects]
     except Exception as e:  # an engine error: the law could not be evaluated, which is not holding
         return Outcome(law, ERROR, error=str(e).strip().splitlines()[0][:500] if str(e).strip() else type(e).__name__,
                        projects=projects)
@@ -139,6 +138,11 @@ def run_checks(wh, *, cluster: str, window: tuple[datetime, datetime], project: 
     """Every law (or ``names``) on ``window`` of ``cluster``, for ``project`` (None: the whole cluster, and the
     laws of each project for every one of ``projects``, default those with runs in the window). In file
     order."""
+    with each_mart_once(wh):  # the laws read the same marts: each is evaluated once for all of them
+        return _run_checks(wh, cluster=cluster, window=window, project=project, names=names, projects=projects)
+
+
+def _run_checks(wh, *, cluster, window, project, names, projects) -> list[Outcome]:
     todo = laws(names)
     if project is None and projects is None:
         projects = window_projects(wh, cluster, window)

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
+from ops_warehouse.analytics.marts import each_mart_once
 from ops_warehouse.analytics.pseudonyms import pseudonym_key, pseudonymize
 from ops_warehouse.errors import OpsError
 from ops_warehouse.files import replacing, safe_name, write_file
@@ -67,7 +68,8 @@ def export_month(api, out: Path, month=None, *, project: str | None = None, clus
                  anonymize_users: bool = False, progress=None) -> dict:
     """Write the marts of ``month`` (default: the last complete month) for ``project`` or the whole cluster
     under ``out``; returns the manifest."""
-    with api.session():  # one engine opening and one turn for the whole report
+    # one engine opening and one turn for the whole report, each mart evaluated once
+    with api.session() as w, each_mart_once(w):
         return _export_month(api, out, month, project=project, cluster=cluster, anonymize_users=anonymize_users,
                              progress=progress)
 

@@ -14,7 +14,11 @@ as_of_by_cluster behind the views fct_job_run and cluster_as_of) are kept up to 
 from __future__ import annotations
 
 import re
+import weakref
+from collections import Counter
+from contextlib import contextmanager
 from datetime import datetime
+from functools import lru_cache
 
 import polars as pl
 from ops_warehouse.errors import OpsError
@@ -54,21 +58,112 @@ def mart_sql(name: str) -> str:
     return sql_query(f"marts/{name}.sql")
 
 
+class _Evaluated:
+    """The marts evaluated so far in one :func:`each_mart_once` block: a temporary table of the session per
+    mart and parameters, and how many times each mart was evaluated (included ones and the ones asked for)."""
+
+    def __init__(self):
+        self.tables: dict[tuple, str] = {}
+        self.evaluations: Counter[str] = Counter()
+
+
+_ONCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+@contextmanager
+def each_mart_once(wh):
+    """Inside the block, a mart another query includes (``{{mart name}}``) is evaluated once per parameters
+    into a temporary table of the session (nothing is written to the warehouse, as for the what-if's tables)
+    and every includer reads that table: a report or the laws evaluate each mart once, not once per includer,
+    and an included mart gives its whole result whichever of its columns the includer reads. The marts over
+    the what-if's own temporary tables are always inlined (those tables change from one replay to the next).
+    Yields the block's evaluation counts (``.evaluations``: mart → times); nested blocks share the outer one."""
+    if wh in _ONCE:
+        yield _ONCE[wh]
+        return
+    state = _ONCE[wh] = _Evaluated()
+    try:
+        yield state
+    finally:
+        del _ONCE[wh]
+        for table in state.tables.values():
+            try:
+                wh.command(f"DROP TEMPORARY TABLE IF EXISTS {table}")
+            except Exception:  # the session is gone (a closed engine): so are its temporary tables
+                pass
+
+
+@lru_cache(maxsize=None)
+def _reads_whatif(name: str) -> bool:
+    return bool(re.search(r"\bwhatif_(run|node)\b", mart_sql(name)))
+
+
+def _text(wh, relpath: str, params: dict) -> str:
+    """The query of ``relpath`` for ``params``: includes inlined, or, inside :func:`each_mart_once`, the included
+    marts read from their tables (evaluated first, in dependency order, when not yet)."""
+    state = _ONCE.get(wh)
+    if state is None:
+        return sql_query(relpath)
+
+    def included(name: str, whole_cluster: bool) -> str:
+        if _reads_whatif(name):
+            text = mart_sql(name)
+            return text.replace("{project:String}", "''") if whole_cluster else text
+        p = {**params, "project": ""} if whole_cluster else params
+        key = (name, tuple(sorted((k, repr(v)) for k, v in p.items())))
+        if key not in state.tables:
+            sql = _text(wh, f"marts/{name}.sql", p)
+            table = f"_mart_{name}_{len(state.tables)}"
+            wh.command(f"CREATE TEMPORARY TABLE {table} ENGINE = Memory AS {sql}", _bound(sql, p))
+            state.tables[key] = table
+            state.evaluations[name] += 1
+        return f"SELECT * FROM {state.tables[key]}"
+
+    return sql_query(relpath, included)
+
+
+def _bound(sql: str, params: dict) -> dict:
+    # only the parameters the text names: a query whose included marts are tables may name none, and
+    # clickhouse-connect formats a query given parameters but no {name:Type} in Python's %-style
+    return {k: v for k, v in params.items() if "{" + k + ":" in sql}
+
+
+def _params(wh, cluster: str, window: tuple[datetime, datetime], project: str, params: dict) -> dict:
+    # the idle threshold and the carbon intensity are the site's (config [reports] idle_util_pct, [energy]
+    # carbon_g_per_kwh: -1 when not set, and the marts then give no carbon) unless the caller passes others
+    carbon = wh.cfg.carbon_g_per_kwh
+    return {**PARAMETERS, "idle_util_pct": wh.cfg.idle_util_pct, "carbon_g_per_kwh": -1.0 if carbon is None else carbon,
+            "cluster": cluster, "from_ts": window[0], "to_ts": window[1], "project": project, **params}
+
+
 def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",
              **params) -> pl.DataFrame:
-    return run_query(wh, mart_sql(name), cluster=cluster, window=window, project=project, **params)
+    if not re.fullmatch(r"\w+", name):
+        raise OpsError(f"no mart named {name!r}")
+    state = _ONCE.get(wh)
+    if state is not None:
+        state.evaluations[name] += 1
+    return run_file(wh, f"marts/{name}.sql", cluster=cluster, window=window, project=project, **params)
+
+
+def run_file(wh, relpath: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",
+             **params) -> pl.DataFrame:
+    """The query of a shipped SQL file of the mart layer's kind (a mart, or a law of sql/checks/ that includes
+    marts) with the marts' parameters: the window, the cluster, the project, PARAMETERS and the site's
+    settings."""
+    p = _params(wh, cluster, window, project, params)
+    sql = _text(wh, relpath, p)
+    return _frame(wh.query_arrow(sql, _bound(sql, p)))
 
 
 def run_query(wh, sql: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",
               **params) -> pl.DataFrame:
-    """A query of the mart layer's kind (a mart's text, or a law of sql/checks/ that includes marts) with the
-    marts' parameters: the window, the cluster, the project, PARAMETERS and the site's settings."""
-    # the idle threshold and the carbon intensity are the site's (config [reports] idle_util_pct, [energy]
-    # carbon_g_per_kwh: -1 when not set, and the marts then give no carbon) unless the caller passes others
-    carbon = wh.cfg.carbon_g_per_kwh
-    table = wh.query_arrow(sql, {**PARAMETERS, "idle_util_pct": wh.cfg.idle_util_pct,
-                                 "carbon_g_per_kwh": -1.0 if carbon is None else carbon, "cluster": cluster,
-                                 "from_ts": window[0], "to_ts": window[1], "project": project, **params})
+    """A query text of the mart layer's kind, includes already inlined, with the marts' parameters."""
+    p = _params(wh, cluster, window, project, params)
+    return _frame(wh.query_arrow(sql, p))
+
+
+def _frame(table) -> pl.DataFrame:
     df = pl.from_arrow(table)
     # ClickHouse hands DateTime to Arrow as epoch seconds: columns named *_ts are times (UTC)
     return df.with_columns(pl.from_epoch(pl.col(c).cast(pl.Int64), "s").dt.replace_time_zone("UTC")

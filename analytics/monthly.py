@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
-from ops_warehouse.analytics.marts import PARAMETERS
+from ops_warehouse.analytics.marts import PARAMETERS, each_mart_once
 from ops_warehouse.analytics.periods import Period, history_span, last_complete_month, month_window, resolve_cluster
 from ops_warehouse.analytics.pseudonyms import pseudonym_key, pseudonymize
 from ops_warehouse.analytics.whatif import parse_change, whatif_report
@@ -40,7 +40,8 @@ def monthly_report(api, *, month: date | None = None, project: str | None = None
     """The report of ``month`` (default: the last complete month with data) for ``project`` or, with
     ``project=None``, the whole cluster. ``behind_ratio`` and ``top_jobs`` are the straggler and
     largest-jobs marts' parameters; the report records them."""
-    with api.session():  # one engine opening and one turn for the whole report
+    # one engine opening and one turn for the whole report, each mart evaluated once
+    with api.session() as w, each_mart_once(w):
         return _monthly_report(api, month=month, project=project, cluster=cluster,
                                anonymize_users=anonymize_users, progress=progress, behind_ratio=behind_ratio,
                                top_jobs=top_jobs)

@@ -64,19 +64,22 @@ def sql_statements(relpath: str) -> list[str]:
     return [_inline(s, relpath, ()) for s in split_statements(sql_text(relpath))]
 
 
-def sql_query(relpath: str) -> str:
-    """The one query of a shipped SQL file (a mart, an included model), without its ';', includes inlined."""
-    return _query(relpath, ())
+def sql_query(relpath: str, marts=None) -> str:
+    """The one query of a shipped SQL file (a mart, an included model), without its ';', includes inlined.
+    ``marts(name, whole_cluster)``, when given, is asked for the text that stands for an included mart
+    instead of the mart's own text (analytics/marts.py: a query over the mart's result, evaluated once);
+    intermediate models are always inlined."""
+    return _query(relpath, (), marts)
 
 
-def _query(relpath: str, seen: tuple[str, ...]) -> str:
+def _query(relpath: str, seen: tuple[str, ...], marts=None) -> str:
     stmts = split_statements(sql_text(relpath))
     if len(stmts) != 1:
         raise OpsError(f"sql/{relpath} must hold one query")
-    return _inline(stmts[0].rstrip().rstrip(";"), relpath, seen)
+    return _inline(stmts[0].rstrip().rstrip(";"), relpath, seen, marts)
 
 
-def _inline(sql: str, relpath: str, seen: tuple[str, ...]) -> str:
+def _inline(sql: str, relpath: str, seen: tuple[str, ...], marts=None) -> str:
     def one(m: re.Match) -> str:
         folder, readers = _INCLUDED[m.group(1)]
         target = f"{folder}/{m.group(2)}.sql"
@@ -84,6 +87,9 @@ def _inline(sql: str, relpath: str, seen: tuple[str, ...]) -> str:
             raise OpsError(f"sql/{relpath} may not include sql/{target}: a layer reads its own and the ones below")
         if target in (*seen, relpath):
             raise OpsError(f"sql/{relpath} includes sql/{target}, which includes it")
+        if marts is not None and m.group(1) == "mart":
+            _query(target, (*seen, relpath))  # the same layer and cycle checks as when inlined
+            return marts(m.group(2), bool(m.group(3)))
         text = _query(target, (*seen, relpath))
         return text.replace(_PROJECT, "''") if m.group(3) else text
 

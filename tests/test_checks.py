@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 
 from ops_warehouse.analytics.checks import BROKEN, HOLDS, NOT_CHECKED, laws, parse_header, run_checks
-from ops_warehouse.analytics.marts import run_mart, run_query
+from ops_warehouse.analytics.marts import each_mart_once, run_mart, run_query
 from ops_warehouse.analytics.whatif import whatif
 from ops_warehouse.config import Config
 from ops_warehouse.errors import OpsError
@@ -165,6 +165,37 @@ def test_the_hand_built_month_for_a_project(scenario_site, tmp_path):
         assert got["users_sum_to_project"].projects == ["B"]
         users = run_mart(wh, "users", cluster="t1", window=OCT, project="B")
         assert users["gpu_hours"].sum() == pytest.approx(104)
+    finally:
+        wh.close()
+        close_embedded()
+
+
+def test_inside_one_block_each_included_mart_is_evaluated_once_and_gives_what_its_text_gives(scenario_site,
+                                                                                          tmp_path):
+    """each_mart_once (analytics/marts.py): the marts several queries include are evaluated once per
+    parameters into the session's temporary tables, and every reader gets the rows the inlined text gives.
+    Without the block goodput and node_health inline hung_jobs twice (campaigns, hang_suspect_nodes) and
+    data_through three times (node_failures, throttling, cost); the law of each project reads, for B,
+    efficiency for B and for the whole cluster: two evaluations, never one shared by both."""
+    wh = _open(scenario_site.open_copy(tmp_path))
+    try:
+        names = ("goodput", "node_health", "chargeback_totals", "energy", "efficiency")
+        inlined = {n: run_mart(wh, n, cluster="t1", window=OCT, project="B") for n in names}
+        with each_mart_once(wh) as once:
+            served = {n: run_mart(wh, n, cluster="t1", window=OCT, project="B") for n in names}
+            assert {m: once.evaluations[m] for m in ("hung_jobs", "campaigns", "data_through", "stragglers",
+                                                     "node_failures", "throttling")} == dict.fromkeys(
+                ("hung_jobs", "campaigns", "data_through", "stragglers", "node_failures", "throttling"), 1)
+            [law] = run_checks(wh, cluster="t1", window=OCT, project="B", names=["project_within_cluster"])
+            assert law.status == HOLDS
+            assert once.evaluations["efficiency"] == 1 + 2  # asked for above (B), then included for B and ''
+            temporary = wh.query_rows("SELECT count() FROM system.tables WHERE is_temporary "
+                                      "AND startsWith(name, '_mart_')")[0][0]
+            assert temporary == len(once.tables) > 0
+        for n in names:
+            assert served[n].equals(inlined[n]), n
+        assert wh.query_rows("SELECT count() FROM system.tables WHERE is_temporary "
+                             "AND startsWith(name, '_mart_')")[0][0] == 0  # dropped at the block's end
     finally:
         wh.close()
         close_embedded()
