@@ -105,10 +105,9 @@ def _text(wh, relpath: str, params: dict) -> str:
     if state is None:
         return sql_query(relpath)
 
-    def included(name: str, whole_cluster: bool) -> str:
+    def included(name: str, whole_cluster: bool) -> str | None:
         if _reads_whatif(name):
-            text = mart_sql(name)
-            return text.replace("{project:String}", "''") if whole_cluster else text
+            return None  # inlined
         p = {**params, "project": ""} if whole_cluster else params
         key = (name, tuple(sorted((k, repr(v)) for k, v in p.items())))
         if key not in state.tables:
@@ -160,7 +159,7 @@ def run_query(wh, sql: str, *, cluster: str, window: tuple[datetime, datetime], 
               **params) -> pl.DataFrame:
     """A query text of the mart layer's kind, includes already inlined, with the marts' parameters."""
     p = _params(wh, cluster, window, project, params)
-    return _frame(wh.query_arrow(sql, p))
+    return _frame(wh.query_arrow(sql, _bound(sql, p)))
 
 
 def _frame(table) -> pl.DataFrame:

@@ -67,8 +67,8 @@ def sql_statements(relpath: str) -> list[str]:
 def sql_query(relpath: str, marts=None) -> str:
     """The one query of a shipped SQL file (a mart, an included model), without its ';', includes inlined.
     ``marts(name, whole_cluster)``, when given, is asked for the text that stands for an included mart
-    instead of the mart's own text (analytics/marts.py: a query over the mart's result, evaluated once);
-    intermediate models are always inlined."""
+    instead of the mart's own text (analytics/marts.py: a query over the mart's result, evaluated once), or
+    None to have it inlined; intermediate models are always inlined."""
     return _query(relpath, (), marts)
 
 
@@ -87,10 +87,11 @@ def _inline(sql: str, relpath: str, seen: tuple[str, ...], marts=None) -> str:
             raise OpsError(f"sql/{relpath} may not include sql/{target}: a layer reads its own and the ones below")
         if target in (*seen, relpath):
             raise OpsError(f"sql/{relpath} includes sql/{target}, which includes it")
+        text = _query(target, (*seen, relpath))  # the layer and cycle checks, also where a table stands for it
         if marts is not None and m.group(1) == "mart":
-            _query(target, (*seen, relpath))  # the same layer and cycle checks as when inlined
-            return marts(m.group(2), bool(m.group(3)))
-        text = _query(target, (*seen, relpath))
+            instead = marts(m.group(2), bool(m.group(3)))
+            if instead is not None:
+                return instead
         return text.replace(_PROJECT, "''") if m.group(3) else text
 
     return _INCLUDE.sub(one, sql)
