@@ -375,11 +375,12 @@ class Connection:
 
     def campaigns(self, month=None, *, project=None, cluster=None, start=None, end=None,
                   campaign_gap_hours: float | None = None) -> pl.DataFrame:
-        """Training campaigns (the runs of one user, account and job name, each submitted within
-        ``campaign_gap_hours``, default 24, of the campaign's latest end): wall time, running, queued, restart
-        waits and start-ups, work lost since the last checkpoint (Lustre write bursts at ``[reports]
+        """Training campaigns: a run, its requeues and the resubmissions of the same user, account, job name
+        and GPU count each submitted within ``campaign_gap_hours`` (default 6) after an interrupted run's end;
+        a COMPLETED run closes its campaign. Wall time from the first start, the initial wait apart, running,
+        restart waits and start-ups, work lost since the last checkpoint (Lustre write bursts at ``[reports]
         ckpt_write_bytes_per_s``, default 1e8, seen by the loads; unknown without telemetry) by cause, and
-        ETTR = productive ÷ wall time (sql/marts/campaigns.sql).
+        ETTR = (running − lost − start-up) ÷ wall time (sql/marts/campaigns.sql).
 
         >>> c = wh.campaigns("2026-10")
         >>> bool(c.filter(c["ettr"].is_not_null())["ettr"].is_between(0, 1).all())
@@ -389,11 +390,13 @@ class Connection:
                          params={"campaign_gap_hours": campaign_gap_hours})
 
     def goodput(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                campaign_gap_hours: float | None = None) -> pl.DataFrame:
+                campaign_gap_hours: float | None = None, campaign_min_gpus: int | None = None) -> pl.DataFrame:
         """:meth:`campaigns` summed for the scope (``project_key`` '') and per project: ETTR weighted by GPU
-        count, GPU-hours lost by cause, queued and restart hours (sql/marts/goodput.sql)."""
+        count over the campaigns of ``campaign_min_gpus`` (default 64) or more (``ettr``) and over all
+        (``ettr_all``), GPU-hours lost by cause, initial and restart waits in hours, start-up GPU-hours
+        (sql/marts/goodput.sql)."""
         return self.mart("goodput", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"campaign_gap_hours": campaign_gap_hours})
+                         params={"campaign_gap_hours": campaign_gap_hours, "campaign_min_gpus": campaign_min_gpus})
 
     def whatif(self, month=None, *, cluster=None, start=None, end=None, add=(), remove=(), reservation=(),
                scale_load: float = 1.0, project=None, name: str = "") -> dict:

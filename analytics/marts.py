@@ -34,20 +34,27 @@ from ops_warehouse.sqlfiles import sql_query
 # by a 30-minute NCCL watchdog measures between 30 minutes less one sampling step and 30; a site whose
 # watchdog is shorter (PyTorch's NCCL default is 10 minutes) sets it lower. An idle-GPU run held its GPUs
 # under the idle threshold (the config's idle_util_pct) for at least idle_min_minutes (idle_gpu_jobs.sql).
-# A node is on the swap list at swap_min_score points (node_health.sql: 3 a hardware Xid or a DOWN event, 1 a
-# DRAIN or a day throttled, 2 a run behind its peers beyond the second, 2 a standard deviation of failed runs
-# or hangs beyond 2 above its share): two DOWNs, or two hardware Xids, or five runs behind its peers;
-# reservation '' scores every node, a name only that reservation's.
-# A run submitted within campaign_gap_hours of the end of a run with the same user, account and job name
-# continues its campaign (campaigns.sql).
+# A node is on the swap list at swap_min_score points (node_health.sql: 3 a hardware fault, 1 an unplanned DRAIN
+# without an Xid or a day throttled in 30 days, 2 a run behind its peers beyond the second, the whole 6 for failed runs or
+# hangs significantly above its share): two faults, a week throttled, five runs behind its peers. Significant:
+# a Poisson upper tail below swap_alpha ÷ the nodes scored. A drain whose reason matches planned_drain_reasons
+# is planned work, never a fault. reservation '' scores every node, a name only that reservation's.
+# A run continues the campaign of an interrupted run of the same user, account, job name and GPU count when it
+# is submitted within campaign_gap_hours after that run's end (campaigns.sql): 6, because what carries a
+# training run on after a crash resubmits within minutes (Slurm's --requeue, an afternotok dependency or a
+# watcher script) and an engineer on call within hours, while users reuse a few names ("train", "finetune")
+# for unrelated work a day apart; a site whose teams resubmit by hand the next morning sets 16. ETTR is
+# reported for campaigns of campaign_min_gpus or more (goodput.sql: 64, eight nodes, where the published
+# model's failures start to matter) and for all.
 # A run failed on hardware when it ended NODE_FAIL, or FAILED within xid_failure_minutes after a hardware Xid
 # on one of its nodes (failures_by_size.sql): 10, because after a fatal Xid the process on that GPU fails
 # within seconds and its peers on the other nodes when their collective times out (PyTorch's NCCL watchdog
 # default is 10 minutes); an Xid earlier in a run that went on working did not end it.
 PARAMETERS = {"behind_ratio": 0.8, "top_jobs": 15, "runs_limit": 0,
               "hang_minutes": 20, "idle_min_minutes": 60,
-              "swap_min_score": 6.0, "reservation": "",
-              "campaign_gap_hours": 24.0, "xid_failure_minutes": 10.0}
+              "swap_min_score": 6.0, "swap_alpha": 0.01, "reservation": "",
+              "planned_drain_reasons": "(?i)maint|firmware|upgrade|planned|scheduled",
+              "campaign_gap_hours": 6.0, "campaign_min_gpus": 64, "xid_failure_minutes": 10.0}
 
 
 def mart_sql(name: str) -> str:

@@ -210,6 +210,7 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "campaigns": _rows(campaigns),
         "whatif": whatif,
         "campaign_gap_hours": PARAMETERS["campaign_gap_hours"],
+        "campaign_min_gpus": PARAMETERS["campaign_min_gpus"],
         "ckpt_write_bytes_per_s": wh.cfg.ckpt_write_bytes_per_s,
         "carbon_g_per_kwh": wh.cfg.carbon_g_per_kwh,
         "cost_model": warehouse_cost_model(wh),  # the one the cost marts used

@@ -623,14 +623,16 @@ def nodes(
     date_from: Annotated[Optional[str], typer.Option("--from", help="First day (YYYY-MM-DD, UTC)")] = None,
     date_to: Annotated[Optional[str], typer.Option("--to", help="Last day, inclusive")] = None,
     min_score: Annotated[Optional[float], typer.Option(
-        help="Points that put a node on the swap list (default 6: two DOWN events or two hardware Xids)")] = None,
+        help="Points that put a node on the swap list (default 6: two hardware faults, a week throttled in 30 "
+             "days, five runs behind its peers, or failures or hangs significantly above its share)")] = None,
     fmt: Annotated[str, typer.Option("--format", help="table, csv or json (csv and json: every column)")] = "table",
     slurm_cluster: Annotated[Optional[str], typer.Option(
         help="Slurm cluster (default: the only one loaded, else config)")] = None,
 ):
-    """Node health scorecard and swap list: per node, hardware Xids, DOWN/DRAIN events, throttling, runs behind
-    its peers, failed runs and hangs against its share of runs, one score with its reasons, ranked
-    (docs/monthly.md, Definitions, "node health")."""
+    """Node health scorecard and swap list: per node, hardware faults (an Xid and its DOWN or DRAIN are one;
+    planned drains are not faults), throttling, runs behind its peers, failed multi-node runs and hangs against
+    its share (counted only when significant), one score with its reasons, ranked (docs/monthly.md,
+    Definitions, "node health")."""
 
     if fmt not in ("table", "json", "csv"):
         raise OpsError("--format must be table, json or csv")

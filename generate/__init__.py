@@ -13,10 +13,15 @@
 - ``logs/kernel/<node>.log``: the driver's ``NVRM: Xid`` line of every planted Xid, as ``journalctl -k -o
   short-iso`` prints them (generate/kernel_log.py), the GPU named by the PCI bus the telemetry labels it with;
 - ``truth/*.parquet``: the simulation's own frames (runs, GPU allocations, events, Xids, throttling), the
-  ground truth tests compare reports with.
+  ground truth tests compare reports with. runs.parquet's ``campaign`` (the job id of the campaign's first
+  run), ``lost_s`` (work lost at the run's end), ``startup_s`` (a restart's start-up, when not lost) and
+  ``planted_campaign`` give each campaign's ETTR; ``truth/faults.json`` names the lemons, the straggler
+  and the hot nodes.
 """
 
 from __future__ import annotations
+
+import json
 
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -74,7 +79,8 @@ def _reservations_txt(h: History) -> str:
 
 def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: int = 900, nodes: int | None = None,
              seed: int = 0, metrics_step_s: int = 300, telemetry: tuple[str, ...] = ("parquet",),
-             nightly: bool = False, spill: bool = False, progress=None) -> History:
+             nightly: bool = False, spill: bool = False, faults: bool = True, campaign_share: float | None = None,
+             progress=None) -> History:
     """Simulate and write the site's files (see the module docstring). ``spill`` keeps memory flat in the
     number of jobs: runs and GPU allocations go to ``truth/`` as they are made and are read back lazily."""
     out = Path(out_dir)
@@ -84,7 +90,8 @@ def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: i
     start = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
     spec = scaled_spec(nodes)
     h = simulate(spec, start=start, days=days, jobs_per_day=jobs_per_day, seed=seed,
-                 spill_dir=(out / "truth" / "parts") if spill else None)
+                 spill_dir=(out / "truth" / "parts") if spill else None, faults=faults,
+                 **({} if campaign_share is None else {"campaign_share": campaign_share}))
     t0, t1 = int(start.timestamp()), int(h.end.timestamp())
     per_gpu_cpus = spec.cpus_per_node // spec.gpus_per_node
     per_gpu_mem = spec.mem_per_node_mib // spec.gpus_per_node
@@ -109,6 +116,10 @@ def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: i
             frame.sink_parquet(out / "truth" / f"{name}.parquet")
         else:
             frame.write_parquet(out / "truth" / f"{name}.parquet")
+    # the nodes the generator made faulty (the Xid repeaters are in xids.parquet: two hardware faults or more)
+    (out / "truth" / "faults.json").write_text(json.dumps({
+        "lemons": sorted(h.lemons), "straggler": h.straggler,
+        "hot_nodes": sorted(set(h.throttle.get_column("node").to_list()))}, indent=1) + "\n", encoding="utf-8")
     write_kernel_log(out, h.xids)  # where a site sees its Xids: every planted one, the fatal ones too
     if telemetry:
 

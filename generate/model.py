@@ -77,6 +77,7 @@ GPU_ALLOC_SCHEMA = {
     "fb_used_frac": pl.Float64,    # of the GPU's memory
     "power_frac": pl.Float64,      # 0..1 of the way from idle to TDP
     "hang_from_ts": TS,            # NCCL-hang-like stall from here to end_ts (null: none)
+    "busy_from_ts": TS,            # quiet GPUs from start_ts to here: a restart's start-up (null: none)
     "ckpt_period_s": pl.Int64,     # checkpoint every N s: storage write burst, GPU dip (0: none)
     "ckpt_bytes": pl.Float64,      # bytes each checkpoint writes from this node
     "slowdown": pl.Float64,        # 1.0 normal; < 1 on a straggler node (its GPUs run slower)

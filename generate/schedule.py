@@ -30,7 +30,7 @@ from ops_warehouse.generate.model import (
     XID_SCHEMA,
     ClusterSpec,
 )
-from ops_warehouse.generate.workload import GPU_COUNTS, draw_jobs
+from ops_warehouse.generate.workload import CAMPAIGN_P, GPU_COUNTS, draw_jobs
 from ops_warehouse.planning.backfill import NEVER, Nodes, Reservation, Scheduler
 
 FAILURES_PER_1000_NODE_DAYS = 4.0
@@ -39,6 +39,20 @@ FATAL_XIDS = {79: "GPU has fallen off the bus", 48: "double-bit ECC error", 95: 
               74: "NVLink error"}
 DRAIN_XIDS = {92: "high single-bit ECC error rate", 64: "ECC row remapping failure"}
 REQUEUE_SHARE = 0.6
+# campaigns (workload.py's CAMPAIGN_P): the job's own crashes come at random, one in CAMPAIGN_MTBF_S of a
+# 256-GPU run's time (more often the larger it is); HANG_SHARE of them a hang in NCCL that the watchdog ends; a
+# run is preempted (and requeued: PreemptMode=REQUEUE) in PREEMPT_P of the runs; ABANDON_P of the campaigns are
+# stopped by their owners part way. After an interruption the campaign goes on by a resubmission of the same
+# name and size (a new job id) RESUBMIT_MEDIAN_S after the end (lognormal, from half a minute to RESUBMIT_MAX_S:
+# a watcher script, an afternotok job, an engineer on call), or by Slurm's requeue after a node failure
+CAMPAIGN_MTBF_S = 30 * 3600
+HANG_SHARE = 0.4
+PREEMPT_P = 0.05
+ABANDON_P = 0.15
+RESUBMIT_MEDIAN_S = 600
+RESUBMIT_MAX_S = 4 * 3600
+# a restarted run's GPUs are quiet while it loads its checkpoint and data, compiles and joins NCCL
+STARTUP_S = (180, 900)
 WATCHDOG_S = 1800  # NCCL watchdog kills a hung job after this long
 CKPT_WRITE_S = 120  # a checkpoint of a run on whole nodes (8 GPUs x 12 GB at 0.5 GB/s, capped: telemetry.py)
 CHUNK_RUNS = 50_000
@@ -81,9 +95,13 @@ def _inventory(spec: ClusterSpec, t0: int, rng: np.random.Generator) -> pl.DataF
 
 
 def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, jobs_per_day: int = 800,
-             seed: int = 0, reservation_days: tuple[int, int] = (10, 17), spill_dir: Path | None = None) -> History:
+             seed: int = 0, reservation_days: tuple[int, int] = (10, 17), spill_dir: Path | None = None,
+             faults: bool = True, campaign_share: float = CAMPAIGN_P) -> History:
     """Simulate the period. With ``spill_dir`` the runs and GPU allocations go to Parquet there as they are
-    made (memory stays flat in the number of jobs) and come back as lazy frames."""
+    made (memory stays flat in the number of jobs) and come back as lazy frames. ``faults=False``: a healthy
+    cluster (no node failures, lemons, straggler or hot GPUs; the planned maintenance drain and the jobs' own
+    failures and hangs stay): what a swap list must leave empty. ``campaign_share``: of the large submissions,
+    the training campaigns (workload.py's CAMPAIGN_P)."""
     spec = spec or ClusterSpec()
     rng = np.random.default_rng(seed)
     t0 = int(start.timestamp())
@@ -102,13 +120,13 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     lemons = [int(x) for x in rng.choice(big, min(2, max(len(big) - 1, 0)), replace=False)]
     rest = np.setdiff1d(big, lemons)
     straggler = int(rng.choice(rest if len(rest) else big))
-    rate = np.full(n_nodes, FAILURES_PER_1000_NODE_DAYS / 1000 / 86400)
+    rate = np.full(n_nodes, FAILURES_PER_1000_NODE_DAYS / 1000 / 86400 if faults else 0.0)
     rate[lemons] *= LEMON_FACTOR
     ev_node, ev_start, ev_end, ev_state, ev_reason = [], [], [], [], []
     x_node, x_gpu, x_ts, x_code = [], [], [], []
     for n in range(n_nodes):
         t = max(t0, in_service[n])
-        while True:
+        while rate[n] > 0:
             t += int(rng.exponential(1 / rate[n]))
             if t >= t_end:
                 break
@@ -128,14 +146,15 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         ev_node.append(int(n)), ev_start.append(ms), ev_end.append(ms + 6 * 3600), ev_state.append("drain")
         ev_reason.append("maintenance: firmware update")
     # a few hot GPUs throttle every afternoon; one node gets drained for it at the end of the first week
-    hot = [(int(rng.choice(big)), int(rng.integers(0, G))) for _ in range(3)]
+    hot = [(int(rng.choice(big)), int(rng.integers(0, G))) for _ in range(3)] if faults else []
     th_node, th_gpu, th_s, th_e = [], [], [], []
     for n, g in hot:
         for d in range(days):
             th_node.append(n), th_gpu.append(g)
             th_s.append(t0 + d * 86400 + 12 * 3600), th_e.append(t0 + d * 86400 + 18 * 3600)
-    ev_node.append(hot[0][0]), ev_start.append(t0 + 7 * 86400 + 18 * 3600)
-    ev_end.append(t0 + 8 * 86400 + 10 * 3600), ev_state.append("drain"), ev_reason.append("thermal: GPU over temp")
+    if hot:
+        ev_node.append(hot[0][0]), ev_start.append(t0 + 7 * 86400 + 18 * 3600)
+        ev_end.append(t0 + 8 * 86400 + 10 * 3600), ev_state.append("drain"), ev_reason.append("thermal: GPU over temp")
 
     ev = sorted(zip(ev_node, ev_start, ev_end, ev_state, ev_reason), key=lambda e: (e[1], e[0]))
     # (node, start, end) of each down or drained spell: no job starts on the node then
@@ -154,7 +173,7 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     resv_nodes = big[: -(-len(big) // RESERVED_SHARE)]
     in_resv_node = np.isin(np.arange(n_nodes), resv_nodes)
 
-    jobs = draw_jobs(spec, start, days, jobs_per_day, rng)
+    jobs = draw_jobs(spec, start, days, jobs_per_day, rng, campaign_p=campaign_share)
     n_jobs = jobs.height
     J = {c: jobs.get_column(c).to_numpy(writable=True) for c in jobs.columns}
     # partition: by capacity; mid-size runs (8-32 GPUs) favour the newer partitions, whose GPUs would
@@ -190,7 +209,8 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     J["gpus"] = np.minimum(J["gpus"], spec.partitions[0].nodes * G).astype(J["gpus"].dtype)
 
     slow = np.ones(n_nodes)
-    slow[straggler] = 0.7
+    if faults:
+        slow[straggler] = 0.7
 
     raw_id = np.arange(1_000_001, 1_000_001 + n_jobs, dtype=np.int64)
     array_of = np.full(n_jobs, -1, dtype=np.int64)
@@ -242,45 +262,99 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     run_job: list[int] = []     # scheduler job -> drawn job
     run_no_of: list[int] = []   # its run number (requeues: 1, 2, ...)
     run_left: list[int] = []    # run time left (-1: the drawn one)
+    run_raw: list[int] = []     # its job id (a resubmission's is new)
+    run_camp: list[int] = []    # the job id of its campaign's first run
+    next_id = [int(raw_id[-1]) + 1 if n_jobs else 1_000_001]
+    # a campaign's owner stops it once this much of its work is done (never: above 1)
+    abandon_at = np.where(rng.random(n_jobs) < ABANDON_P, rng.uniform(0.1, 0.9, n_jobs), 2.0)
     for i in arrival.tolist():
         sched.add(J["submit"][i], J["gpus"][i], part[i], limit_of[i], J["account_idx"][i], key=raw_id[i],
                   held_until=int(cancel_at[i]) if held[i] else NEVER)
         run_job.append(i), run_no_of.append(0), run_left.append(-1)
+        run_raw.append(int(raw_id[i])), run_camp.append(int(raw_id[i]))
+
+    def add_run(i: int, submit: int, run_no: int, left: int, raw: int, camp: int, p: int, limit_s: int,
+                acct: int) -> None:
+        sched.add(submit, J["gpus"][i], p, limit_s, acct, key=raw)
+        run_job.append(i), run_no_of.append(run_no), run_left.append(left)
+        run_raw.append(raw), run_camp.append(camp)
 
     def on_start(s: int, t: int, chosen: np.ndarray, gsel: np.ndarray) -> int:
         """A run starts on ``chosen``: how it ends (its outcome, a node failure, the slow node), recorded."""
         i, run_no, remaining = run_job[s], run_no_of[s], run_left[s]
-        outcome = str(J["outcome"][i]) if run_no == 0 else "COMPLETED"
         limit_s = int(limit_of[i])
         runtime = int(J["runtime_s"][i]) if remaining < 0 else remaining
-        dur = int(min(runtime * (J["cut"][i] if run_no == 0 else 1.0), limit_s))
-        dur = max(dur, 1)
-        if np.any(slow[chosen] < 1):
-            dur = int(min(dur / slow[chosen].min(), limit_s))
-        end_t = t + dur
-        state = outcome
-        if run_no == 0 and J["cut"][i] >= 1.0 and runtime > limit_s:
-            state = "TIMEOUT"
+        period = int(J["ckpt_period_s"][i])
+        p, acct = int(part[i]), int(J["account_idx"][i])
+        rate = float(slow[chosen].min())
+        startup = int(rng.integers(*STARTUP_S)) if run_no > 0 else 0
+        failed_at = None
+        hang_from = None
+        if J["campaign"][i]:
+            # work done at startup + rate × time; ends at the first of: done, time limit, a crash or hang, a
+            # node failure, a preemption, its owner stopping it
+            work = int(J["runtime_s"][i])
+            ends = {"COMPLETED": t + startup + int(np.ceil(runtime / rate)), "TIMEOUT": t + limit_s,
+                    "FAILED": t + startup + int(rng.exponential(CAMPAIGN_MTBF_S * 256 / max(int(J["gpus"][i]), 1)))}
+            if rng.random() < PREEMPT_P:
+                ends["PREEMPTED"] = t + int(rng.uniform(0.1, 0.9) * min(limit_s, ends["COMPLETED"] - t))
+            stop_left = work - abandon_at[i] * work  # the work left when its owner stops it
+            if runtime > stop_left > 0:
+                ends["CANCELLED"] = t + startup + int(np.ceil((runtime - stop_left) / rate))
+            state = min(ends, key=lambda k: (ends[k], k != "COMPLETED"))
+            end_t = max(ends[state], t + 1)
+            if state == "FAILED" and rng.random() < HANG_SHARE and end_t - t > WATCHDOG_S + startup:
+                hang_from = end_t - WATCHDOG_S
+        else:
+            outcome = str(J["outcome"][i]) if run_no == 0 else "COMPLETED"
+            dur = int(min(runtime * (J["cut"][i] if run_no == 0 else 1.0), limit_s))
+            dur = max(dur, 1)
+            if rate < 1:
+                dur = int(min(dur / rate, limit_s))
+            end_t = t + startup + dur if run_no > 0 else t + dur
+            end_t = min(end_t, t + limit_s)
+            state = outcome
+            if run_no == 0 and J["cut"][i] >= 1.0 and runtime > limit_s:
+                state = "TIMEOUT"
         failed_at = min((f for n in chosen for f in down_at.get(int(n), []) if t < f < end_t), default=None)
         if failed_at is not None:
-            end_t, state = failed_at, "NODE_FAIL"
-        hang_from = None
-        if J["hang"][i] and state in ("FAILED", "CANCELLED", "TIMEOUT") and dur > 2 * WATCHDOG_S:
+            end_t, state, hang_from = failed_at, "NODE_FAIL", None
+        if not J["campaign"][i] and J["hang"][i] and state in ("FAILED", "CANCELLED", "TIMEOUT") \
+                and end_t - t > 2 * WATCHDOG_S:
             hang_from, state = end_t - WATCHDOG_S, "FAILED"
-        exit_code = {"FAILED": "0:6" if hang_from else str(J["fail_exit"][i]), "OUT_OF_MEMORY": "0:125"}.get(state, "0:0")
-        p, acct = int(part[i]), int(J["account_idx"][i])
+        exit_code = {"FAILED": "0:6" if hang_from else str(J["fail_exit"][i]), "OUT_OF_MEMORY": "0:125",
+                     "TIMEOUT": "0:0"}.get(state, "0:0")
+        # what the run keeps: the work up to its last checkpoint written whole (one every period from its start,
+        # none during a hang), all of it when it completed; the rest of its time is lost (the truth's lost_s),
+        # its start-up apart when a checkpoint kept the work after it
+        worked_to = hang_from if hang_from is not None else end_t
+        n_ckpt = _checkpoints(worked_to - t, period)
+        if state == "COMPLETED":
+            lost_s, kept_s = 0, max(end_t - t - startup, 0)
+        elif n_ckpt > 0 and n_ckpt * period > startup:
+            lost_s, kept_s = end_t - (t + n_ckpt * period), n_ckpt * period - startup
+        else:
+            lost_s, kept_s = end_t - t, 0
         out.append({"i": i, "run": run_no, "submit": sched.submit[s], "partition": spec.partitions[p].name,
                     "start": t, "end": end_t, "state": state, "exit": exit_code,
                     "nodes": [nodes[n] for n in sorted(chosen)], "hang_from": hang_from,
                     "reservation": resv_name if (acct == owner and rs <= t < re_ and in_resv_node[chosen].any())
-                    else ""})
+                    else "", "raw": run_raw[s], "campaign": run_camp[s], "lost_s": lost_s,
+                    "startup_s": startup if state == "COMPLETED" or kept_s > 0 else 0,
+                    "busy_from": min(t + startup, end_t)})
         alloc_rows.append((flushed[0] + len(out) - 1, chosen, gsel))
-        if state == "NODE_FAIL" and rng.random() < REQUEUE_SHARE:
+        left = max(runtime - int(kept_s * rate), 60)
+        if J["campaign"][i] and state not in ("COMPLETED", "CANCELLED"):
+            if state in ("NODE_FAIL", "PREEMPTED") and (state == "PREEMPTED" or rng.random() < REQUEUE_SHARE):
+                add_run(i, end_t, run_no + 1, left, run_raw[s], run_camp[s], p, limit_s, acct)  # Slurm's requeue
+            else:
+                delay = int(np.clip(np.exp(np.log(RESUBMIT_MEDIAN_S) + rng.standard_normal()), 30, RESUBMIT_MAX_S))
+                add_run(i, end_t + delay, run_no + 1, left, next_id[0], run_camp[s], p, limit_s, acct)
+                next_id[0] += 1
+        elif not J["campaign"][i] and state == "NODE_FAIL" and rng.random() < REQUEUE_SHARE:
             # the requeued run starts again from the run's last complete checkpoint (from the beginning
             # without one): the work since then is done twice, as the campaigns mart measures it
-            left = max(runtime - _saved_s(end_t - t, int(J["ckpt_period_s"][i])), 60)
-            sched.add(end_t, J["gpus"][i], p, limit_s, acct, key=raw_id[i])
-            run_job.append(i), run_no_of.append(run_no + 1), run_left.append(left)
+            add_run(i, end_t, run_no + 1, left, run_raw[s], run_camp[s], p, limit_s, acct)
         if len(out) >= CHUNK_RUNS:
             flush()
         return end_t
@@ -293,7 +367,8 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         out.append({"i": i, "run": run_no_of[s], "submit": sched.submit[s], "partition": spec.partitions[int(part[i])].name,
                     "start": None, "end": c if c is not None and c < t_end else None,
                     "state": "CANCELLED" if c is not None and c < t_end else "PENDING", "exit": "0:0",
-                    "nodes": [], "hang_from": None, "reservation": ""})
+                    "nodes": [], "hang_from": None, "reservation": "", "raw": run_raw[s], "campaign": run_camp[s],
+                    "lost_s": 0, "startup_s": 0})
     flush()
     if spill_dir is not None and chunks:
         runs = pl.scan_parquet(Path(spill_dir) / "runs-*.parquet")
@@ -302,18 +377,21 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         runs = pl.concat([c[0] for c in chunks]) if chunks else _chunk(spec, nodes, J, raw_id, array_of, task_of,
                                                                        [], [], slow, 0)[0]
         gpu_alloc = pl.concat([c[1] for c in chunks]) if chunks else pl.DataFrame(schema=GPU_ALLOC_SCHEMA)
-    return _frames(spec, start, t0, t_end, inv, nodes, runs, gpu_alloc,
+    h = _frames(spec, start, t0, t_end, inv, nodes, runs, gpu_alloc,
                    (ev, x_node, x_gpu, x_ts, x_code), (th_node, th_gpu, th_s, th_e),
                    (resv_name, spec.accounts[owner], spec.partitions[0], [nodes[n] for n in resv_nodes], rs, re_),
                    lemons, straggler)
+    if not faults:
+        h.lemons, h.straggler = [], ""
+    return h
 
 
-def _saved_s(elapsed_s: int, ckpt_period_s: int) -> int:
-    """Seconds of work a run interrupted after ``elapsed_s`` keeps: up to the start of its last checkpoint
-    that was written whole (one every ``ckpt_period_s`` from its start, each taking CKPT_WRITE_S), 0 without."""
+def _checkpoints(elapsed_s: int, ckpt_period_s: int) -> int:
+    """Checkpoints a run that worked ``elapsed_s`` wrote whole (one every ``ckpt_period_s`` from its start, each
+    taking CKPT_WRITE_S), 0 without."""
     if ckpt_period_s <= 0:
         return 0
-    return max(0, (elapsed_s - CKPT_WRITE_S) // ckpt_period_s) * ckpt_period_s
+    return max(0, (elapsed_s - CKPT_WRITE_S) // ckpt_period_s)
 
 
 def _dt(v) -> datetime | None:
@@ -328,9 +406,10 @@ def _chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, off
     for r in out:
         i = r["i"]
         arr = array_of[i] >= 0
+        raw = int(r.get("raw", raw_id[i]))
         recs.append({
-            "job_id_raw": int(raw_id[i]),
-            "job_id": f"{array_of[i]}_{task_of[i]}" if arr else str(raw_id[i]),
+            "job_id_raw": raw,
+            "job_id": f"{array_of[i]}_{task_of[i]}" if arr else str(raw),
             "array_job_id": int(array_of[i]) if arr else 0, "run": r["run"],
             "name": str(J["name"][i]), "user": users[int(J["user_idx"][i])],
             "uid": 10001 + int(J["user_idx"][i]), "account": spec.accounts[int(J["account_idx"][i])],
@@ -340,6 +419,12 @@ def _chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, off
             "nodes": r["nodes"], "reservation": r["reservation"],
             "hang_from": r.get("hang_from"),
             "ckpt_period_s": int(J["ckpt_period_s"][i]),
+            # the truth of goodput: the campaign (its first run's job id), the run's work lost at its end and
+            # its start-up (a restart's quiet GPUs, when it kept work after it), in seconds
+            "campaign": int(r.get("campaign", raw)), "planted_campaign": bool(J["campaign"][i]),
+            "lost_s": int(r.get("lost_s", 0)),
+            "startup_s": int(r.get("startup_s", 0)),
+            "busy_from": r.get("busy_from"),  # its GPUs quiet from start to here (a restart's start-up)
         })
     runs = pl.DataFrame(recs, schema={
         "job_id_raw": pl.Int64, "job_id": pl.String, "array_job_id": pl.Int64, "run": pl.Int32, "name": pl.String,
@@ -347,13 +432,14 @@ def _chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, off
         "qos": pl.String, "submit": pl.Int64, "start": pl.Int64, "end": pl.Int64, "state": pl.String,
         "exit": pl.String, "gpus": pl.Int32, "timelimit_min": pl.Int64, "nodes": pl.List(pl.String),
         "reservation": pl.String, "hang_from": pl.Int64, "ckpt_period_s": pl.Int64,
+        "campaign": pl.Int64, "planted_campaign": pl.Boolean, "lost_s": pl.Int64, "startup_s": pl.Int64, "busy_from": pl.Int64,
     }).with_row_index("run_idx", offset=offset)
     # GPU allocations: one row per (run, node, GPU)
     ai, an, ag = [], [], []
     for ri, chosen, gsel in alloc_rows:
         for n, gs in zip(chosen, gsel):
             ai.extend([ri] * len(gs)), an.extend([int(n)] * len(gs)), ag.extend(int(x) for x in gs)
-    J_run = runs.select("run_idx", "job_id", "start", "end", "hang_from", "gpus")
+    J_run = runs.select("run_idx", "job_id", "start", "end", "hang_from", "busy_from", "gpus")
     per = pl.DataFrame({"run_idx": np.array(ai, dtype=np.uint32), "n": np.array(an, dtype=np.int64),
                         "gpu": np.array(ag, dtype=np.int32)})
     i_of_run = np.array([r["i"] for r in out], dtype=np.int64)
@@ -368,6 +454,7 @@ def _chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, off
             start_ts=pl.from_epoch("start", "s").dt.replace_time_zone("UTC"),
             end_ts=pl.from_epoch("end", "s").dt.replace_time_zone("UTC"),
             hang_from_ts=pl.from_epoch("hang_from", "s").dt.replace_time_zone("UTC"),
+            busy_from_ts=pl.from_epoch("busy_from", "s").dt.replace_time_zone("UTC"),
             gpu_util=pl.col("util"),
             power_frac=(0.35 + 0.65 * (0.6 * pl.col("sm_active") + 0.4 * pl.col("tensor_active"))).clip(0, 1),
             # checkpoints: a few GB per GPU each time

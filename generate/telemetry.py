@@ -378,6 +378,9 @@ class _World:
         self.a_klo = _k_ceil(a_start, start_ms, step_ms, K)
         self.a_khi = _k_ceil(a_end, start_ms, step_ms, K)
         self.a_khang = np.minimum(_k_ceil(a_hang, start_ms, step_ms, K), self.a_khi)
+        # a restart's start-up: quiet as in a hang (loading the checkpoint, joining NCCL) until busy_from_ts
+        a_busy = _col_ms(a["busy_from_ts"], -big) if "busy_from_ts" in a.columns else np.full(len(a), -big)
+        self.a_kbusy = _k_ceil(a_busy, start_ms, step_ms, K)
         f64 = lambda c, d: a[c].fill_null(d).to_numpy().astype(np.float64)  # noqa: E731
         self.a_util, self.a_sm = f64("gpu_util", 0.0), f64("sm_active", 0.0)
         self.a_tensor, self.a_dram = f64("tensor_active", 0.0), f64("dram_active", 0.0)
@@ -475,7 +478,8 @@ class _World:
         job_code = np.where(busy, ar, len(self.a_job_names) - 1)
         r = np.where(busy, ar, 0)
         if len(self.a_g):
-            hang = busy & (np.arange(k0, k1)[:, None] >= self.a_khang[r])
+            k_now = np.arange(k0, k1)[:, None]
+            hang = busy & ((k_now >= self.a_khang[r]) | (k_now < self.a_kbusy[r]))
             util0, sm0, ten0, dram0 = self.a_util[r], self.a_sm[r], self.a_tensor[r], self.a_dram[r]
             fb0, pf0, slow, multi = self.a_fb[r], self.a_pf[r], self.a_slow[r], self.a_multi[r]
         else:

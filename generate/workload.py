@@ -29,12 +29,20 @@ FAIL_EXITS = np.array(["1:0", "1:0", "1:0", "2:0", "127:0", "0:11", "255:0", "0:
 NAMES_SMALL = np.array(["bash", "jupyter", "eval", "infer", "sweep", "data-prep", "tokenize", "debug",
                         "finetune", "sft-8b", "vit-l16", "rl-ppo", "diffusion", "train.sh", "run.py", "aàb-日本"])
 IDLE_JOB_P = 0.03  # of jobs under 64 GPUs: held idle all along
-NAMES_LARGE = np.array(["pretrain-70b", "pretrain-8b", "moe-pretrain", "llm-train", "nccl-allreduce"])
+NAMES_LARGE = np.array(["llm-train", "nccl-allreduce", "eval-harness", "sft-70b", "pretrain-8b"])
+# Training campaigns: a share of the large submissions is a pretraining run of days, carried across time limits,
+# crashes, hangs, node failures and preemptions by requeues and resubmissions (schedule.py); its name is one of
+# the team's few ("pretrain-8b" is also an independent test run's name) and its owner any of the account's users
+CAMPAIGN_P = 0.04
+NAMES_CAMPAIGN = np.array(["pretrain-70b", "pretrain-8b", "moe-pretrain"])
+CAMPAIGN_WORK_MEDIAN_S = 36 * 3600  # the work a campaign has to do, lognormal, 12 h to 6 days
+CAMPAIGN_TIMELIMIT_MIN = 2880  # each run asks for the partition's maximum, two days
 
 
-def draw_jobs(spec: ClusterSpec, start: datetime, days: int, jobs_per_day: int, rng: np.random.Generator
-              ) -> pl.DataFrame:
-    """Submitted jobs, sorted by submit time (epoch seconds)."""
+def draw_jobs(spec: ClusterSpec, start: datetime, days: int, jobs_per_day: int, rng: np.random.Generator,
+              campaign_p: float = CAMPAIGN_P) -> pl.DataFrame:
+    """Submitted jobs, sorted by submit time (epoch seconds); ``campaign_p`` of the large ones are training
+    campaigns (a site of pretraining teams has more)."""
     n = int(days * jobs_per_day)
     t0 = int(start.timestamp())
     # daily rhythm: more submissions in working hours
@@ -64,8 +72,20 @@ def draw_jobs(spec: ClusterSpec, start: datetime, days: int, jobs_per_day: int, 
     # arrays: a share of small jobs are tasks of an array submitted together
     arr = (gpus <= 2) & (rng.random(n) < 0.15)
     names = np.where(large, rng.choice(NAMES_LARGE, n), rng.choice(NAMES_SMALL, n))
+    # campaigns, from a child generator (every other draw stays what it was): multi-day work, the longest limit,
+    # a pretraining name, an owner anywhere in the team (not the account's busiest user alone), checkpoints
+    c_rng = rng.spawn(1)[0]
+    campaign = large & (c_rng.random(n) < campaign_p)
+    c_work = np.clip(np.exp(np.log(CAMPAIGN_WORK_MEDIAN_S) + 0.6 * c_rng.standard_normal(n)), 12 * 3600, 6 * 86400)
+    runtime = np.where(campaign, c_work.astype(np.int64), runtime)
+    timelimit = np.where(campaign, CAMPAIGN_TIMELIMIT_MIN, timelimit)
+    unlimited = unlimited & ~campaign
+    names = np.where(campaign, c_rng.choice(NAMES_CAMPAIGN, n), names)
+    user = np.where(campaign, acct * USERS_PER_ACCOUNT + c_rng.integers(0, USERS_PER_ACCOUNT, n), user)
+    outcome = np.where(campaign, "COMPLETED", outcome)
+    cut = np.where(campaign, 1.0, cut)
     # one in 40 large runs hangs in NCCL until the watchdog kills it; large runs checkpoint
-    hang = large & (rng.random(n) < 0.08) & (outcome != "COMPLETED")
+    hang = large & (rng.random(n) < 0.08) & (outcome != "COMPLETED") & ~campaign  # (a campaign's: per run)
     # idle-GPU jobs (what Princeton's Job Defense Shield lists): a forgotten notebook, a job waiting on data or
     # on a license, holding its GPUs at 0-3 % for its whole run. Drawn from a child generator, so every other
     # draw of the site (jobs, schedule, failures, telemetry) is what it was before they were planted
@@ -85,5 +105,6 @@ def draw_jobs(spec: ClusterSpec, start: datetime, days: int, jobs_per_day: int, 
         "idle": idle,
         "fb_used_frac": np.where(large, rng.uniform(0.75, 0.95, n), rng.uniform(0.1, 0.9, n)),
         "ckpt_period_s": np.where(gpus >= 16, rng.choice([1800, 3600, 7200], n), 0).astype(np.int64),
+        "campaign": campaign,
         "qos": np.where(rng.random(n) < 0.1, "low", np.where(large, "high", "normal")),
     })

@@ -219,35 +219,46 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
             for n in r["node_health"][:max(len(swap), 10)]]
     out.append(("Node health: the swap list",
                 f"{len(swap)} of {len(r['node_health'])} nodes to swap for reserve nodes before the next reservation "
-                f"(score {r['swap_min_score']:g} or more). Points: 3 a hardware Xid or a DOWN event, 1 a DRAIN or a "
-                "day throttled, 2 a run behind its peers beyond the second, 2 a standard deviation beyond 2 of "
-                "failed runs or hangs above the node's share of runs. `ops-report nodes` lists every node.",
+                f"(score {r['swap_min_score']:g} or more). Points: 3 a hardware fault (a DOWN, a DRAIN for an Xid, "
+                "a lone hardware Xid; an Xid and its DOWN are one), 1 another unplanned DRAIN, 1 a day throttled in 30 "
+                "days, 2 a run behind its peers beyond the second, and the whole score for failed multi-node runs "
+                "or hangs significantly above the node's share (Poisson, Bonferroni over the nodes). Planned "
+                "drains (maintenance, firmware) score nothing: one fault in a month is chance, two a repeater. "
+                "`ops-report nodes` lists every node.",
                 ["rank", "node", "GPU model", "score", "swap", "reasons"], rows, None))
 
     g = _one(r["goodput"], project_key="")
-    rows = [[e["project_key"] or "all", _num(e["campaigns"]), _num(e["unknown_campaigns"]), _pct(e["ettr"]),
-             _num(e["gpu_hours"]), _num(e["gpu_hours_lost"]), _num(e["lost_hang_gpu_hours"]),
-             _num(e["lost_node_fail_gpu_hours"]), _num(e["lost_failed_gpu_hours"]), _num(e["lost_timeout_gpu_hours"]),
-             _num(e["lost_other_gpu_hours"]), _num(e["restart_wait_hours"]), _num(e["restart_startup_hours"], 1),
-             _num(e["restart_overhead_gpu_hours"])] for e in r["goodput"]]
+    large = r.get("campaign_min_gpus", 64)
+    rows = [[e["project_key"] or "all", _num(e["campaigns"]), _num(e["unknown_campaigns"]), _num(e["large_campaigns"]),
+             _pct(e["ettr"]), _pct(e["ettr_all"]), _num(e["gpu_hours"]), _num(e["gpu_hours_lost"]),
+             _num(e["lost_hang_gpu_hours"]), _num(e["lost_node_fail_gpu_hours"]), _num(e["lost_failed_gpu_hours"]),
+             _num(e["lost_timeout_gpu_hours"]), _num(e["lost_other_gpu_hours"]), _num(e["initial_wait_hours"]),
+             _num(e["restart_wait_hours"]), _num(e["restart_startup_hours"], 1), _num(e["restart_overhead_gpu_hours"])]
+            for e in r["goodput"]]
     out.append(("Goodput: effective training time ratio",
-                f"Campaigns of {who}: the runs of one user, account and job name each submitted within "
-                f"{r['campaign_gap_hours']:g} h of the campaign's latest end (requeues and resubmissions). ETTR = "
-                "(running time − work lost since the last checkpoint) ÷ (last end − first submission), weighted by "
-                f"GPUs: **{_pct(g.get('ettr'))}** for {who}. A checkpoint is a Lustre write burst of "
-                f"{r['ckpt_write_bytes_per_s'] / 1e6:g} MB/s or more on the run's nodes; a campaign with an "
-                "interrupted run and no telemetry is unknown, counted apart. Work lost by cause: hangs (the hung "
-                "runs above), node failures, the job's own failure, time limit, other (cancelled, preempted). A "
-                "restart costs its wait in the queue (hours: the wait holds no GPU, it is in ETTR's wall time) and "
-                "its start-up until the GPUs are busy again (restart GPU-h: the restarted runs' GPUs × their "
-                "start-up). Published: Kokolis et al. (HPCA 2025).",
-                ["project", "campaigns", "unknown", "ETTR", "GPU-hours", "GPU-h lost", "hangs", "node failures",
-                 "failed", "time limit", "other", "restart wait h", "start-up h", "restart GPU-h"], rows, "goodput"))
-    rows = [[c["user"], c["job_name"], _num(c["runs"]), _num(c["interrupted_runs"]), _num(c["max_gpus"]),
-             _hours(c["wall_s"]), _hours(c["queued_s"]), _hours(c["lost_s"]), _pct(c["ettr"]), _num(c["gpu_hours"])]
+                f"Campaigns of {who}: a run with its requeues and the resubmissions of the same user, account, job "
+                f"name and GPU count each submitted within {r['campaign_gap_hours']:g} h after an interrupted run "
+                "ended; a COMPLETED run closes its campaign, array tasks are jobs of their own. ETTR = (running time "
+                "− work lost since the last checkpoint − restarts' start-up) ÷ (last end − first start), weighted by "
+                f"GPUs, over the campaigns of {large} GPUs or more: **{_pct(g.get('ettr'))}** for {who} "
+                f"({_pct(g.get('ettr_all'))} over every campaign). The wait before a campaign first ran is the "
+                "scheduler's, reported apart (initial wait h); the waits after interruptions are in ETTR's wall "
+                f"time. A checkpoint is a Lustre write burst of {r['ckpt_write_bytes_per_s'] / 1e6:g} MB/s or more "
+                "on the run's nodes; a campaign with an interrupted run and no telemetry is unknown, counted apart. "
+                "Work lost by cause: hangs (the hung runs above), node failures, the job's own failure, time limit, "
+                "other (cancelled, preempted). Restart GPU-h: the restarted runs' GPUs × their start-up until the "
+                "GPUs were busy again (a wait in the queue holds no GPU: it is in hours only). Published: Kokolis "
+                "et al. (HPCA 2025).",
+                ["project", "campaigns", "unknown", f"≥ {large} GPUs", "ETTR", "ETTR, all", "GPU-hours", "GPU-h lost",
+                 "hangs", "node failures", "failed", "time limit", "other", "initial wait h", "restart wait h",
+                 "start-up h", "restart GPU-h"], rows, "goodput"))
+    rows = [[c["user"], c["job_name"], _num(c["runs"]), _num(c["interrupted_runs"]), _num(c["gpus"]),
+             _hours(c["initial_wait_s"]), _hours(c["wall_s"]), _hours(c["restart_wait_s"]), _hours(c["lost_s"]),
+             _pct(c["ettr"]), _num(c["gpu_hours"])]
             for c in r["campaigns"]]
-    out.append(("Goodput: the largest campaigns", "", ["user", "job name", "runs", "interrupted", "GPUs", "wall",
-                                                        "queued", "lost work", "ETTR", "GPU-hours"], rows, None))
+    out.append(("Goodput: the largest campaigns", "", ["user", "job name", "runs", "interrupted", "GPUs",
+                                                        "initial wait", "wall", "restart wait", "lost work", "ETTR",
+                                                        "GPU-hours"], rows, None))
 
     scope = _one(r["energy"], project_key="")
     hourly = scope.get("carbon_hourly_share") or 0

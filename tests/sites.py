@@ -41,13 +41,17 @@ def code_fingerprint() -> str:
     """A hash of the installed package's code and SQL: what a built site depends on."""
     global _FINGERPRINT
     if _FINGERPRINT is None:
-        import ops_warehouse
+        import importlib
 
-        root = Path(ops_warehouse.__file__).resolve().parent
+        # every folder of the package: one tree when installed, the source's top-level folders when editable
+        roots = sorted({Path(importlib.import_module(f"ops_warehouse{sub}").__file__).resolve().parent
+                        for sub in ("", ".etl", ".analytics", ".generate", ".reports", ".planning", ".cli", ".sql")})
+        roots = [r for r in roots if not any(o != r and o in r.parents for o in roots)]
         h = hashlib.sha256()
-        for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".sql") and p.is_file()):
-            h.update(str(f.relative_to(root)).encode())
-            h.update(f.read_bytes())
+        for root in roots:
+            for f in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".sql") and p.is_file()):
+                h.update(str(f.relative_to(root.parent)).encode())
+                h.update(f.read_bytes())
         h.update(Path(__file__).read_bytes())  # generated_site() below is part of every build
         _FINGERPRINT = h.hexdigest()
     return _FINGERPRINT

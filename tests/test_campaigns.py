@@ -9,25 +9,33 @@ threshold). dcgm-exporter on n2 the same day, every 10 minutes: its GPUs at 90 %
 Jobs (8 GPUs each, sacct lines below):
 
   3001 alice proja "llm"   n1  submit 10-05 00:00, run 01:00 .. 05:00  NODE_FAIL
-  3002 alice proja "llm"   n2  submit 10-05 05:30, run 06:00 .. 10:00  COMPLETED   (resubmitted: same campaign)
+  3002 alice proja "llm"   n2  submit 10-05 05:30, run 06:00 .. 10:00  COMPLETED   (resubmitted 30 min after 3001's end)
   3006 dave  proja "llm2"  n2  submit 10-05 11:00, run 11:00 .. 13:00  TIMEOUT     (no checkpoint written)
   3003 bob   projb "sweep" n1  submit 10-05 12:00, run 12:30 .. 14:30  COMPLETED
+  3005 alice proja "llm"   n1  submit 10-05 12:00, run 15:00 .. 17:00  COMPLETED   (after 3002 COMPLETED: new work)
+  3007 dave  proja "llm2"  n2  submit 10-05 20:00, run 20:00 .. 21:00  COMPLETED   (7 h after 3006's end)
   3004 carol projc "x"     n2  submit 10-06 00:00, run 00:00 .. 03:00  FAILED      (no telemetry that day)
-  3005 alice proja "llm"   n1  submit 10-07 12:00, run 12:00 .. 14:00  COMPLETED   (50 h after 10:00: a new campaign)
 
-Campaigns (gap 24 h, checkpoint at 1e8 B/s):
-  alice llm (1)  runs 3001, 3002. Wall 00:00 .. 10:00 = 36,000 s; running 4 h + 4 h = 28,800; queued 7,200;
-                 3001's last checkpoint 04:00, lost 05:00 − 04:00 = 3,600 s; restart wait 06:00 − 05:00 =
-                 3,600; 3002's start-up 06:00 .. its first busy sample 06:30 = 1,800 s; productive 25,200;
-                 ETTR 0.7. GPU-hours 64, lost 8 (NODE_FAIL).
-  dave llm2      lost 13:00 − 11:00 = 7,200 (no checkpoint in the run: all its work); ETTR 0; 16 GPU-h lost,
-                 to a hang (hung_jobs: busy until 11:50, idle samples 12:00 .. 13:00, 60 minutes), not TIMEOUT.
-  bob sweep      wall 12:00 .. 14:30 = 9,000; running 7,200; ETTR 0.8.
+Campaigns (gap 6 h, checkpoint at 1e8 B/s; ETTR's clock from the first start, docs/monthly.md's examples):
+  alice llm (1)  runs 3001, 3002 (3002 submitted 30 min after 3001 was interrupted, same user, account, name
+                 and 8 GPUs). Initial wait 00:00 .. 01:00 = 3,600 s, apart. Wall 01:00 .. 10:00 = 32,400;
+                 running 4 h + 4 h = 28,800; restart wait 06:00 − 05:00 = 3,600; 3001's last checkpoint 04:00,
+                 lost 05:00 − 04:00 = 3,600; 3002's start-up 06:00 .. its first busy sample 06:30 = 1,800;
+                 productive 28,800 − 3,600 − 1,800 = 23,400; ETTR 23,400 ÷ 32,400 = 0.722. GPU-hours 64,
+                 lost 8 (NODE_FAIL), start-up 4 GPU-hours.
+  alice llm (2)  3005: submitted 2 h after 3002's end, within the gap, but 3002 COMPLETED: a new campaign.
+                 Initial wait 3 h; wall = running = 7,200; ETTR 1.
+  dave llm2 (1)  3006 lost 13:00 − 11:00 = 7,200 (no checkpoint in the run: all its work); ETTR 0; 16 GPU-h
+                 lost, to a hang (hung_jobs: busy until 11:50, idle samples 12:00 .. 13:00, 60 minutes), not
+                 TIMEOUT.
+  dave llm2 (2)  3007 submitted 7 h after 3006's end, past the 6-hour gap: a campaign of its own, ETTR 1
+                 (with an 8-hour gap the two are one: 2 runs).
+  bob sweep      wall 12:30 .. 14:30 = running = 7,200: ETTR 1 (its 30-minute wait is its initial wait).
   carol x        FAILED without telemetry: lost unknown, ETTR unknown (NULL), never 0.
-  alice llm (2)  wall = running = 7,200; ETTR 1.
-Per project (goodput.sql: GPU-time weighted, max GPUs × seconds): A = (8 × 25,200 + 8 × 0 + 8 × 7,200) ÷
-(8 × 36,000 + 8 × 7,200 + 8 × 7,200) = 32,400 ÷ 50,400 = 0.642857; B 0.8; C unknown (its one campaign is).
-A's restart overhead: 8 GPUs × (3,600 + 1,800) s = 12 GPU-hours, 1,800 s of it start-up (4 GPU-hours).
+Per project (goodput.sql: GPU-time weighted, GPUs × seconds; no campaign reaches 64 GPUs, so ``ettr`` is
+NULL and ``ettr_all`` weighs them all; with campaign_min_gpus 8, ``ettr`` is the same): A = 8 × (23,400 + 7,200
++ 0 + 3,600) ÷ 8 × (32,400 + 7,200 + 7,200 + 3,600) = 34,200 ÷ 50,400 = 0.678571; B 1.0; C unknown (its one
+campaign is). A's restart overhead: 1 hour of restart wait, 1,800 s of start-up (4 GPU-hours).
 """
 
 from __future__ import annotations
@@ -53,8 +61,9 @@ JOBS = [  # id, account, user, node, submit, start, end, state, name
     (3002, "proja", "alice", "n2", "2026-10-05T05:30", "2026-10-05T06:00", "2026-10-05T10:00", "COMPLETED", "llm"),
     (3006, "proja", "dave", "n2", "2026-10-05T11:00", "2026-10-05T11:00", "2026-10-05T13:00", "TIMEOUT", "llm2"),
     (3003, "projb", "bob", "n1", "2026-10-05T12:00", "2026-10-05T12:30", "2026-10-05T14:30", "COMPLETED", "sweep"),
+    (3005, "proja", "alice", "n1", "2026-10-05T12:00", "2026-10-05T15:00", "2026-10-05T17:00", "COMPLETED", "llm"),
+    (3007, "proja", "dave", "n2", "2026-10-05T20:00", "2026-10-05T20:00", "2026-10-05T21:00", "COMPLETED", "llm2"),
     (3004, "projc", "carol", "n2", "2026-10-06T00:00", "2026-10-06T00:00", "2026-10-06T03:00", "FAILED", "x"),
-    (3005, "proja", "alice", "n1", "2026-10-07T12:00", "2026-10-07T12:00", "2026-10-07T14:00", "COMPLETED", "llm"),
 ]
 
 
@@ -102,31 +111,39 @@ def site(tmp_path, cfg):
 
 def test_campaigns_and_their_ettr(site):
     c = run_mart(site, "campaigns", cluster="t1", window=OCT)
-    got = {(r["user"], r["job_name"], r["first_submit_ts"].day): r for r in c.to_dicts()}
-    assert len(got) == 5
-    a = got[("alice", "llm", 5)]
-    assert (a["runs"], a["interrupted_runs"], a["wall_s"], a["running_s"], a["queued_s"], a["restart_wait_s"],
-            a["lost_s"], a["productive_s"]) == (2, 1, 36_000, 28_800, 7_200, 3_600, 3_600, 25_200)
-    assert a["ettr"] == pytest.approx(0.7) and a["gpu_hours"] == pytest.approx(64)
+    got = {(r["user"], r["job_name"], r["first_start_ts"].hour): r for r in c.to_dicts()}
+    assert len(got) == 6
+    a = got[("alice", "llm", 1)]
+    assert (a["runs"], a["interrupted_runs"], a["job_ids"], a["wall_s"], a["initial_wait_s"], a["running_s"],
+            a["restart_wait_s"], a["lost_s"], a["restart_startup_s"], a["productive_s"]) == (
+        2, 1, ["3001", "3002"], 32_400, 3_600, 28_800, 3_600, 3_600, 1_800, 23_400)
+    assert a["ettr"] == pytest.approx(23_400 / 32_400) and a["gpu_hours"] == pytest.approx(64)
     assert (a["gpu_hours_lost"], a["lost_node_fail_gpu_hours"], a["last_state"]) == (pytest.approx(8), pytest.approx(8),
                                                                                        "COMPLETED")
-    assert (a["restarts"], a["restart_startup_s"], a["restarts_without_startup"]) == (1, 1_800, 0)
-    d = got[("dave", "llm2", 5)]
+    assert (a["restarts"], a["restarts_without_startup"], a["restart_startup_gpu_hours"]) == (1, 0, pytest.approx(4))
+    a2 = got[("alice", "llm", 15)]  # after a COMPLETED run: new work, whatever the gap
+    assert (a2["job_ids"], a2["initial_wait_s"], a2["wall_s"], a2["ettr"]) == (["3005"], 10_800, 7_200, 1.0)
+    d = got[("dave", "llm2", 11)]
     assert (d["lost_s"], d["ettr"], d["lost_hang_gpu_hours"], d["lost_timeout_gpu_hours"]) == (
         7_200, 0.0, pytest.approx(16), 0)
-    b = got[("bob", "sweep", 5)]
-    assert (b["wall_s"], b["running_s"], b["lost_s"]) == (9_000, 7_200, 0) and b["ettr"] == pytest.approx(0.8)
-    x = got[("carol", "x", 6)]
+    assert got[("dave", "llm2", 20)]["job_ids"] == ["3007"]  # 7 h after the interruption: past the gap
+    b = got[("bob", "sweep", 12)]
+    assert (b["wall_s"], b["initial_wait_s"], b["running_s"], b["lost_s"], b["ettr"]) == (7_200, 1_800, 7_200, 0, 1.0)
+    x = got[("carol", "x", 0)]
     assert (x["lost_s"], x["ettr"], x["gpu_hours_lost"]) == (None, None, None)  # unknown, never 0
-    assert got[("alice", "llm", 7)]["ettr"] == 1.0  # 50 h later: a campaign of its own
-    # the gap is a parameter: at 72 h alice's two campaigns are one
-    wide = run_mart(site, "campaigns", cluster="t1", window=OCT, campaign_gap_hours=72.0)
-    assert wide.filter((pl.col("user") == "alice") & (pl.col("job_name") == "llm"))["runs"].to_list() == [3]
+    # the gap is a parameter: at 8 h dave's two runs are one campaign; alice's 3005 stays apart (3002 completed)
+    wide = run_mart(site, "campaigns", cluster="t1", window=OCT, campaign_gap_hours=8.0)
+    dave = wide.filter(pl.col("user") == "dave").row(0, named=True)
+    assert (dave["job_ids"], dave["wall_s"], dave["restart_wait_s"], dave["restart_startup_s"], dave["ettr"]) == (
+        ["3006", "3007"], 36_000, 25_200, 3_600, 0.0)  # 3007 never busy: its whole hour is start-up
+    assert sorted(wide.filter(pl.col("user") == "alice")["runs"].to_list()) == [1, 2]
     # so is the checkpoint rate: above 5e8 B/s no checkpoint is seen, and 3001 lost all its 4 hours
     site.cfg.ckpt_write_bytes_per_s = 6e8  # the site's ([reports]), applied when the loads form run_telemetry
     refresh_history(site)
     high = run_mart(site, "campaigns", cluster="t1", window=OCT)
     assert high.filter((pl.col("user") == "alice") & (pl.col("runs") == 2))["lost_s"].item() == 14_400
+    # (3002's start-up is still its own: 23,400 − 10,800 more lost = 12,600 productive of 32,400)
+    assert high.filter((pl.col("user") == "alice") & (pl.col("runs") == 2))["productive_s"].item() == 12_600
     # a project's campaigns only; a project name is a parameter, never SQL
     assert set(run_mart(site, "campaigns", cluster="t1", window=OCT, project="A")["user"]) == {"alice", "dave"}
     assert run_mart(site, "campaigns", cluster="t1", window=OCT, project="A' OR 1=1 --").height == 0
@@ -135,14 +152,20 @@ def test_campaigns_and_their_ettr(site):
 def test_goodput_per_project(site):
     g = {r["project_key"]: r for r in run_mart(site, "goodput", cluster="t1", window=OCT).to_dicts()}
     assert set(g) == {"", "A", "B", "C"}
-    assert (g["A"]["campaigns"], g["A"]["unknown_campaigns"]) == (3, 0)
-    assert g["A"]["ettr"] == pytest.approx(32_400 / 50_400)
-    assert g["B"]["ettr"] == pytest.approx(0.8) and g["C"]["ettr"] is None and g["C"]["unknown_campaigns"] == 1
+    assert (g["A"]["campaigns"], g["A"]["unknown_campaigns"], g["A"]["large_campaigns"]) == (4, 0, 0)
+    assert g["A"]["ettr"] is None  # no campaign of 64 GPUs or more
+    assert g["A"]["ettr_all"] == pytest.approx(34_200 / 50_400)
+    assert g["B"]["ettr_all"] == 1.0 and g["C"]["ettr_all"] is None and g["C"]["unknown_campaigns"] == 1
     assert g["A"]["gpu_hours_lost"] == pytest.approx(8 + 16)
     assert (g["A"]["lost_node_fail_gpu_hours"], g["A"]["lost_hang_gpu_hours"], g["A"]["lost_timeout_gpu_hours"]) == (
         pytest.approx(8), pytest.approx(16), 0)
     assert (g["A"]["restart_wait_hours"], g["A"]["restart_startup_hours"], g["A"]["restart_overhead_gpu_hours"]) == (
         pytest.approx(1), pytest.approx(0.5), pytest.approx(4))  # 8 GPUs × the 0.5 h start-up: the wait holds none
-    # the whole cluster: the campaigns whose ETTR is known (A's three, B's), C's counted as unknown
-    assert g[""]["ettr"] == pytest.approx((32_400 + 7_200) / (50_400 + 9_000))
-    assert (g[""]["campaigns"], g[""]["unknown_campaigns"]) == (5, 1)
+    assert g["A"]["initial_wait_hours"] == pytest.approx(1 + 3)  # alice's two first waits, in no ETTR
+    # the whole cluster: the campaigns whose ETTR is known (A's four, B's), C's counted as unknown
+    assert g[""]["ettr_all"] == pytest.approx((34_200 + 7_200) / (50_400 + 7_200))
+    assert (g[""]["campaigns"], g[""]["unknown_campaigns"]) == (6, 1)
+    # the size that counts as large training is a parameter: at 8 GPUs every campaign is in ``ettr``
+    small = {r["project_key"]: r for r in run_mart(site, "goodput", cluster="t1", window=OCT,
+                                                   campaign_min_gpus=8).to_dicts()}
+    assert small["A"]["ettr"] == pytest.approx(34_200 / 50_400) and small["A"]["large_campaigns"] == 4

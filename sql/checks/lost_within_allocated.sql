@@ -21,7 +21,7 @@ compared AS (
                  gpus * overlap_s(start_ts, end_ts, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) / 3600),
                 ('telemetry_gpu_hours ≤ gpu_hours', telemetry_gpu_hours, gpu_hours)] AS x
     UNION ALL
-    SELECT 'campaigns', concat(user, ' ', account, ' ', job_name, ' from ', formatDateTime(first_submit_ts, '%F %T')),
+    SELECT 'campaigns', concat(user, ' ', account, ' ', job_name, ' ', toString(gpus), ' GPUs from ', formatDateTime(first_start_ts, '%F %T')),
            x.1, x.2, x.3
     FROM ({{mart campaigns}})
     ARRAY JOIN [('gpu_hours_lost ≤ gpu_hours', gpu_hours_lost, gpu_hours),

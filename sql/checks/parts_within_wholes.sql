@@ -22,7 +22,7 @@ compared AS (
                 ('hw_failures ≤ runs_ended', toFloat64(hw_failures), toFloat64(runs_ended)),
                 ('failed_after_xid ≤ hw_failures', toFloat64(failed_after_xid), toFloat64(hw_failures))] AS x
     UNION ALL
-    SELECT 'campaigns', concat(user, ' ', account, ' ', job_name, ' from ', formatDateTime(first_submit_ts, '%F %T')),
+    SELECT 'campaigns', concat(user, ' ', account, ' ', job_name, ' ', toString(gpus), ' GPUs from ', formatDateTime(first_start_ts, '%F %T')),
            x.1, x.2, x.3
     FROM ({{mart campaigns}})
     ARRAY JOIN [('interrupted_runs ≤ runs', toFloat64(interrupted_runs), toFloat64(runs)),

@@ -20,7 +20,7 @@ g_parts AS (
            sum(gpu_hours_lost) AS gpu_hours_lost, sum(lost_hang_gpu_hours) AS lost_hang_gpu_hours,
            sum(lost_node_fail_gpu_hours) AS lost_node_fail_gpu_hours, sum(lost_failed_gpu_hours) AS lost_failed_gpu_hours,
            sum(lost_timeout_gpu_hours) AS lost_timeout_gpu_hours, sum(lost_other_gpu_hours) AS lost_other_gpu_hours,
-           sum(queued_hours) AS queued_hours, sum(restart_wait_hours) AS restart_wait_hours,
+           sum(initial_wait_hours) AS initial_wait_hours, sum(restart_wait_hours) AS restart_wait_hours,
            sum(restart_startup_hours) AS restart_startup_hours,
            sum(restart_overhead_gpu_hours) AS restart_overhead_gpu_hours, count() AS part_rows
     FROM g WHERE project_key != ''
@@ -54,7 +54,7 @@ compared AS (
                 ('lost_failed_gpu_hours', p.lost_failed_gpu_hours, t.lost_failed_gpu_hours),
                 ('lost_timeout_gpu_hours', p.lost_timeout_gpu_hours, t.lost_timeout_gpu_hours),
                 ('lost_other_gpu_hours', p.lost_other_gpu_hours, t.lost_other_gpu_hours),
-                ('queued_hours', p.queued_hours, t.queued_hours),
+                ('initial_wait_hours', p.initial_wait_hours, t.initial_wait_hours),
                 ('restart_wait_hours', p.restart_wait_hours, t.restart_wait_hours),
                 ('restart_startup_hours', p.restart_startup_hours, t.restart_startup_hours),
                 ('restart_overhead_gpu_hours', p.restart_overhead_gpu_hours, t.restart_overhead_gpu_hours)] AS x

@@ -1,11 +1,17 @@
 -- Training campaigns of {project} ('' for the whole cluster) and their effective training time ratio (ETTR,
 -- Kokolis et al., HPCA 2025): the runs that ran in [from_ts, to_ts), grouped into campaigns, one row each.
---   campaign     the runs of one user, account and job name in which each run was submitted at most
---                {campaign_gap_hours} after the campaign's latest end so far: requeues of one job and
---                resubmissions of the same job alike (Slurm's dependency chains are not in sacct's output;
---                arrays are their tasks' own job names). A campaign that crosses the window's edges is cut there.
+--   campaign     a run and what carried its work on after an interruption: its requeued runs (one job id:
+--                Slurm's requeue) and the resubmissions of the same user and account with the same job name
+--                and GPU count, each submitted at most {campaign_gap_hours} after the end of an interrupted run
+--                (not before it: a job submitted while the other still ran is a job of its own). A job carries
+--                on the job of its key whose last end is the latest at or before its submission, when that one
+--                was interrupted and it came within the gap; a campaign is such a chain. A COMPLETED job closes
+--                its campaign (the next run of the name is new work); the tasks of a job
+--                array are jobs of their own (each its own campaign, with its requeues). Slurm's dependency
+--                chains (afternotok) are not in sacct's output and join only when they fall in the gap. A
+--                campaign that crosses the window's edges is cut there.
 --   interrupted  a run that did not end COMPLETED (FAILED, NODE_FAIL, TIMEOUT, CANCELLED, OUT_OF_MEMORY,
---                PREEMPTED, ...): its work since its last checkpoint is lost
+--                PREEMPTED, ...; every run here started): its work since its last checkpoint is lost
 --   checkpoint   run_telemetry's last_ckpt_ts (the grain the loads form, sql/intermediate/run_telemetry.sql):
 --                a node_sample on one of the run's nodes whose step (the step_s before its time) overlaps the
 --                run and in which the node wrote at least [goodput] ckpt_write_bytes_per_s to Lustre
@@ -23,53 +29,91 @@
 --                OUT_OF_MEMORY (the job's own error), TIMEOUT, other (CANCELLED, PREEMPTED, ...)
 --   start-up     of a run that restarts an interrupted one: its start to the first GPU sample of its nodes at
 --                the idle threshold or more (run_telemetry's first_busy_ts; the GPUs busy again: loading the
---                checkpoint, the data,
---                compiling), looked for in the run's first hour; a run not busy by then counts the hour (or its
---                whole length when shorter), one without GPU samples counts 0 (restarts_without_startup)
--- Columns: user, account, project, job_name, first_submit_ts, last_end_ts, runs, interrupted_runs, max_gpus,
---   wall_s           last end − first submit
---   running_s        the runs' time, start to end (each run counted from the latest end of the runs before it when
---                    they overlap: the union of the runs' intervals)
---   queued_s         wall_s − running_s: waiting, first submission and every restart
---   restart_wait_s   after each interrupted run that the campaign went on from: the next run's start − its end
---   restart_startup_s  the restarted runs' start-ups summed; restarts (runs that restarted an interrupted one),
---                    restarts_without_startup (of them, those without GPU samples)
+--                checkpoint, the data, compiling), looked for in the run's first hour; a run not busy by then
+--                counts the hour (or its whole length when shorter), one without GPU samples counts 0
+--                (restarts_without_startup). A restarted run that is itself interrupted before its first
+--                checkpoint loses its start-up with the rest of its work: counted once, as lost work
+-- Columns: user, account, project, job_name, gpus, first_submit_ts, first_start_ts, last_end_ts, runs,
+--   interrupted_runs, job_ids (the distinct job ids, in order: requeues share one),
+--   wall_s           last end − first start: ETTR's clock starts when the campaign first runs (the paper's
+--                    wall-clock time: the initial wait in the queue is the scheduler's, not a failure's cost)
+--   initial_wait_s   first start − that run's submission: reported apart, in no ETTR
+--   running_s        the runs' time, start to end
+--   restart_wait_s   after each interrupted run the campaign went on from: the next run's start − its end (the
+--                    wait to resubmit and in the queue: unproductive wall time, as the paper counts it);
+--                    wall_s = running_s + restart_wait_s
+--   restart_startup_s  the restarted runs' start-ups summed (those not lost); restarts (runs that continued an
+--                    interrupted one), restarts_without_startup (of them, those without GPU samples)
 --   lost_s           the interrupted runs' lost work summed; NULL when one of them is unknown
---   productive_s     running_s − lost_s
+--   productive_s     running_s − lost_s − restart_startup_s
 --   ettr             productive_s ÷ wall_s (NULL when lost_s is)
 --   gpu_hours        the runs' GPU-hours; gpu_hours_lost: GPUs × lost_s of each interrupted run, and by cause:
 --                    lost_hang_gpu_hours, lost_node_fail_gpu_hours, lost_failed_gpu_hours (FAILED,
---                    OUT_OF_MEMORY), lost_timeout_gpu_hours, lost_other_gpu_hours (CANCELLED, PREEMPTED, ...)
+--                    OUT_OF_MEMORY), lost_timeout_gpu_hours, lost_other_gpu_hours (CANCELLED, PREEMPTED, ...);
+--                    restart_startup_gpu_hours: GPUs × start-up (GPU-hours held while starting up)
 --   last_state       how the campaign's last run ended
 WITH
 runs AS (
-    SELECT job_id, submit_ts, user, account, project, job_name, state, gpus, nodes,
+    SELECT job_id, submit_ts, user, account, project, job_name, state, gpus, nodes, array_job_id,
            assumeNotNull(start_ts) AS start_ts, assumeNotNull(end_ts) AS end_ts
     FROM fct_job_run
     WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
       AND NOT never_ran AND gpus > 0 AND length(nodes) > 0 AND start_ts IS NOT NULL AND end_ts IS NOT NULL
       AND end_ts > {from_ts:DateTime('UTC')} AND start_ts < {to_ts:DateTime('UTC')}
 ),
-ordered AS (
-    SELECT *,
-           row_number() OVER w AS rn,
-           max(end_ts) OVER (PARTITION BY user, account, job_name ORDER BY start_ts, job_id
-                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_max_end,
-           lagInFrame(end_ts) OVER w AS prev_end,
-           lagInFrame(state) OVER w AS prev_state
+-- a job: its runs (requeues share the job id), its first submission and start, its last end and state
+jobs AS (
+    SELECT user, account, job_name, gpus, job_id, min(submit_ts) AS j_submit_ts, min(start_ts) AS j_start_ts,
+           max(end_ts) AS j_end_ts, argMax(state, end_ts) AS j_state, any(array_job_id) AS j_array_job_id
     FROM runs
-    WINDOW w AS (PARTITION BY user, account, job_name ORDER BY start_ts, job_id
-                 ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+    GROUP BY user, account, job_name, gpus, job_id
+),
+-- the job a job carries on: of the same user, account, name and GPU count, the one whose last end is the latest
+-- at or before its submission, when that one was interrupted and it came within the gap (array tasks: never)
+linked AS (
+    SELECT j.user AS user, j.account AS account, j.job_name AS job_name, j.gpus AS gpus, j.job_id AS job_id,
+           j.j_start_ts AS j_start_ts, j.j_submit_ts AS j_submit_ts,
+           if(p.job_id != '' AND p.j_state != 'COMPLETED' AND j.j_array_job_id = 0 AND p.j_array_job_id = 0
+              AND toInt64(j.j_submit_ts) <= toInt64(p.j_end_ts) + {campaign_gap_hours:Float64} * 3600,
+              p.job_id, '') AS pred_job_id
+    FROM jobs AS j
+    ASOF LEFT JOIN jobs AS p
+        ON p.user = j.user AND p.account = j.account AND p.job_name = j.job_name AND p.gpus = j.gpus
+       AND p.j_end_ts <= j.j_submit_ts
+    SETTINGS join_use_nulls = 0
+),
+-- each job's campaign: the first job of its chain. A job's predecessor ended before it was submitted, so it
+-- started earlier: one pass over the key's jobs in order of start finds every root
+rooted AS (
+    SELECT user, account, job_name, gpus,
+           arrayMap(x -> x.2, sorted) AS ids,
+           arrayFold((acc, x) -> arrayPushBack(acc,
+                         if(x.3 = '' OR indexOf(arrayMap(y -> y.2, sorted), x.3) = 0, x.2,
+                            acc[indexOf(arrayMap(y -> y.2, sorted), x.3)])),
+                     sorted, CAST([], 'Array(String)')) AS roots
+    FROM (SELECT user, account, job_name, gpus,
+                 arraySort(groupArray((j_start_ts, job_id, pred_job_id, j_submit_ts))) AS sorted
+          FROM linked GROUP BY user, account, job_name, gpus)
+),
+campaign_of AS (
+    SELECT user AS c_user, account AS c_account, job_name AS c_job_name, gpus AS c_gpus, x.1 AS c_job_id,
+           x.2 AS campaign_id
+    FROM rooted ARRAY JOIN arrayZip(ids, roots) AS x
 ),
 numbered AS (
-    SELECT *,
-           sum(toUInt32(rn = 1 OR toInt64(submit_ts) > toInt64(prev_max_end) + {campaign_gap_hours:Float64} * 3600))
-               OVER (PARTITION BY user, account, job_name ORDER BY start_ts, job_id ROWS UNBOUNDED PRECEDING)
-               AS campaign_no,
-           toUInt8(rn > 1 AND toInt64(submit_ts) <= toInt64(prev_max_end) + {campaign_gap_hours:Float64} * 3600)
-               AS continues,
-           state != 'COMPLETED' AS interrupted
-    FROM ordered
+    SELECT r.*, c.campaign_id AS campaign_id,
+           row_number() OVER w AS rn,
+           max(r.end_ts) OVER (PARTITION BY r.user, r.account, r.job_name, r.gpus, c.campaign_id
+                               ORDER BY r.start_ts, r.job_id, r.submit_ts
+                               ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_max_end,
+           toUInt8(rn > 1) AS continues,
+           r.state != 'COMPLETED' AS interrupted
+    FROM runs AS r
+    INNER JOIN campaign_of AS c
+        ON c.c_user = r.user AND c.c_account = r.account AND c.c_job_name = r.job_name AND c.c_gpus = r.gpus
+       AND c.c_job_id = r.job_id
+    WINDOW w AS (PARTITION BY r.user, r.account, r.job_name, r.gpus, c.campaign_id
+                 ORDER BY r.start_ts, r.job_id, r.submit_ts ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
 ),
 -- (the joined CTEs name their keys apart: with several joins, n.* would come back qualified where names clash)
 hung_runs AS (SELECT job_id AS h_job_id, submit_ts AS h_submit_ts, 1 AS hung FROM ({{mart hung_jobs}})),
@@ -83,21 +127,25 @@ telemetry AS (
 ),
 per_run AS (
     SELECT n.*,
-           -- from the latest end of the runs before it (not only the one just before: runs of one campaign may
-           -- run side by side), so that the runs' time is the union of their intervals, never more than the wall
-           toInt64(n.end_ts) - greatest(toInt64(n.start_ts), if(n.continues = 1, toInt64(n.prev_max_end), 0)) AS run_s,
+           -- from the latest end of the campaign's runs before it (two resubmissions of one interrupted job may
+           -- run side by side): the runs' time is the union of their intervals, never more than the wall
+           greatest(toInt64(n.end_ts) - greatest(toInt64(n.start_ts), if(n.continues = 1, toInt64(n.prev_max_end), 0)), 0)
+               AS run_s,
            if(n.interrupted,
               -- since its last checkpoint inside the run (one before its start is an earlier run's), never
               -- more than it ran
               if(ifNull(t.node_samples, 0) = 0, NULL,
                  least(toInt64(n.end_ts) - toInt64(greatest(coalesce(t.last_ckpt_ts, n.start_ts), n.start_ts)),
-                       greatest(run_s, 0))),
+                       run_s)),
               0) AS run_lost_s,
-           n.continues = 1 AND n.prev_state != 'COMPLETED' AS restart,
-           if(restart, greatest(toInt64(n.start_ts) - toInt64(n.prev_end), 0), 0) AS run_restart_wait_s,
+           n.continues = 1 AS restart,
+           if(restart, greatest(toInt64(n.start_ts) - toInt64(n.prev_max_end), 0), 0) AS run_restart_wait_s,
            restart AND ifNull(t.first_hour_gpu_samples, 0) = 0 AS startup_unknown,
+           -- the part of the start-up not already in the run's lost work (a run lost whole loses it too)
            if(restart AND NOT startup_unknown,
-              toInt64(coalesce(t.first_busy_ts, least(n.end_ts, n.start_ts + toIntervalHour(1)))) - toInt64(n.start_ts),
+              least(toInt64(coalesce(t.first_busy_ts, least(n.end_ts, n.start_ts + toIntervalHour(1))))
+                        - toInt64(n.start_ts),
+                    run_s - ifNull(run_lost_s, 0)),
               0) AS run_startup_s,
            multiIf(NOT n.interrupted, '', h.hung = 1, 'hang', n.state = 'NODE_FAIL', 'node_fail',
                    n.state IN ('FAILED', 'OUT_OF_MEMORY'), 'failed', n.state = 'TIMEOUT', 'timeout', 'other') AS cause
@@ -105,21 +153,23 @@ per_run AS (
     LEFT JOIN telemetry AS t ON t.t_job_id = n.job_id AND t.t_submit_ts = n.submit_ts AND t.t_end_ts = n.end_ts
     LEFT JOIN hung_runs AS h ON h.h_job_id = n.job_id AND h.h_submit_ts = n.submit_ts
 )
-SELECT user, account, any(project) AS project, job_name,
-       min(submit_ts) AS first_submit_ts, max(end_ts) AS last_end_ts,
+SELECT user, account, any(project) AS project, job_name, gpus,
+       argMin(submit_ts, (start_ts, job_id)) AS first_submit_ts, min(start_ts) AS first_start_ts,
+       max(end_ts) AS last_end_ts,
        count() AS runs, countIf(interrupted) AS interrupted_runs, max(gpus) AS max_gpus,
-       toInt64(max(end_ts)) - toInt64(min(submit_ts)) AS wall_s,
-       sum(greatest(run_s, 0)) AS running_s,
-       wall_s - running_s AS queued_s,
+       arrayDistinct(arrayMap(x -> x.2, arraySort(groupArray((start_ts, job_id))))) AS job_ids,
+       toInt64(max(end_ts)) - toInt64(min(start_ts)) AS wall_s,
+       toInt64(min(start_ts)) - toInt64(first_submit_ts) AS initial_wait_s,
+       sum(run_s) AS running_s,
        sum(run_restart_wait_s) AS restart_wait_s,
        sum(run_startup_s) AS restart_startup_s,
        sum(gpus * run_startup_s) / 3600 AS restart_startup_gpu_hours,
        countIf(restart) AS restarts,
        countIf(startup_unknown) AS restarts_without_startup,
        if(countIf(interrupted AND run_lost_s IS NULL) > 0, NULL, sum(ifNull(run_lost_s, 0))) AS lost_s,
-       running_s - lost_s AS productive_s,
+       running_s - lost_s - restart_startup_s AS productive_s,
        productive_s / nullIf(wall_s, 0) AS ettr,
-       sum(gpus * greatest(run_s, 0)) / 3600 AS gpu_hours,
+       sum(gpus * run_s) / 3600 AS gpu_hours,
        if(lost_s IS NULL, NULL, sum(gpus * ifNull(run_lost_s, 0)) / 3600) AS gpu_hours_lost,
        -- by cause: NULL where the campaign's loss is unknown, as gpu_hours_lost, so the causes sum to it
        if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'hang') / 3600) AS lost_hang_gpu_hours,
@@ -130,6 +180,6 @@ SELECT user, account, any(project) AS project, job_name,
        if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'other') / 3600) AS lost_other_gpu_hours,
        argMax(state, end_ts) AS last_state
 FROM per_run
-GROUP BY user, account, job_name, campaign_no
-ORDER BY gpu_hours DESC, first_submit_ts, user, job_name
+GROUP BY user, account, job_name, gpus, campaign_id
+ORDER BY gpu_hours DESC, first_start_ts, user, job_name
 SETTINGS join_use_nulls = 1;

@@ -1,14 +1,18 @@
 -- Goodput per project in [from_ts, to_ts): campaigns.sql's campaigns (included below, so the rules are that
 -- file's) summed for the scope (project_key '') and per project.
 --   campaigns, unknown_campaigns   campaigns, and those whose ETTR is unknown (an interrupted run without
---                                  telemetry): left out of ettr, counted here
---   ettr           the campaigns' productive time ÷ their wall time, each weighted by its largest GPU count
---                  (GPU-time weighted: a 512-GPU campaign counts 512 times a 1-GPU one); NULL when no campaign's
---                  is known
+--                                  telemetry): left out of every ETTR, counted here
+--   large_campaigns   of them, campaigns of at least {campaign_min_gpus} GPUs (ETTR is a measure of large
+--                     training: a 1-GPU debug session's ETTR says nothing of checkpointing)
+--   ettr           the large campaigns' productive time ÷ their wall time, each weighted by its GPU count
+--                  (GPU-time weighted: a 512-GPU campaign counts 512 times a 1-GPU one), from each campaign's
+--                  first start (campaigns.sql); NULL when no large campaign's is known
+--   ettr_all       the same over every campaign, whatever its size
 --   gpu_hours, gpu_hours_lost      the runs' GPU-hours, and the GPU-hours of work lost at interruptions (known ones)
 --   lost_hang_gpu_hours, lost_node_fail_gpu_hours, lost_failed_gpu_hours, lost_timeout_gpu_hours,
 --   lost_other_gpu_hours  by cause (campaigns.sql's cause)
---   queued_hours, restart_wait_hours   hours waited in the queue, and of them after interruptions
+--   initial_wait_hours   hours the campaigns' first runs waited in the queue (in no ETTR)
+--   restart_wait_hours   hours from interruptions to the next run's start (in ETTR's wall time)
 --   restart_startup_hours   restarted runs' start-up until their GPUs were busy
 --   restart_overhead_gpu_hours   what restarts cost in GPU-hours held: each restarted run's GPUs × its start-up
 --                                (the wait in the queue holds no GPU: it is in restart_wait_hours and in ETTR's
@@ -18,8 +22,12 @@ sums AS (
     SELECT if(grouping(project) = 1, '', project) AS project_key,
            count() AS n_campaigns,
            countIf(c.ettr IS NULL) AS n_unknown,
-           sumIf(c.max_gpus * c.productive_s, c.ettr IS NOT NULL)
-               / nullIf(sumIf(c.max_gpus * c.wall_s, c.ettr IS NOT NULL), 0) AS t_ettr,
+           countIf(c.gpus >= {campaign_min_gpus:UInt32}) AS n_large,
+           sumIf(c.gpus * c.productive_s, c.ettr IS NOT NULL AND c.gpus >= {campaign_min_gpus:UInt32})
+               / nullIf(sumIf(c.gpus * c.wall_s, c.ettr IS NOT NULL AND c.gpus >= {campaign_min_gpus:UInt32}), 0)
+               AS t_ettr,
+           sumIf(c.gpus * c.productive_s, c.ettr IS NOT NULL)
+               / nullIf(sumIf(c.gpus * c.wall_s, c.ettr IS NOT NULL), 0) AS t_ettr_all,
            sum(c.gpu_hours) AS t_gpu_hours,
            sum(ifNull(c.gpu_hours_lost, 0)) AS t_lost,
            -- (the campaigns whose loss is known, as t_lost: the causes add up to it)
@@ -28,18 +36,19 @@ sums AS (
            sum(ifNull(c.lost_failed_gpu_hours, 0)) AS t_failed,
            sum(ifNull(c.lost_timeout_gpu_hours, 0)) AS t_timeout,
            sum(ifNull(c.lost_other_gpu_hours, 0)) AS t_other,
-           sum(c.queued_s) / 3600 AS t_queued,
+           sum(c.initial_wait_s) / 3600 AS t_initial_wait,
            sum(c.restart_wait_s) / 3600 AS t_restart,
            sum(c.restart_startup_s) / 3600 AS t_startup,
            sum(c.restart_startup_gpu_hours) AS t_overhead_gpu
     FROM ({{mart campaigns}}) AS c
     GROUP BY GROUPING SETS ((), (project))
 )
-SELECT project_key, n_campaigns AS campaigns, n_unknown AS unknown_campaigns, t_ettr AS ettr,
+SELECT project_key, n_campaigns AS campaigns, n_unknown AS unknown_campaigns, n_large AS large_campaigns,
+       t_ettr AS ettr, t_ettr_all AS ettr_all,
        t_gpu_hours AS gpu_hours, t_lost AS gpu_hours_lost, t_hang AS lost_hang_gpu_hours,
        t_node_fail AS lost_node_fail_gpu_hours,
        t_failed AS lost_failed_gpu_hours, t_timeout AS lost_timeout_gpu_hours, t_other AS lost_other_gpu_hours,
-       t_queued AS queued_hours, t_restart AS restart_wait_hours, t_startup AS restart_startup_hours,
+       t_initial_wait AS initial_wait_hours, t_restart AS restart_wait_hours, t_startup AS restart_startup_hours,
        t_overhead_gpu AS restart_overhead_gpu_hours
 FROM sums
 ORDER BY project_key;

@@ -1,6 +1,8 @@
 -- Nodes that went DOWN or were DRAINED in [from_ts, to_ts): how often, for how long inside the window,
 -- why (the reasons Slurm recorded), and the cluster's hardware failure rate as the nodes saw it:
 -- DOWN events per 1,000 in-service node-days. repeated = DOWN at least twice ("lemon" candidates).
+-- planned_drain_events: of the DRAIN events, those whose reason matches {planned_drain_reasons} (an re2
+-- regular expression: maintenance, firmware and the like, work the site planned, not a fault of the node).
 -- Events stop where the loaded data does (data_through.sql: the window's end, or the as-of time of a month
 -- in progress); an event still open at the last load lasts to then.
 WITH
@@ -19,6 +21,8 @@ node_days AS (
 SELECT node,
        countIf(state = 'DOWN' AND start_ts >= {from_ts:DateTime('UTC')}) AS down_events,
        countIf(state = 'DRAIN' AND start_ts >= {from_ts:DateTime('UTC')}) AS drain_events,
+       countIf(state = 'DRAIN' AND start_ts >= {from_ts:DateTime('UTC')} AND match(reason, {planned_drain_reasons:String}))
+           AS planned_drain_events,
        sumIf(in_window_s, state = 'DOWN') / 3600 AS down_hours,
        sumIf(in_window_s, state = 'DRAIN') / 3600 AS drained_hours,
        arrayStringConcat(arraySort(groupUniqArray(reason)), '; ') AS reasons,

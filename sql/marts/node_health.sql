@@ -4,22 +4,32 @@
 -- only, no users or jobs. The evidence, each from the mart of its own section (included below, so the
 -- rules are theirs):
 --   hw_xids, xid_codes   hardware Xid events on the node's GPUs (xid_is_hardware: 48, 63, 64, 74, 79, 92,
---                        94, 95), and every Xid code seen with its count ('79×2, 13×1')
---   down_events, drain_events, down_hours, drained_hours, event_reasons   node_failures.sql
+--                        94, 95), and every Xid code seen with its count ('79×2, 13×1'); lone_hw_xids: of
+--                        them, those without a DOWN or DRAIN of the node beginning within 10 minutes of
+--                        them (an Xid and the DOWN it caused are one fault)
+--   down_events, drain_events, planned_drain_events, down_hours, drained_hours, event_reasons
+--                        node_failures.sql; a planned drain (its reason matches {planned_drain_reasons}:
+--                        maintenance, a firmware update) is work the site chose, never a fault
+--   fault_events         down_events + the unplanned drains + lone_hw_xids: the node's hardware faults
 --   throttled_hours, temp_c_max   throttling.sql, summed (hours) and maxed over the node's GPUs
 --   runs_behind          stragglers.sql: multi-node runs in which the node was the one behind its peers
---   runs_ended, failed_runs       GPU runs on the node that ended in the window, and those FAILED or NODE_FAIL
---   failed_expected      runs_ended × the cluster's share of failed runs (over every node's runs): what
---                        its share of runs predicts; failed_excess = failed_runs − failed_expected, and
---                        failed_z = failed_excess ÷ √failed_expected (at least 1): standard deviations
---                        above it, as for a Poisson count
---   hangs, hang_expected, hang_excess   hang_suspect_nodes.sql's hangs, against runs_ended × the cluster's
---                        hangs per run ended, the same way (a node in large jobs is in many hangs of other
---                        nodes' making; only what exceeds its share counts), hang_z likewise
+--   multi_runs, failed_runs   GPU runs on two or more nodes, the node among them, that ended in the window,
+--                        and those FAILED or NODE_FAIL: a node that breaks takes its peers' runs with it
+--   failed_expected      multi_runs × the cluster's share of failed multi-node runs: what its share predicts
+--   hangs                hang_suspect_nodes.sql's multi-node hangs of the node (a single-node hang is its job's)
+--   hang_hours_exposed   the node's hours in the runs that can hang: multi-node runs of at least the GPU
+--                        count of the window's smallest multi-node hang (hangs hit large runs; a node in many
+--                        of them is in many hangs of other nodes' making)
+--   hang_expected        hang_hours_exposed × the cluster's hangs per such node-hour
+--   failed_p, hang_p     the chance of so many or more by chance alone: the Poisson upper tail at the
+--                        expectation; significant below {swap_alpha} ÷ the nodes scored (Bonferroni: with
+--                        100 nodes one of them is 2 deviations off every month by chance)
 -- Score (points; docs/monthly.md, Definitions, "node health"):
---   3 a hardware Xid event, 3 a DOWN event, 1 a DRAIN event, 1 a day throttled, 2 a run behind its peers
---   beyond the second (a run's slowest node can be behind once or twice by chance: uneven input), 2 per standard deviation beyond 2 of failed runs (failed_z − 2) and of hangs (hang_z − 2) above
---   the node's share: chance alone puts a node 2 deviations off in one month in 40
+--   3 a hardware fault (a DOWN, an unplanned DRAIN with its Xid, a lone hardware Xid), 1 an unplanned
+--   DRAIN without one, 1 a day throttled in 30 days of the window, 2 a run behind its peers beyond the second (a run's slowest node can
+--   be behind once or twice by chance: uneven input), and {swap_min_score} (the swap list on its own) for
+--   failed runs or hangs significantly above the node's share. One fault in a month is chance on a healthy
+--   node (4 in 1,000 node-days fail); two are a repeater
 --   swap   1 when score >= {swap_min_score}; rank: by score, then node
 --   reasons  the non-zero parts, in that order
 WITH
@@ -32,6 +42,26 @@ inventory AS (
            OR node IN (SELECT arrayJoin(argMax(nodes, start_ts)) FROM reservation FINAL
                        WHERE cluster = {cluster:String} AND name = {reservation:String}))
 ),
+-- an Xid and the DOWN or DRAIN that began within 10 minutes of it on its node are one fault (the kernel logs
+-- the Xid seconds before Slurm takes the node; dcgm-exporter's sample of it may come a step after)
+node_stops AS (
+    SELECT node, groupArray(start_ts) AS stops FROM node_event FINAL
+    WHERE cluster = {cluster:String} AND state IN ('DOWN', 'DRAIN')
+      AND start_ts >= {from_ts:DateTime('UTC')} - INTERVAL 1 DAY AND start_ts < {to_ts:DateTime('UTC')} + INTERVAL 1 DAY
+    GROUP BY node
+),
+hw_xid AS (
+    SELECT x.node AS node,
+           arrayFilter(s -> abs(toInt64(s) - toInt64(x.ts)) <= 600, ifNull(s.stops, [])) AS matched
+    FROM (SELECT node, ts FROM xid_event FINAL
+          WHERE cluster = {cluster:String} AND ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}
+            AND xid_is_hardware(xid)) AS x
+    LEFT JOIN node_stops AS s ON s.node = x.node
+),
+lone AS (
+    SELECT node, countIf(empty(matched)) AS lone_hw_xids, arrayDistinct(arrayFlatten(groupArray(matched))) AS xid_stops
+    FROM hw_xid GROUP BY node
+),
 xids AS (
     SELECT node, sumIf(n, hw) AS hw_xids,
            arrayStringConcat(arrayMap(x -> concat(toString(x.1), '×', toString(x.2)),
@@ -42,66 +72,99 @@ xids AS (
           GROUP BY node, xid)
     GROUP BY node
 ),
-events AS (SELECT node, down_events, drain_events, down_hours, drained_hours, reasons FROM ({{mart node_failures}})),
+-- the unplanned drains of the window that an Xid caused (the rest count a point each)
+xid_drains AS (
+    SELECT e.node AS node, count() AS xid_drain_events
+    FROM node_event AS e FINAL
+    INNER JOIN (SELECT node, arrayJoin(xid_stops) AS stop_ts FROM lone) AS l
+        ON l.node = e.node AND l.stop_ts = e.start_ts
+    WHERE e.cluster = {cluster:String} AND e.state = 'DRAIN' AND e.start_ts >= {from_ts:DateTime('UTC')}
+      AND NOT match(e.reason, {planned_drain_reasons:String})
+    GROUP BY e.node
+),
+events AS (SELECT node, down_events, drain_events, planned_drain_events, down_hours, drained_hours, reasons
+           FROM ({{mart node_failures}})),
 throttle AS (
     SELECT node, sum(throttled_hours) AS throttled_hours, max(temp_c_max) AS temp_c_max
     FROM ({{mart throttling}}) GROUP BY node
 ),
 behind AS (SELECT node, runs_behind FROM ({{mart stragglers}})),
--- runs ended and hangs per node, over every node of the cluster (the rates are the cluster's, whatever
--- {reservation} selects); the hangs are formed once, here
+hangs AS (SELECT node, multi_node_hangs AS hangs FROM ({{mart hang_suspect_nodes}})),
+-- the smallest multi-node run that hung in the window: runs of that size and more can hang
+hang_size AS (SELECT min(gpus) AS g FROM ({{mart hung_jobs}}) WHERE length(nodes) >= 2),
+-- multi-node runs, failures and hang exposure per node, over every node of the cluster (the rates are the
+-- cluster's, whatever {reservation} selects)
 per_node AS (
-    SELECT d.node AS node, d.runs_ended AS runs_ended, d.failed_runs AS failed_runs, ifNull(h.hangs, 0) AS hangs,
-           sum(d.failed_runs) OVER () / nullIf(sum(d.runs_ended) OVER (), 0) AS failed_per_run,
-           sum(ifNull(h.hangs, 0)) OVER () / nullIf(sum(d.runs_ended) OVER (), 0) AS hangs_per_run
-    FROM (SELECT node, count() AS runs_ended, countIf(state IN ('FAILED', 'NODE_FAIL')) AS failed_runs
+    SELECT d.node AS node, d.multi_runs AS multi_runs, d.failed_runs AS failed_runs,
+           d.hang_hours_exposed AS hang_hours_exposed, ifNull(h.hangs, 0) AS hangs,
+           sum(d.failed_runs) OVER () / nullIf(sum(d.multi_runs) OVER (), 0) AS failed_per_run,
+           sum(ifNull(h.hangs, 0)) OVER () / nullIf(sum(d.hang_hours_exposed) OVER (), 0) AS hangs_per_hour
+    FROM (SELECT node, count() AS multi_runs, countIf(state IN ('FAILED', 'NODE_FAIL')) AS failed_runs,
+                 sumIf(wall_s, gpus >= ifNull((SELECT g FROM hang_size), 4294967295)) / 3600 AS hang_hours_exposed
           FROM fct_job_run
           ARRAY JOIN nodes AS node
-          WHERE cluster = {cluster:String} AND NOT never_ran AND gpus > 0
+          WHERE cluster = {cluster:String} AND NOT never_ran AND gpus > 0 AND length(nodes) >= 2
             AND end_ts >= {from_ts:DateTime('UTC')} AND end_ts < {to_ts:DateTime('UTC')}
           GROUP BY node) AS d
-    LEFT JOIN (SELECT node, hangs FROM ({{mart hang_suspect_nodes}})) AS h ON h.node = d.node
+    LEFT JOIN hangs AS h ON h.node = d.node
 ),
 card AS (
     SELECT i.node AS node, i.gpu_model AS gpu_model, i.rack AS rack,
            ifNull(x.hw_xids, 0) AS hw_xids, ifNull(x.xid_codes, '') AS xid_codes,
+           ifNull(lo.lone_hw_xids, 0) AS lone_hw_xids,
            ifNull(e.down_events, 0) AS down_events, ifNull(e.drain_events, 0) AS drain_events,
+           ifNull(e.planned_drain_events, 0) AS planned_drain_events,
+           ifNull(xd.xid_drain_events, 0) AS xid_drain_events,
            ifNull(e.down_hours, 0) AS down_hours, ifNull(e.drained_hours, 0) AS drained_hours,
            ifNull(e.reasons, '') AS event_reasons,
+           down_events + xid_drain_events + lone_hw_xids AS fault_events,
+           drain_events - planned_drain_events - xid_drain_events AS other_drain_events,
            ifNull(t.throttled_hours, 0) AS throttled_hours, t.temp_c_max AS temp_c_max,
            ifNull(b.runs_behind, 0) AS runs_behind,
-           ifNull(d.runs_ended, 0) AS runs_ended, ifNull(d.failed_runs, 0) AS failed_runs,
-           runs_ended * ifNull(d.failed_per_run, 0) AS failed_expected,
-           failed_runs - failed_expected AS failed_excess,
-           ifNull(d.hangs, 0) AS hangs,
-           runs_ended * ifNull(d.hangs_per_run, 0) AS hang_expected,
-           hangs - hang_expected AS hang_excess,
-           -- failed runs and hangs count by how far above the node's share they are, in standard
-           -- deviations (Poisson: √expected) beyond 2: a node in thousands of runs is 2√n off by chance
-           (failed_runs - failed_expected) / sqrt(greatest(failed_expected, 1)) AS failed_z,
-           (hangs - hang_expected) / sqrt(greatest(hang_expected, 1)) AS hang_z,
-           3 * hw_xids + 3 * down_events + drain_events + throttled_hours / 24 + 2 * greatest(runs_behind - 2, 0)
-               + 2 * greatest(failed_z - 2, 0) + 2 * greatest(hang_z - 2, 0) AS score
+           ifNull(d.multi_runs, 0) AS multi_runs, ifNull(d.failed_runs, 0) AS failed_runs,
+           multi_runs * ifNull(d.failed_per_run, 0) AS failed_expected,
+           ifNull(d.hangs, 0) AS hangs, ifNull(d.hang_hours_exposed, 0) AS hang_hours_exposed,
+           hang_hours_exposed * ifNull(d.hangs_per_hour, 0) AS hang_expected,
+           -- P(X >= n) for X ~ Poisson(expected): 1 − the terms below n (0 when n > 0 = expected... = 1 at n 0)
+           if(failed_runs = 0, 1., if(failed_expected <= 0, 0., greatest(1 - arraySum(arrayMap(
+               k -> exp(k * log(failed_expected) - failed_expected - lgamma(k + 1)), range(failed_runs))), 0.)))
+               AS failed_p,
+           if(hangs = 0, 1., if(hang_expected <= 0, 0., greatest(1 - arraySum(arrayMap(
+               k -> exp(k * log(hang_expected) - hang_expected - lgamma(k + 1)), range(hangs))), 0.)))
+               AS hang_p,
+           {swap_alpha:Float64} / count() OVER () AS alpha_node,
+           failed_p < alpha_node AS failed_significant,
+           hang_p < alpha_node AS hang_significant,
+           -- days throttled per 30 days of the window: a GPU hot every afternoon scores the same in any window
+           3 * fault_events + other_drain_events
+               + throttled_hours / 24 * 30 * 86400
+                 / (toInt64({to_ts:DateTime('UTC')}) - toInt64({from_ts:DateTime('UTC')}))
+               + 2 * greatest(runs_behind - 2, 0)
+               + {swap_min_score:Float64} * (failed_significant OR hang_significant) AS score
     FROM inventory AS i
     LEFT JOIN xids AS x ON x.node = i.node
+    LEFT JOIN lone AS lo ON lo.node = i.node
+    LEFT JOIN xid_drains AS xd ON xd.node = i.node
     LEFT JOIN events AS e ON e.node = i.node
     LEFT JOIN throttle AS t ON t.node = i.node
     LEFT JOIN behind AS b ON b.node = i.node
     LEFT JOIN per_node AS d ON d.node = i.node
 )
-SELECT *,
+SELECT * EXCEPT (alpha_node, failed_significant, hang_significant),
        toUInt8(score >= {swap_min_score:Float64}) AS swap,
        row_number() OVER (ORDER BY score DESC, node) AS rank,
        arrayStringConcat(arrayFilter(s -> s != '', [
-           if(hw_xids > 0, concat(toString(hw_xids), ' hardware Xid (Xids seen: ', xid_codes, ')'), ''),
+           if(fault_events > 0, concat(toString(fault_events), ' hardware fault',
+                                       if(fault_events > 1, 's', ''), ' (Xids seen: ', xid_codes, ')'), ''),
            if(down_events > 0, concat(toString(down_events), ' DOWN (', toString(round(down_hours, 1)), ' h)'), ''),
-           if(drain_events > 0, concat(toString(drain_events), ' DRAIN (', toString(round(drained_hours, 1)), ' h)'), ''),
+           if(drain_events - planned_drain_events > 0,
+              concat(toString(drain_events - planned_drain_events), ' DRAIN (', toString(round(drained_hours, 1)), ' h)'), ''),
            if(throttled_hours > 0, concat(toString(round(throttled_hours, 1)), ' h throttled, max ',
                                           toString(round(ifNull(temp_c_max, 0))), ' °C'), ''),
            if(runs_behind > 0, concat('behind its peers in ', toString(runs_behind), ' runs'), ''),
-           if(failed_z > 2, concat(toString(failed_runs), ' failed runs, ', toString(round(failed_expected, 1)),
-                                        ' expected'), ''),
-           if(hang_z > 2, concat(toString(hangs), ' hangs, ', toString(round(hang_expected, 1)), ' expected'), '')
+           if(failed_significant, concat(toString(failed_runs), ' failed multi-node runs, ',
+                                         toString(round(failed_expected, 1)), ' expected'), ''),
+           if(hang_significant, concat(toString(hangs), ' hangs, ', toString(round(hang_expected, 1)), ' expected'), '')
        ]), '; ') AS reasons
 FROM card
 ORDER BY rank
