@@ -26,7 +26,7 @@ from ops_warehouse.analytics.whatif import parse_change, whatif_report
 from ops_warehouse.errors import OpsError
 from ops_warehouse.migrations import warehouse_cost_model
 
-SCHEMA_VERSION = "3.0"
+SCHEMA_VERSION = "4.0"
 SIZE_CLASSES = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
 
 

@@ -143,9 +143,13 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
           + ("; ".join(f"{n['node']} ({n['reasons']})" for n in swap[:5]) or "none")
           + (f"; and {len(swap) - 5} more" if len(swap) > 5 else "") + ".")
     g = next((e for e in reports[1]["goodput"] if e["project_key"] == "A"), None)
-    ettr = "unknown" if g is None or g["ettr"] is None else f"{100 * g['ettr']:.1f}%"
-    print(f"Project A's effective training time ratio (ETTR, GPU-weighted over its {g['campaigns'] if g else 0} "
-          f"campaigns): {ettr}; GPU-hours of work lost at interruptions: {g['gpu_hours_lost'] if g else 0:,.0f}.")
+    def pct(v) -> str:
+        return "unknown" if v is None else f"{100 * v:.1f}%"
+
+    print(f"Project A's effective training time ratio (ETTR, GPU-weighted): {pct(g and g['ettr'])} over its "
+          f"{g['large_campaigns'] if g else 0} training campaigns of 64+ GPUs, {pct(g and g['ettr_all'])} over all "
+          f"{g['campaigns'] if g else 0}; GPU-hours of work lost at interruptions: "
+          f"{g['gpu_hours_lost'] if g else 0:,.0f}.")
     worst = f" (the worst held {hung[0]['hung_gpu_hours']:,.0f} GPU-hours after it hung)" if hung else ""
     print(f"Hung runs: {len(hung)}{worst}; "
           f"idle-GPU runs: {idle['runs']}, {idle['gpu_hours']:,.0f} GPU-hours at under "

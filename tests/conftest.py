@@ -82,7 +82,8 @@ XDIST_GROUPS = {"tests/test_slurm_live.py": "slurm", "tests/test_whatif_live_slu
 # The groups that take longest (seconds of one process, measured: docs/testing.md), first; the rest follow
 # in collection order.
 GROUP_ORDER = ["slurm", "demo", "tests/test_nightly_safety.py", "tests/test_nightly_faults.py",
-               "scenario", "tests/test_sacct_semantics.py", "tests/test_telemetry_prometheus.py",
+               "scenario", "tests/test_goodput_truth.py", "tests/test_sacct_semantics.py",
+               "tests/test_telemetry_prometheus.py",
                "tests/test_whatif.py", "tests/test_sacct_fixtures.py",
                "tests/test_fuzz_sacct.py", "tests/test_hung_and_idle_jobs.py", "tests/test_generated_phenomena.py",
                "tests/test_monthly_crosscheck.py", "tests/test_taking_turns.py", "tests/test_telemetry_files.py",

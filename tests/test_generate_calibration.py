@@ -286,15 +286,23 @@ def test_starts_after_submit(h):
     assert h.runs.filter(pl.col("end").is_not_null(), pl.col("end") < pl.col("submit")).height == 0
 
 
-def test_requeued_runs_follow_a_node_fail(h):
-    rq = h.runs.filter(pl.col("run") >= 1)
-    assert rq.height > 0
-    prev = h.runs.select("job_id", (pl.col("run") + 1).alias("run"), pl.col("state").alias("prev_state"),
-                         pl.col("end").alias("prev_end"))
-    j = rq.join(prev, on=["job_id", "run"], how="left")
+def test_requeued_and_resubmitted_runs_follow_an_interruption(h):
+    """A later run of a campaign (truth's ``campaign``, ``run``) follows the one before it: a requeue (the same job
+    id) is submitted when a node failure or a preemption ended it; a resubmission (a new job id, a planted
+    training campaign's) from half a minute to four hours after an interruption its owner did not make."""
+    later = h.runs.filter(pl.col("run") >= 1)
+    prev = h.runs.select("campaign", (pl.col("run") + 1).alias("run"), pl.col("state").alias("prev_state"),
+                         pl.col("end").alias("prev_end"), pl.col("job_id").alias("prev_job_id"))
+    j = later.join(prev, on=["campaign", "run"], how="left")
     assert j["prev_state"].null_count() == 0
-    assert (j["prev_state"] == "NODE_FAIL").all(), j.select("job_id", "run", "prev_state")
-    assert (j["submit"] == j["prev_end"]).all()
+    requeue = j.filter(pl.col("job_id") == pl.col("prev_job_id"))
+    resub = j.filter(pl.col("job_id") != pl.col("prev_job_id"))
+    assert requeue.height > 0 and resub.height > 0
+    assert requeue["prev_state"].is_in(["NODE_FAIL", "PREEMPTED"]).all(), requeue.select("job_id", "prev_state")
+    assert (requeue["submit"] == requeue["prev_end"]).all()
+    assert resub["planted_campaign"].all() and resub["prev_state"].is_in(["FAILED", "TIMEOUT", "NODE_FAIL"]).all()
+    delay = resub["submit"] - resub["prev_end"]
+    assert ((delay >= 30) & (delay <= 4 * 3600)).all()
     assert j.filter(pl.col("start").is_not_null(), pl.col("start") < pl.col("prev_end")).height == 0
 
 

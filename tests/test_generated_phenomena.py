@@ -107,9 +107,10 @@ def test_the_planted_idle_runs_are_found(site):
     shared = long.filter(pl.col("gpus") < 8 * pl.col("nodes"))
     assert long.height >= 2 and shared.height >= 1  # planted idle runs of 70 minutes or more, on shared nodes too
     found = run_mart(wh, "idle_gpu_jobs", cluster=cluster, window=(W0, W1))
-    # every one, by its own GPUs (the generator's dcgm files carry dcgm-exporter's hpc_job label): a run on a
-    # shared node beside a busy one included
-    assert set(long["job_id"]) <= set(found.filter(pl.col("attribution") == "own GPUs")["job_id"])
+    # every one; on a shared node by its own GPUs (the generator's dcgm files carry dcgm-exporter's hpc_job
+    # label), beside a busy one included (a run on whole nodes is attributed "whole nodes")
+    assert set(long["job_id"]) <= set(found["job_id"])
+    assert set(shared["job_id"]) <= set(found.filter(pl.col("attribution") == "own GPUs")["job_id"])
     assert set(found["job_id"]) <= set(idle["job_id"])  # nothing that was busy
     assert (found["gpu_util_pct"] < 5).all() and (found["observed_minutes"] >= 60).all()
     users = run_mart(wh, "idle_gpu_users", cluster=cluster, window=(W0, W1))

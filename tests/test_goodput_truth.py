@@ -3,14 +3,15 @@ and on a healthy one; the truth comes from the generator's own frames (tests/goo
 our loads or SQL.
 
 The site: 21 days of October 2026 on 64 nodes (512 GPUs), 600 jobs a day, seed 3, 5-minute telemetry, with
-15 % of the large submissions training campaigns (``campaign_share``; the demo's cluster has 4 %): multi-day
-pretraining runs of 64-256 GPUs that checkpoint every 30-120 minutes and are carried across time limits,
+30 % of the submissions of 128+ GPUs training campaigns (``campaign_share``; the demo's cluster has 4 %):
+pretraining runs of a day to days on 128-256 GPUs that checkpoint every 30-120 minutes and are carried across time limits,
 crashes, NCCL hangs, node failures and preemptions by Slurm's requeues and by resubmissions of the same name
 and size minutes to hours later (generate/schedule.py). Independent jobs keep sharing names with them and with
 each other. What the warehouse must show, with the default parameters (gap 6 h, campaigns of 64+ GPUs):
 - every planted campaign that ended in the window is one campaign of the mart, with exactly its job ids;
 - each one's ETTR within 0.02 of the truth's (lost work is found up to a sampling step + a checkpoint's write
-  short per interruption, a start-up up to a step long: docs/monthly.md);
+  short per interruption, a start-up up to a step long: docs/monthly.md), or, for a campaign the window cut to
+  a few hours, within that resolution ÷ its wall time;
 - the cluster's ETTR (GPU-weighted, campaigns of 64+ GPUs) within 0.03 of the truth's;
 - restart overhead as the start-ups' GPU-hours, never a wait × GPUs;
 - the swap list equal to the nodes the generator made faulty (the straggler, the hot nodes, the Xid repeaters);
@@ -51,7 +52,7 @@ def build_healthy(out, **params) -> dict:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     s = built_site(tmp_path_factory, "training-teams", build, start=W0, days=21, jobs_per_day=600, nodes=64, seed=3,
-                   metrics_step_s=STEP_S, campaign_share=0.15)
+                   metrics_step_s=STEP_S, campaign_share=0.3)
     wh = open_site(s, tmp_path_factory.mktemp("goodput"))
     truth = truth_campaigns(s.path / "truth", int(W0.timestamp()), int(W1.timestamp()))
     got = run_mart(wh, "campaigns", cluster=s.facts["cluster"], window=(W0, W1)).with_columns(
@@ -76,10 +77,17 @@ def test_each_planted_campaigns_ettr_is_the_truths(site):
     _, _, _, truth, got = site
     both = truth.filter(pl.col("planted")).join(got, on="job_ids", suffix="_got")
     assert both.height >= 20
-    off = both.select("job_ids", "ettr", "ettr_got", d=(pl.col("ettr_got") - pl.col("ettr")).abs())
-    assert (off["d"] <= 0.02).all(), off.sort("d", descending=True)
-    # lost work is found short, never long: up to a step and a checkpoint's write per interruption
     from ops_warehouse.generate.schedule import CKPT_WRITE_S
+
+    # within 0.02; a campaign the window's end cut to a few hours within what 5-minute samples resolve: a step
+    # and a checkpoint's write per interruption, over its wall time
+    off = both.select("job_ids", "wall_s", "ettr", "ettr_got", d=(pl.col("ettr_got") - pl.col("ettr")).abs(),
+                      res=pl.col("interrupted_runs") * (CKPT_WRITE_S + STEP_S) / pl.col("wall_s"))
+    assert off.select((pl.col("d") <= pl.max_horizontal(pl.lit(0.02), pl.col("res"))).all()).item(), off.sort(
+        "d", descending=True)
+    long = off.filter(pl.col("wall_s") >= 12 * 3600)
+    assert long.height >= both.height // 2 and (long["d"] <= 0.02).all()
+    # lost work is found short, never long: up to a step and a checkpoint's write per interruption
 
     short = both.select(d=pl.col("lost_s") - pl.col("lost_s_got"), tol=pl.col("interrupted_runs") * (CKPT_WRITE_S + STEP_S))
     assert ((short["d"] >= 0) & (short["d"] <= short["tol"])).all()

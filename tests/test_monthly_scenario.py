@@ -20,12 +20,13 @@ September (720 h): capacity 3 × 8 × 720 = 17,280, allocated 32 (J0).
 Telemetry (10-minute samples) for 10-05, 10-15 and 10-20: J1's GPUs at 80% utilization, tensor 0.5, 500 W;
 n1 GPU 3 thermally throttled (bit 0x40) 10:00 .. 12:00 on 10-05; every other GPU idle at 0%, 60 W (so J2 and
 J4 are allocated-but-idle: 64 + 40 GPU-h).
-Node scorecard (node_health.sql): runs with GPUs that ended in October, per node: n1 J0, J1 (2); n2 J2, J4,
-J5 (3; failed J2 NODE_FAIL, J4 FAILED: 2); n3 J2 (1, failed 1); J3 ends in November. The cluster's failed
-share 3 / 6 = 0.5: expected n1 1, n2 1.5, n3 0.5; z = (failed − expected) ÷ √max(expected, 1): n1 −1, n2
-0.5 ÷ √1.5 = 0.41, n3 0.5: none beyond 2, no points. No hangs (J2 and J4 were never busy), no run behind its
-peers (J2's nodes both at 0%). Points: n3 3 (Xid 79) + 3 (DOWN) + 1 (DRAIN) = 7, on the swap list (6);
-n2 1 (DRAIN); n1 2 h throttled ÷ 24 = 0.083. Ranks n3, n2, n1. With --reservation resA: n1 alone, the same
+Node scorecard (node_health.sql): multi-node runs with GPUs that ended in October, per node: J2 alone, on n2
+and n3 (1 each, NODE_FAIL: failed 1 each); the cluster's failed share 2 / 2 = 1, expected 1 each, P(X ≥ 1) at
+Poisson(1) = 0.632: not significant, no points. No hangs (J2 and J4 were never busy), no run behind its peers
+(J2's nodes both at 0%). Hardware faults: n3's Xid 79 at 05:59 and its DOWN at 06:00 are one fault (within 10
+minutes); its DRAIN at 08:00 ("after Xid 79: burn-in", not planned) counts a point; n2's thermal DRAIN a
+point; n1 2 h throttled = 2 ÷ 24 days × 30 ÷ 31 = 0.0806. Points: n3 3 + 1 = 4, n2 1, n1 0.0806: one fault in
+a month is chance, nobody on the swap list (6). Ranks n3, n2, n1. With --reservation resA: n1 alone, the same
 figures (the rates stay the cluster's).
 Energy (job_energy.sql, energy.sql): the GPUs' energy counters, 300 kJ a 10-minute step busy, 36 kJ idle; no
 IPMI node power, so no rest-of-node energy ("missing"). J1: 143 steps on 10-05 (the day's first sample has no
@@ -245,18 +246,20 @@ def test_reliability(scenario):
 
 def test_node_scorecard(scenario):
     card = mart(scenario, "node_health")
-    rows = [(r["rank"], r["node"], round(r["score"], 6), r["swap"], r["hw_xids"], r["down_events"],
-             r["drain_events"], r["runs_ended"], r["failed_runs"]) for r in card.to_dicts()]
-    assert rows == [(1, "n3", 7.0, 1, 1, 1, 1, 1, 1), (2, "n2", 1.0, 0, 0, 0, 1, 3, 2),
-                    (3, "n1", round(2 / 24, 6), 0, 0, 0, 0, 2, 0)]
+    throttle = round(2 / 24 * 30 / 31, 6)
+    rows = [(r["rank"], r["node"], round(r["score"], 6), r["swap"], r["hw_xids"], r["fault_events"], r["down_events"],
+             r["drain_events"], r["multi_runs"], r["failed_runs"]) for r in card.to_dicts()]
+    assert rows == [(1, "n3", 4.0, 0, 1, 1, 1, 1, 1, 1), (2, "n2", 1.0, 0, 0, 0, 0, 1, 1, 1),
+                    (3, "n1", throttle, 0, 0, 0, 0, 0, 0, 0)]
     n = {r["node"]: r for r in card.to_dicts()}
-    assert [n[k]["failed_expected"] for k in ("n1", "n2", "n3")] == pytest.approx([1.0, 1.5, 0.5])
-    assert [n[k]["failed_z"] for k in ("n1", "n2", "n3")] == pytest.approx([-1.0, 0.5 / 1.5 ** 0.5, 0.5])
-    assert n["n3"]["reasons"] == "1 hardware Xid (Xids seen: 79×1); 1 DOWN (4 h); 1 DRAIN (4 h)"
+    assert [n[k]["failed_expected"] for k in ("n2", "n3")] == pytest.approx([1.0, 1.0])
+    assert [n[k]["failed_p"] for k in ("n2", "n3")] == pytest.approx([1 - 2.718281828459045 ** -1] * 2)
+    assert (n["n3"]["lone_hw_xids"], n["n3"]["other_drain_events"], n["n3"]["planned_drain_events"]) == (0, 1, 0)
+    assert n["n3"]["reasons"] == "1 hardware fault (Xids seen: 79×1); 1 DOWN (4 h); 1 DRAIN (4 h)"
     assert n["n2"]["reasons"] == "1 DRAIN (48 h)" and n["n1"]["reasons"].startswith("2 h throttled")
     assert (n["n3"]["hangs"], n["n3"]["runs_behind"], n["n1"]["throttled_hours"]) == (0, 0, 2.0)
     resa = mart(scenario, "node_health", reservation="resA")
-    assert [(r["node"], r["rank"], round(r["score"], 6)) for r in resa.to_dicts()] == [("n1", 1, round(2 / 24, 6))]
+    assert [(r["node"], r["rank"], round(r["score"], 6)) for r in resa.to_dicts()] == [("n1", 1, throttle)]
     assert mart(scenario, "node_health", swap_min_score=0.5)["swap"].to_list() == [1, 1, 0]
 
 
@@ -372,7 +375,7 @@ def test_what_the_report_shows_is_computed_in_the_marts(scenario):
     assert eff["delivered_pflop_days"] == pytest.approx(eff["delivered_pflop"] / 86400) and eff["delivered_pflop_days"] > 0
     # the report carries them, and the thresholds the marts ran with
     r = monthly_report(Connection(scenario), project="A", cluster="t1", behind_ratio=0.7)
-    assert (r["schema_version"], r["behind_ratio"], r["top_jobs"], r["idle_util_pct"]) == ("3.0", 0.7, 15, 5.0)
+    assert (r["schema_version"], r["behind_ratio"], r["top_jobs"], r["idle_util_pct"]) == ("4.0", 0.7, 15, 5.0)
     assert (r["hang_minutes"], r["hang_nic_bytes_per_s"], r["idle_min_minutes"]) == (20, 1e6, 60)
     assert r["chargeback_totals"] == [{**r["chargeback_totals"][0], "project": "A"}]
     assert [x["reservation"] for x in r["reservations"]] == ["resA"] and r["xid_codes"][0]["xid"] == 79
