@@ -256,8 +256,7 @@ def goodput(r: dict) -> bytes | None:
     rate_day = next((n["cluster_down_per_1000_node_days"] for n in nf
                      if n.get("cluster_down_per_1000_node_days")), None) or 2.34
     g = next((e for e in r.get("goodput", []) if not e["project_key"]), {})
-    restarts_h = g.get("restart_startup_hours") or 0
-    n_restarts = sum(c.get("restarts") or 0 for c in r.get("campaigns", []))
+    restarts_h, n_restarts = g.get("restart_startup_hours") or 0, g.get("restarts") or 0
     startup_h = restarts_h / n_restarts if n_restarts and restarts_h else 10 / 60
     gpus = np.array([8, 16, 32, 64, 128, 256, 512, 1024, 4096])
     per_h = gpus / 8 * rate_day / 1000 / 24
@@ -267,7 +266,9 @@ def goodput(r: dict) -> bytes | None:
     a2.set_xscale("log")
     a2.set_ylim(0, 105)
     a2.set_xlabel("GPUs")
-    a2.set_title(f"ETTR against size ({rate_day:.2g} failures / 1,000 node-days)")
+    a2.set_title("ETTR against size: observed and modelled")
+    a2.text(0.02, 0.3, f"model: {rate_day:.2g} failures / 1,000 node-days,\n{60 * startup_h:.0f} min start-up a restart",
+            transform=a2.transAxes, fontsize=7)
     a2.legend(fontsize=7, frameon=False)
     return _png(fig)
 

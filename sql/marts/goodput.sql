@@ -13,6 +13,7 @@
 --   lost_other_gpu_hours  by cause (campaigns.sql's cause)
 --   initial_wait_hours   hours the campaigns' first runs waited in the queue (in no ETTR)
 --   restart_wait_hours   hours from interruptions to the next run's start (in ETTR's wall time)
+--   restarts       runs that carried an interrupted one on (requeues and resubmissions)
 --   restart_startup_hours   restarted runs' start-up until their GPUs were busy
 --   restart_overhead_gpu_hours   what restarts cost in GPU-hours held: each restarted run's GPUs × its start-up
 --                                (the wait in the queue holds no GPU: it is in restart_wait_hours and in ETTR's
@@ -39,6 +40,7 @@ sums AS (
            sum(c.initial_wait_s) / 3600 AS t_initial_wait,
            sum(c.restart_wait_s) / 3600 AS t_restart,
            sum(c.restart_startup_s) / 3600 AS t_startup,
+           sum(c.restarts) AS t_restarts,
            sum(c.restart_startup_gpu_hours) AS t_overhead_gpu
     FROM ({{mart campaigns}}) AS c
     GROUP BY GROUPING SETS ((), (project))
@@ -48,7 +50,8 @@ SELECT project_key, n_campaigns AS campaigns, n_unknown AS unknown_campaigns, n_
        t_gpu_hours AS gpu_hours, t_lost AS gpu_hours_lost, t_hang AS lost_hang_gpu_hours,
        t_node_fail AS lost_node_fail_gpu_hours,
        t_failed AS lost_failed_gpu_hours, t_timeout AS lost_timeout_gpu_hours, t_other AS lost_other_gpu_hours,
-       t_initial_wait AS initial_wait_hours, t_restart AS restart_wait_hours, t_startup AS restart_startup_hours,
+       t_initial_wait AS initial_wait_hours, t_restart AS restart_wait_hours, t_restarts AS restarts,
+       t_startup AS restart_startup_hours,
        t_overhead_gpu AS restart_overhead_gpu_hours
 FROM sums
 ORDER BY project_key;
