@@ -87,8 +87,9 @@ linked AS (
 rooted AS (
     SELECT user, account, job_name, gpus,
            arrayMap(x -> x.2, sorted) AS ids,
+           -- (a predecessor not placed before it, possible only for runs of no length, roots its own chain)
            arrayFold((acc, x) -> arrayPushBack(acc,
-                         if(x.3 = '' OR indexOf(arrayMap(y -> y.2, sorted), x.3) = 0, x.2,
+                         if(x.3 = '' OR NOT (indexOf(arrayMap(y -> y.2, sorted), x.3) BETWEEN 1 AND length(acc)), x.2,
                             acc[indexOf(arrayMap(y -> y.2, sorted), x.3)])),
                      sorted, CAST([], 'Array(String)')) AS roots
     FROM (SELECT user, account, job_name, gpus,
