@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import stat
 from pathlib import Path
@@ -264,7 +265,8 @@ DSN_FORMS = {
 
 
 def _leaks(text: str) -> bool:
-    return "Pa55" in text or "s3cret" in text or "4321" in text
+    # 4321 as a number of its own: the closed port the DSN names is random and may contain it (43213 failed CI)
+    return "Pa55" in text or "s3cret" in text or re.search(r"(?<!\d)4321(?!\d)", text) is not None
 
 
 @pytest.mark.parametrize("form", DSN_FORMS)
