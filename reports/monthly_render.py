@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 from ops_warehouse.files import safe_name, write_file
 from ops_warehouse.reports import whatif_render
+from ops_warehouse.reports.charts import CHARTS, draw_all, drawn_before
 
 
 def _num(v, digits: int = 0) -> str:
@@ -417,9 +418,6 @@ img{max-width:100%;height:auto;display:block;margin:.5em 0 1.5em}h2{border-top:2
 
 
 def to_html(r: dict, charts: dict[str, bytes] | None = None) -> str:
-    # matplotlib only where a chart is drawn: a JSON report never imports it (about a second of start-up)
-    from ops_warehouse.reports.charts import CHARTS, draw_all
-
     charts = draw_all(r) if charts is None else charts
     names = {n: t for n, t, _ in CHARTS}
     body = [f"<h1>{html.escape(_title(r))}</h1>"]
@@ -461,11 +459,8 @@ def write(r: dict, out_dir: Path, formats: list[str]) -> list[Path]:
     written = []
     # a chart drawn for this report before (an earlier run wrote it into the charts folder) is not drawn again
     cdir = out_dir / f"{stem}-charts"
-    charts = {}
-    if {"md", "html"} & set(formats):  # (matplotlib is imported only here, not for a JSON report)
-        from ops_warehouse.reports.charts import draw_all, drawn_before
-
-        charts = draw_all(r, drawn_before(sorted(cdir.glob("*.png"))) if cdir.is_dir() else {})
+    cache = drawn_before(sorted(cdir.glob("*.png"))) if cdir.is_dir() else {}
+    charts = draw_all(r, cache) if {"md", "html"} & set(formats) else {}
     if "json" in formats:
         written.append(write_file(out_dir / f"{stem}.json", to_json(r)))  # whole, or the previous file kept
     if "md" in formats:

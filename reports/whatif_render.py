@@ -8,6 +8,7 @@ import base64
 import html
 import json
 
+from ops_warehouse.reports import charts
 
 
 def _n(v, digits: int = 0) -> str:
@@ -112,8 +113,6 @@ def to_html(w: dict, chart: bytes | None = None) -> str:
 
 def chart(w: dict) -> bytes | None:
     """The waits-by-size-class and utilization-by-day chart of a what-if result (reports/charts.py)."""
-    from ops_warehouse.reports import charts  # matplotlib: only when a chart is drawn
-
     return charts.whatif({"whatif": w})
 
 
