@@ -291,7 +291,6 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
         p, acct = int(part[i]), int(J["account_idx"][i])
         rate = float(slow[chosen].min())
         startup = int(rng.integers(*STARTUP_S)) if run_no > 0 and J["campaign"][i] else 0
-        failed_at = None
         hang_from = None
         if J["campaign"][i]:
             # work done at startup + rate × time; ends at the first of: done, time limit, a crash or hang, a
@@ -314,8 +313,7 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
             dur = max(dur, 1)
             if rate < 1:
                 dur = int(min(dur / rate, limit_s))
-            end_t = t + startup + dur if run_no > 0 else t + dur
-            end_t = min(end_t, t + limit_s)
+            end_t = t + dur  # (no start-up planted here: dur is within the limit)
             state = outcome
             if run_no == 0 and J["cut"][i] >= 1.0 and runtime > limit_s:
                 state = "TIMEOUT"
