@@ -459,8 +459,9 @@ def write(r: dict, out_dir: Path, formats: list[str]) -> list[Path]:
     written = []
     # a chart drawn for this report before (an earlier run wrote it into the charts folder) is not drawn again
     cdir = out_dir / f"{stem}-charts"
-    cache = drawn_before(sorted(cdir.glob("*.png"))) if cdir.is_dir() else {}
-    charts = draw_all(r, cache) if {"md", "html"} & set(formats) else {}
+    charts = {}
+    if {"md", "html"} & set(formats):  # a JSON report draws no chart, so it reads none of the old ones
+        charts = draw_all(r, drawn_before(sorted(cdir.glob("*.png"))) if cdir.is_dir() else {})
     if "json" in formats:
         written.append(write_file(out_dir / f"{stem}.json", to_json(r)))  # whole, or the previous file kept
     if "md" in formats:
