@@ -115,17 +115,38 @@ def _text(wh, relpath: str, params: dict) -> str:
     def included(name: str, whole_cluster: bool) -> str | None:
         if _reads_whatif(name):
             return None  # inlined
-        p = {**params, "project": ""} if whole_cluster else params
-        key = (name, tuple(sorted((k, repr(v)) for k, v in p.items())))
-        if key not in state.tables:
-            sql = _text(wh, f"marts/{name}.sql", p)
-            table = f"_mart_{name}_{len(state.tables)}"
-            wh.command(f"CREATE TEMPORARY TABLE {table} ENGINE = Memory AS {sql}", _bound(sql, p))
-            state.tables[key] = table
-            state.evaluations[name] += 1
-        return f"SELECT * FROM {state.tables[key]}"
+        table = _table(wh, state, name, {**params, "project": ""} if whole_cluster else params)
+        return f"SELECT * EXCEPT {_ROW} FROM {table}"
 
     return sql_query(relpath, included)
+
+
+# the column a mart's table numbers its rows in, so that a reader of the mart itself gets them in the mart's
+# order (a Memory table read by several threads hands its blocks back in any order)
+_ROW = "_mart_row"
+
+
+@lru_cache(maxsize=None)
+def _parameter_names(name: str) -> frozenset[str]:
+    """The parameters the mart's text (its includes inlined) names: what its result depends on besides the data."""
+    return frozenset(re.findall(r"\{(\w+):", mart_sql(name)))
+
+
+def _table(wh, state: "_Evaluated", name: str, params: dict) -> str:
+    """The temporary table holding mart ``name``'s result for ``params``, evaluated on first use. The key is
+    the parameters the mart names, so a mart asked for by the report and included by another mart (hung_jobs,
+    by node_health and by campaigns) with the same window, project and settings is one evaluation."""
+    key = (name, tuple(sorted((k, repr(params.get(k))) for k in _parameter_names(name))))
+    if key not in state.tables:
+        sql = _text(wh, f"marts/{name}.sql", params)
+        table = f"_mart_{name}_{len(state.tables)}"
+        # rowNumberInAllBlocks() over the mart's output keeps its ORDER BY (a stateful function: the engine
+        # keeps the sort under it)
+        wh.command(f"CREATE TEMPORARY TABLE {table} ENGINE = Memory AS "
+                   f"SELECT *, rowNumberInAllBlocks() AS {_ROW} FROM ({sql})", _bound(sql, params))
+        state.tables[key] = table
+        state.evaluations[name] += 1
+    return state.tables[key]
 
 
 def _bound(sql: str, params: dict) -> dict:
@@ -144,12 +165,17 @@ def _params(wh, cluster: str, window: tuple[datetime, datetime], project: str, p
 
 def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",
              **params) -> pl.DataFrame:
+    """Mart ``name``'s rows for the window of ``cluster`` (and ``project``). Inside :func:`each_mart_once` it is
+    evaluated once per parameters, whether asked for here or included by another mart, and read from its table."""
     if not re.fullmatch(r"\w+", name):
         raise OpsError(f"no mart named {name!r}")
     state = _ONCE.get(wh)
-    if state is not None:
-        state.evaluations[name] += 1
-    return run_file(wh, f"marts/{name}.sql", cluster=cluster, window=window, project=project, **params)
+    if state is None or _reads_whatif(name):  # the what-if's marts read tables that change between replays
+        if state is not None:
+            state.evaluations[name] += 1
+        return run_file(wh, f"marts/{name}.sql", cluster=cluster, window=window, project=project, **params)
+    table = _table(wh, state, name, _params(wh, cluster, window, project, params))
+    return _frame(wh.query_arrow(f"SELECT * EXCEPT {_ROW} FROM {table} ORDER BY {_ROW}"))
 
 
 def run_file(wh, relpath: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",

@@ -42,6 +42,7 @@ BENCHES = {
               ["--jobs", "50000", "--small-jobs", "10000"]),
     "telemetry": ("bench_telemetry.py", ["--days", "31", "--nodes", "128"],
                   ["--days", "2", "--nodes", "8", "--skip-prometheus"]),
+    "telemetry_refresh": ("bench_telemetry_refresh.py", [], ["--days", "8", "--nodes", "16", "--jobs-per-day", "300"]),
     "monthly": ("bench_monthly.py", [], ["--nodes", "16", "--days", "31", "--workdir", "{work}/monthly"]),
     "api": ("bench_api.py", [], ["--demo-days", "3"]),
     "generate": ("bench_generate.py", [],

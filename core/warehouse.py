@@ -106,6 +106,11 @@ class Warehouse:
     def __exit__(self, *exc):
         self.close()
 
+    def others_waiting(self) -> bool:
+        """Other processes wait for this embedded warehouse (never on a server, which serves them all at once)."""
+        engine = self._engine
+        return engine is not None and engine.users == 1 and engine.turn.others_waiting()
+
     def between_steps(self) -> None:
         """A point in a long load where the warehouse is consistent: if other processes wait for the
         embedded warehouse, close the engine, let them have their turns, then open it again. Nothing to do on

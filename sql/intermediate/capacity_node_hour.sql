@@ -111,11 +111,14 @@ allocated AS (
 gpu_tel AS (
     SELECT cluster, node, hour,
            sum(covered_s) AS covered_gpu_s,
-           sum(ifNull(gpu_util_pct_avg, 0) / 100 * covered_s) AS util_gpu_s,
-           sum(ifNull(sm_active_avg, 0) * covered_s) AS sm_gpu_s,
-           sum(ifNull(tensor_active_avg, 0) * covered_s) AS tensor_gpu_s,
-           sum(ifNull(dram_active_avg, 0) * covered_s) AS dram_gpu_s,
-           sum(ifNull(energy_j, 0)) AS gpu_energy_j,
+           -- rounded to the microsecond (the millijoule): a float sum depends on the order the engine adds the
+           -- GPUs' rows in, which differs with the window a refresh reads, and the same samples must give the
+           -- same row whichever refresh wrote it (a load of a week of days, or a backfill of one)
+           round(sum(ifNull(gpu_util_pct_avg, 0) / 100 * covered_s), 6) AS util_gpu_s,
+           round(sum(ifNull(sm_active_avg, 0) * covered_s), 6) AS sm_gpu_s,
+           round(sum(ifNull(tensor_active_avg, 0) * covered_s), 6) AS tensor_gpu_s,
+           round(sum(ifNull(dram_active_avg, 0) * covered_s), 6) AS dram_gpu_s,
+           round(sum(ifNull(energy_j, 0)), 3) AS gpu_energy_j,
            sum(throttled_s) AS throttled_gpu_s
     FROM (SELECT t.* FROM (SELECT * FROM gpu_hour FINAL WHERE hour >= w0 AND hour < w1) AS t
           INNER JOIN clusters AS x ON x.cluster = t.cluster WHERE t.hour + 3600 <= x.cut)
