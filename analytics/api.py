@@ -47,9 +47,9 @@ def _analysis() -> SimpleNamespace:
     """The marts, the monthly report and the exports. Their modules import polars (0.3 s) and `import
     ops_warehouse` is what every command and load starts with, so they are imported by the first call that
     needs them."""
-    from ops_warehouse.analytics import checks, export, marts, monthly, whatif  # polars: imported by the first call needing it
+    from ops_warehouse.analytics import checks, export, marts, monthly, summary, telemetry, whatif  # polars: first call
 
-    return SimpleNamespace(run_mart=marts.run_mart, PARAMETERS=marts.PARAMETERS, run_checks=checks.run_checks,
+    return SimpleNamespace(summary=summary.summary, telemetry=telemetry.telemetry, run_mart=marts.run_mart, PARAMETERS=marts.PARAMETERS, run_checks=checks.run_checks,
                            monthly_report=monthly.monthly_report, export_month=export.export_month,
                            whatif=whatif.whatif, parse_change=whatif.parse_change)
 
@@ -476,6 +476,34 @@ class Connection:
         held for one of the project's accounts."""
         return self.mart("reservations", month, project=project, cluster=cluster, start=start, end=end)
 
+    # ------------------------------------------------------------------ what `ops-report summary` and `telemetry` give
+    def summary(self, date_from, date_to, *, by: list[str] | None = None, period: str = "none",
+                tz: str | None = None) -> pl.DataFrame:
+        """Open XDMoD's Jobs-realm statistics (jobs ended, started, cancelled before start, CPU-, GPU-, node-,
+        wall- and wait-hours) per ``by`` group (cluster, account, project, partition, qos, user, gpu_type,
+        gpu_count_bin, job_size_bin, wall_time_bin) over the whole days ``date_from`` .. ``date_to``, by
+        ``period`` ("none", "day", "month") in ``tz`` (default the config's): what `ops-report summary` prints
+        (sql/marts/summary.sql).
+
+        >>> s = wh.summary("2026-10-01", "2026-10-03", by=["project"])
+        >>> s["project"].to_list()[:2], bool((s["gpu_hours"] > 0).all())
+        (['A', 'B'], True)
+        """
+        with self.session() as w:
+            return _analysis().summary(w, _day(date_from, "date_from"), _day(date_to, "date_to"), by, period, tz)
+
+    def telemetry(self, date_from, date_to, *, by: str = "cluster") -> pl.DataFrame:
+        """What the loaded telemetry says over the whole days ``date_from`` .. ``date_to`` per ``by`` (cluster,
+        node, gpu, gpu_model): mean utilization and activities, power, energy, peak temperature, throttled
+        hours, bytes moved, Xid events: what `ops-report telemetry` prints (sql/marts/telemetry.sql).
+
+        >>> t = wh.telemetry("2026-10-01", "2026-10-03")
+        >>> t["cluster"].to_list(), bool(t["energy_kwh"].item() > 0 and t["xid_events"].item() > 0)
+        (['ai1'], True)
+        """
+        with self.session() as w:
+            return _analysis().telemetry(w, _day(date_from, "date_from"), _day(date_to, "date_to"), by)
+
     # ------------------------------------------------------------------ the laws
     def check(self, month=None, *, project: str | None = None, cluster=None, start=None, end=None,
               laws: list[str] | None = None) -> list:
@@ -511,6 +539,18 @@ class Connection:
 
         return _analysis().export_month(self, Path(out), month, project=project, cluster=cluster,
                                         anonymize_users=anonymize_users)
+
+
+def _day(value, what: str) -> date:
+    """A whole day: a date, or its ISO text."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        raise OpsError(f"{what} must be a day (YYYY-MM-DD), not {value!r}") from None
 
 
 def connect(dsn: str | None = None, *, config: str | Path | None = None) -> Connection:

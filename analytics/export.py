@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
+from ops_warehouse.analytics import declarations
 from ops_warehouse.analytics.marts import each_mart_once
 from ops_warehouse.analytics.pseudonyms import pseudonym_key, pseudonymize
 from ops_warehouse.errors import OpsError
@@ -26,41 +27,13 @@ EXPORT_VERSION = "2.1"
 
 
 def _marts(api, per, project: str | None) -> dict[str, pl.DataFrame]:
-    proj = project
-    # each file is named after its mart (sql/marts/<name>.sql) and the API function that runs it
-    out = {
-        "utilization": api.utilization(per),
-        "idle_capacity": api.idle_capacity(per),
-        "utilization_daily": api.utilization_daily(per, project=proj),
-        "job_sizes": api.job_sizes(per, project=proj),
-        "run_times": api.run_times(per, project=proj),
-        "end_states": api.end_states(per, project=proj),
-        "efficiency": api.efficiency(per, project=proj),
-        "job_efficiency": api.job_efficiency(per, project=proj),
-        "failures_by_size": api.failures_by_size(per, project=proj),
-        "xid_events": api.xid_events(per),
-        "xid_codes": api.xid_codes(per),
-        "node_failures": api.node_failures(per),
-        "throttling": api.throttling(per),
-        "stragglers": api.stragglers(per, project=proj),
-        "gpu_heatmap": api.gpu_heatmap(per),
-        "cost": api.cost(per),
-        "chargeback": api.chargeback(per, project=proj),
-        "chargeback_totals": api.chargeback_totals(per, project=proj),
-        "reservations": api.reservations(per, project=proj),
-        # 2.1 (issue 17): hangs, GPUs held idle, node health, energy
-        "fine_telemetry": api.fine_telemetry(per),
-        "hung_jobs": api.hung_jobs(per, project=proj),
-        "idle_gpu_jobs": api.idle_gpu_jobs(per, project=proj),
-        "idle_gpu_users": api.idle_gpu_users(per, project=proj),
-        "node_health": api.node_health(per),
-        "energy": api.energy(per, project=proj),
-        "job_energy": api.job_energy(per, project=proj),
-        "campaigns": api.campaigns(per, project=proj),
-        "goodput": api.goodput(per, project=proj),
-    }
-    if project is not None:
-        out["users"] = api.users(per, project=project)
+    """The marts that declare an ``export`` place (sql/marts/*.sql), in that order, each file named after its
+    mart; a project-only mart (users) in a project's export alone."""
+    out = {}
+    for m in (declarations.mart(n) for n in declarations.exported()):
+        if m.project_only and project is None:
+            continue
+        out[m.name] = api.mart(m.name, per, project=project if m.scope == "project" else None)
     return out
 
 
@@ -92,7 +65,7 @@ def _export_month(api, out: Path, month=None, *, project: str | None = None, clu
     marts = _marts(api, per, project)
     for i, (name, df) in enumerate(marts.items()):
         if anonymize_users:
-            df = pseudonymize(df, key)
+            df = pseudonymize(df, key, declarations.mart(name).user_columns)
         with replacing(folder / f"{name}.parquet") as tmp:  # a reader never sees half a file
             try:
                 df.write_parquet(tmp)

@@ -21,10 +21,11 @@ from datetime import datetime
 from functools import lru_cache
 
 import polars as pl
+from ops_warehouse.analytics import declarations
 from ops_warehouse.errors import OpsError
 from ops_warehouse.sqlfiles import sql_query
 
-# parameters some marts take beyond the window and the project, with the report's values: a node is a
+# The parameters some marts take beyond the window and the project, with the report's values: a node is a
 # straggler under behind_ratio of its run's median node (stragglers.sql); the report's largest jobs are the
 # top_jobs runs by GPU-hours (largest_jobs.sql). The report records the values it ran with.
 # runs_limit: job_efficiency for only the runs holding the most GPU-hours (0: every run; the largest-jobs
@@ -50,11 +51,9 @@ from ops_warehouse.sqlfiles import sql_query
 # on one of its nodes (failures_by_size.sql): 10, because after a fatal Xid the process on that GPU fails
 # within seconds and its peers on the other nodes when their collective times out (PyTorch's NCCL watchdog
 # default is 10 minutes); an Xid earlier in a run that went on working did not end it.
-PARAMETERS = {"behind_ratio": 0.8, "top_jobs": 15, "runs_limit": 0,
-              "hang_minutes": 20, "idle_min_minutes": 60,
-              "swap_min_score": 6.0, "swap_alpha": 0.01, "reservation": "",
-              "planned_drain_reasons": "(?i)maint|firmware|upgrade|planned|scheduled",
-              "campaign_gap_hours": 6.0, "campaign_min_gpus": 64, "xid_failure_minutes": 10.0}
+# The values are declared by the marts that name them (their "--- parameters" lines: hung_jobs.sql declares
+# hang_minutes = 20), read here once: ops_warehouse.analytics.declarations.
+PARAMETERS = declarations.parameters()
 
 
 def mart_sql(name: str) -> str:
@@ -79,12 +78,14 @@ _ONCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 @contextmanager
 def each_mart_once(wh):
-    """Inside the block, a mart another query includes (``{{mart name}}``) is evaluated once per parameters
-    into a temporary table of the session (nothing is written to the warehouse, as for the what-if's tables)
-    and every includer reads that table: a report or the laws evaluate each mart once, not once per includer,
-    and an included mart gives its whole result whichever of its columns the includer reads. The marts over
-    the what-if's own temporary tables are always inlined (those tables change from one replay to the next).
-    Yields the block's evaluation counts (``.evaluations``: mart → times); nested blocks share the outer one."""
+    """Inside the block, a mart asked for (:func:`run_mart`) or included by another query (``{{mart name}}``) is
+    evaluated once per parameters into a temporary table of the session (nothing is written to the
+    warehouse, as for the what-if's tables) and every reader reads that table: a report or the laws evaluate
+    each mart once, and an included mart gives its whole result whichever of its columns the includer reads
+    (a GROUPING SETS total row survives a reader of none of its aggregates). Every run_mart and run_file
+    call outside a block runs in one of its own. The marts over the what-if's own temporary tables are
+    always inlined (those tables change from one replay to the next). Yields the block's evaluation counts
+    (``.evaluations``: mart → times); nested blocks share the outer one."""
     if wh in _ONCE:
         yield _ONCE[wh]
         return
@@ -165,14 +166,19 @@ def _params(wh, cluster: str, window: tuple[datetime, datetime], project: str, p
 
 def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",
              **params) -> pl.DataFrame:
-    """Mart ``name``'s rows for the window of ``cluster`` (and ``project``). Inside :func:`each_mart_once` it is
-    evaluated once per parameters, whether asked for here or included by another mart, and read from its table."""
+    """Mart ``name``'s rows for the window of ``cluster`` (and ``project``): evaluated once per parameters inside
+    :func:`each_mart_once`, whether asked for here or included by another mart, and read from its table;
+    outside a block, in a block of its own (so a mart it includes gives its whole result there too)."""
     if not re.fullmatch(r"\w+", name):
         raise OpsError(f"no mart named {name!r}")
+    if declarations.mart(name).scope == "cluster":
+        project = ""  # a cluster-level mart (node_health, cost, ...) is the cluster's in a project's report too
     state = _ONCE.get(wh)
-    if state is None or _reads_whatif(name):  # the what-if's marts read tables that change between replays
-        if state is not None:
-            state.evaluations[name] += 1
+    if state is None:
+        with each_mart_once(wh):
+            return run_mart(wh, name, cluster=cluster, window=window, project=project, **params)
+    if _reads_whatif(name):  # the what-if's marts read tables that change between replays: never kept
+        state.evaluations[name] += 1
         return run_file(wh, f"marts/{name}.sql", cluster=cluster, window=window, project=project, **params)
     table = _table(wh, state, name, _params(wh, cluster, window, project, params))
     return _frame(wh.query_arrow(f"SELECT * EXCEPT {_ROW} FROM {table} ORDER BY {_ROW}"))
@@ -182,7 +188,10 @@ def run_file(wh, relpath: str, *, cluster: str, window: tuple[datetime, datetime
              **params) -> pl.DataFrame:
     """The query of a shipped SQL file of the mart layer's kind (a mart, or a law of sql/checks/ that includes
     marts) with the marts' parameters: the window, the cluster, the project, PARAMETERS and the site's
-    settings."""
+    settings; the marts it includes served as :func:`run_mart` serves them."""
+    if _ONCE.get(wh) is None:
+        with each_mart_once(wh):
+            return run_file(wh, relpath, cluster=cluster, window=window, project=project, **params)
     p = _params(wh, cluster, window, project, params)
     sql = _text(wh, relpath, p)
     return _frame(wh.query_arrow(sql, _bound(sql, p)))
@@ -190,7 +199,8 @@ def run_file(wh, relpath: str, *, cluster: str, window: tuple[datetime, datetime
 
 def run_query(wh, sql: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",
               **params) -> pl.DataFrame:
-    """A query text of the mart layer's kind, includes already inlined, with the marts' parameters."""
+    """A query text of the mart layer's kind, includes already inlined as text (:func:`mart_sql`), with the
+    marts' parameters: what a mart's text gives without the tables of :func:`each_mart_once`."""
     p = _params(wh, cluster, window, project, params)
     return _frame(wh.query_arrow(sql, _bound(sql, p)))
 

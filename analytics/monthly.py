@@ -19,6 +19,7 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
+from ops_warehouse.analytics import declarations
 from ops_warehouse.analytics.marts import PARAMETERS, each_mart_once
 from ops_warehouse.analytics.periods import Period, history_span, last_complete_month, month_window, resolve_cluster
 from ops_warehouse.analytics.pseudonyms import pseudonym_key, pseudonymize
@@ -139,8 +140,11 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         users = pl.DataFrame()
     if anonymize_users:
         key = pseudonym_key(wh)
+        # each frame's user columns as its mart declares them (sql/marts/*.sql user_columns)
         users, jobs, hung, idle_jobs, idle_users, campaigns = (
-            pseudonymize(df, key) for df in (users, jobs, hung, idle_jobs, idle_users, campaigns))
+            pseudonymize(df, key, declarations.mart(name).user_columns) for name, df in (
+                ("users", users), ("largest_jobs", jobs), ("hung_jobs", hung), ("idle_gpu_jobs", idle_jobs),
+                ("idle_gpu_users", idle_users), ("campaigns", campaigns)))
 
     total = eff.filter(pl.col("project_key") == "")
     own = eff.filter(pl.col("project_key") == p) if project is not None else total

@@ -36,17 +36,17 @@ def pseudonym(user: str, key: str) -> str:
     return "user-" + hmac.new(key.encode(), user.encode(), hashlib.sha256).hexdigest()[:8]
 
 
-def pseudonymize(df, key: str):
-    """A polars frame with its ``user`` column replaced by :func:`pseudonym` s (unchanged without one). A total
-    row (a ``level`` other than 'user', as idle_gpu_users' project and scope rows) names no user and keeps its
-    ''."""
-    if "user" not in df.columns:
-        return df
-    users = df.get_column("user")
-    named = users.map_elements(lambda u: pseudonym(u, key), return_dtype=df.schema["user"])
-    if "level" in df.columns:
-        named = named.zip_with(df.get_column("level") == "user", users)
-    return df.with_columns(named)
+def pseudonymize(df, key: str, columns=("user",)):
+    """A polars frame with its user ``columns`` (what its mart declares: sql/marts/*.sql ``user_columns``)
+    replaced by :func:`pseudonym` s. A total row (a ``level`` other than 'user', as idle_gpu_users' project and
+    scope rows) names no user and keeps its ''."""
+    for col in (c for c in columns if c in df.columns):
+        users = df.get_column(col)
+        named = users.map_elements(lambda u: pseudonym(u, key), return_dtype=df.schema[col])
+        if "level" in df.columns:
+            named = named.zip_with(df.get_column("level") == "user", users)
+        df = df.with_columns(named)
+    return df
 
 
 def pseudonym_key(wh) -> str:

@@ -397,3 +397,46 @@ def test_one_name_per_statistic(scenario, tmp_path):
     files = export_month(Connection(scenario), tmp_path, "2026-10", project="A", cluster="t1")["files"]
     assert {f["file"] for f in files.values()} == {f"{n}.parquet" for n in files}
     assert set(files) <= marts and all(callable(getattr(Connection, n, None)) for n in files), set(files) - marts
+
+
+# ------------------------------------------------------------------- every declared mart (issue 30)
+
+from ops_warehouse.analytics import declarations  # noqa: E402
+from ops_warehouse.sqlfiles import sql_text  # noqa: E402
+
+DECLARED = sorted(declarations.marts())
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_every_declared_mart_is_what_it_declares(scenario, name):
+    """Each mart's '--- ' declaration (analytics/declarations.py) against its file and what it returns on the
+    hand-built month: the parameters and includes its text names, each parameter explained in its comments,
+    and for a window mart the columns it returns (in order, for the cluster and for project B, on the
+    embedded warehouse and through the server), every column holding a user name declared a user column. The
+    what-if's marts read the replays' tables and summary/telemetry whole days: their declarations are checked
+    against their text here, their rows in tests/test_whatif.py and tests/test_summary_xdmod.py."""
+    m = declarations.mart(name)
+    text = sql_text(f"marts/{name}.sql")
+    assert declarations.check(m, text) == [], name
+    prose = "\n".join(line for line in text.splitlines() if line.startswith("--") and not line.startswith("--- "))
+    assert [p for p in (*m.parameters, *m.takes) if p not in prose] == [], "parameters its comments never explain"
+    if m.kind != "window":
+        return
+    for project in ("", "B"):
+        if m.project_only and not project:
+            continue
+        got = run_mart(scenario, name, cluster="t1", window=OCT, project=project)
+        assert tuple(got.columns) == m.columns, (name, project)
+    assert {c for c in m.columns if c == "user" or c.endswith("_user")} <= set(m.user_columns)
+
+
+def test_declared_parameters_are_the_report_parameters():
+    """One value per parameter whoever declares it; the report records the ones it ran with, and its values
+    are the declared ones (hung_jobs.sql declares hang_minutes = 20, the report says 20)."""
+    from ops_warehouse.analytics.marts import PARAMETERS
+
+    p = declarations.parameters()
+    assert p == PARAMETERS and p["hang_minutes"] == 20 and p["top_jobs"] == 15 and p["campaign_min_gpus"] == 64
+    owners = {k: sorted(n for n, m in declarations.marts().items() if k in m.parameters) for k in p}
+    assert owners["hang_minutes"] == ["hung_jobs"] and owners["planned_drain_reasons"] == ["node_failures", "node_health"]
+    assert declarations.exported()[0] == "utilization" and "largest_jobs" not in declarations.exported()

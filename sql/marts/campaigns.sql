@@ -52,6 +52,14 @@
 --                    OUT_OF_MEMORY), lost_timeout_gpu_hours, lost_other_gpu_hours (CANCELLED, PREEMPTED, ...);
 --                    restart_startup_gpu_hours: GPUs × start-up (GPU-hours held while starting up)
 --   last_state       how the campaign's last run ended
+--- [mart]
+--- grain = "one row per training campaign (a run, its requeues and resubmissions)"
+--- scope = "project"
+--- parameters = { campaign_gap_hours = 6.0 }
+--- depends = ["hung_jobs"]
+--- columns = ["user", "account", "project", "job_name", "gpus", "first_submit_ts", "first_start_ts", "last_end_ts", "runs", "interrupted_runs", "max_gpus", "job_ids", "wall_s", "initial_wait_s", "running_s", "restart_wait_s", "restart_startup_s", "restart_startup_gpu_hours", "restarts", "restarts_without_startup", "lost_s", "productive_s", "ettr", "gpu_hours", "gpu_hours_lost", "lost_hang_gpu_hours", "lost_node_fail_gpu_hours", "lost_failed_gpu_hours", "lost_timeout_gpu_hours", "lost_other_gpu_hours", "last_state"]
+--- user_columns = ["user"]
+--- export = 27
 WITH
 runs AS (
     SELECT job_id, submit_ts, user, account, project, job_name, state, gpus, nodes, array_job_id,

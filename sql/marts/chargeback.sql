@@ -4,6 +4,12 @@
 -- cost.sql's, included). Requeued runs count: the resources were held. {project} ('' for every project) keeps
 -- one project's rows; its shares and cost are still of the whole model's allocation. The runs' GPU time per
 -- node and hour is the run_node_hour grain's (the part of each hour inside the window).
+--- [mart]
+--- grain = "one row per project and GPU model"
+--- scope = "project"
+--- depends = ["cost"]
+--- columns = ["project", "gpu_model", "runs", "allocated_gpu_h", "share_of_model_allocation", "cost", "currency"]
+--- export = 17
 WITH
 alloc AS (
     SELECT d.project AS project, i.gpu_model AS gpu_model,

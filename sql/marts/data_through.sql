@@ -6,6 +6,10 @@
 --   as_of_ts    the history's as-of time (NULL for a cluster without job records, which is not cut)
 -- sql/intermediate/capacity_node_hour.sql makes the same cut in the grain; marts that read raw time series
 -- include this one (`{{mart data_through}}`) to stop at the same time.
+--- [mart]
+--- grain = "one row: where the window's figures stop"
+--- scope = "cluster"
+--- columns = ["through_ts", "partial", "as_of_ts"]
 SELECT least({to_ts:DateTime('UTC')}, ifNull(a.as_of, {to_ts:DateTime('UTC')})) AS through_ts,
        through_ts < {to_ts:DateTime('UTC')} AS partial,
        a.as_of AS as_of_ts

@@ -5,6 +5,11 @@
 -- by its telemetry GPU-hours, without forming every run first. Delivered tensor compute in PFLOP and in
 -- PFLOP/s-days (÷ 86,400, as cost.sql's pflop_days). runs: the runs that held GPUs in the window, as
 -- job_efficiency.sql lists them.
+--- [mart]
+--- grain = "one row per project, and the scope ('')"
+--- scope = "project"
+--- columns = ["project_key", "runs", "gpu_hours", "telemetry_gpu_hours", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_energy_kwh", "nic_rx_bytes", "nic_tx_bytes", "storage_read_bytes", "storage_write_bytes", "delivered_pflop", "delivered_pflop_days"]
+--- export = 7
 WITH
 runs AS (
     SELECT if(grouping(project) = 1, '', project) AS project_key, count() AS runs

@@ -1,6 +1,11 @@
 -- How job runs of {project} ('' for the whole cluster) ended in [from_ts, to_ts): every run that ran and
 -- ended in the window (a requeued job's earlier runs are outcomes too), by count and by the GPU-hours
 -- they held inside the window.
+--- [mart]
+--- grain = "one row per final state"
+--- scope = "project"
+--- columns = ["state", "runs", "gpu_runs", "gpu_hours", "run_share", "gpu_hour_share"]
+--- export = 6
 SELECT
     state,
     count() AS runs,

@@ -15,6 +15,12 @@
 --                                   has no rest-of-node energy: rest_kwh counts only what was measured)
 --   carbon_hourly_share             the part of facility_kwh priced at an hourly carbon intensity (the rest at
 --                                   the constant, or not at all)
+--- [mart]
+--- grain = "one row per project, and the scope ('')"
+--- scope = "project"
+--- depends = ["efficiency", "job_energy"]
+--- columns = ["project_key", "runs", "gpu_hours", "gpu_kwh", "rest_kwh", "it_kwh", "facility_kwh", "kg_co2e", "kwh_per_gpu_hour", "kg_co2e_per_gpu_hour", "delivered_pflop_days", "facility_kwh_per_pflop_day", "gpu_counter_share", "node_power_measured_share", "carbon_hourly_share"]
+--- export = 25
 WITH
 jobs AS (SELECT project, gpu_hours, gpu_kwh, gpu_counter_kwh, rest_kwh, it_kwh, facility_kwh, kg_co2e, node_power,
                 carbon_hourly_kwh
@@ -36,9 +42,7 @@ SELECT s.project_key AS project_key, s.n_runs AS runs, s.t_gpu_hours AS gpu_hour
        s.t_rest_kwh AS rest_kwh, s.t_it_kwh AS it_kwh, s.t_facility_kwh AS facility_kwh, s.t_kg_co2e AS kg_co2e,
        s.t_it_kwh / nullIf(s.t_gpu_hours, 0) AS kwh_per_gpu_hour,
        s.t_kg_co2e / nullIf(s.t_gpu_hours, 0) AS kg_co2e_per_gpu_hour,
-       -- the scope's row: its projects' sum (efficiency.sql's own total row does not survive this join)
-       if(s.project_key = '', sum(if(s.project_key != '', ifNull(d.delivered_pflop_days, 0), 0)) OVER (),
-          d.delivered_pflop_days) AS delivered_pflop_days,
+       d.delivered_pflop_days AS delivered_pflop_days,
        s.t_facility_kwh / nullIf(delivered_pflop_days, 0) AS facility_kwh_per_pflop_day,
        s.gpu_counter_share AS gpu_counter_share, s.node_power_measured_share AS node_power_measured_share,
        s.carbon_hourly_share AS carbon_hourly_share

@@ -13,6 +13,12 @@
 -- the window, whatever {project} selects (the hardware is the cluster's: a project's report gives the same
 -- model MTTF per job size as the cluster's). Only this rate is read from other projects' runs: a number,
 -- no job or user.
+--- [mart]
+--- grain = "one row per job size class, and the scope ('')"
+--- scope = "project"
+--- parameters = { xid_failure_minutes = 10.0 }
+--- columns = ["size_class", "min_gpus", "runs_ended", "mean_nodes", "node_days", "run_hours", "node_fail_runs", "hw_failures", "failed_after_xid", "node_fail_run_gpu_hours", "xid_failed_run_gpu_hours", "hw_lost_gpu_hours", "failures_per_1000_node_days", "mttf_observed_h", "cluster_failures_per_1000_node_days", "mttf_model_h"]
+--- export = 9
 WITH runs AS (
     SELECT cluster, job_id, submit_ts, gpus, nnodes, nodes, state, start_ts, end_ts, wall_s,
            {project:String} = '' OR project = {project:String} AS in_scope

@@ -5,6 +5,11 @@
 --   first_sample_ts  the first and last sample time in the window (NULL when none): hangs are looked for
 --   last_sample_ts   between them only
 --   step_s           the longest sampling step in the window (a hang's length is exact to within one)
+--- [mart]
+--- grain = "one row: whether per-sample telemetry covers the window"
+--- scope = "cluster"
+--- columns = ["covered", "first_sample_ts", "last_sample_ts", "step_s"]
+--- export = 20
 SELECT toUInt8(count() > 0) AS covered,
        if(covered = 1, min(ts), NULL) AS first_sample_ts,
        if(covered = 1, max(ts), NULL) AS last_sample_ts,

@@ -18,6 +18,13 @@
 --   restart_overhead_gpu_hours   what restarts cost in GPU-hours held: each restarted run's GPUs × its start-up
 --                                (the wait in the queue holds no GPU: it is in restart_wait_hours and in ETTR's
 --                                wall time, never in a GPU-hour figure, so overhead ≤ the runs' GPU-hours)
+--- [mart]
+--- grain = "one row per project, and the scope ('')"
+--- scope = "project"
+--- parameters = { campaign_min_gpus = 64 }
+--- depends = ["campaigns"]
+--- columns = ["project_key", "campaigns", "unknown_campaigns", "large_campaigns", "ettr", "ettr_all", "gpu_hours", "gpu_hours_lost", "lost_hang_gpu_hours", "lost_node_fail_gpu_hours", "lost_failed_gpu_hours", "lost_timeout_gpu_hours", "lost_other_gpu_hours", "initial_wait_hours", "restart_wait_hours", "restarts", "restart_startup_hours", "restart_overhead_gpu_hours"]
+--- export = 28
 WITH
 sums AS (
     SELECT if(grouping(project) = 1, '', project) AS project_key,

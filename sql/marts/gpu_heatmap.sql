@@ -3,6 +3,12 @@
 -- data reaches (data_through.sql), as in capacity_node_hour: the whole days of the window that ended by
 -- then from the daily rollup (gpu_day), the other hours from the hourly one (gpu_hour); both are
 -- time-weighted sums over the hours with samples, so the split changes no figure.
+--- [mart]
+--- grain = "one row per GPU (rack, node, index)"
+--- scope = "cluster"
+--- depends = ["data_through"]
+--- columns = ["rack", "node", "gpu", "gpu_util_pct", "power_w"]
+--- export = 15
 WITH
     (SELECT through_ts FROM ({{mart data_through}})) AS cut,
     toStartOfDay({from_ts:DateTime('UTC')} + 86399) AS d0,

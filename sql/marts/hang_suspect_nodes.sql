@@ -15,6 +15,11 @@
 --   runs_ended        the runs with GPUs on the node that ended in the window (any state): what the hangs
 --                     are out of, since a node in many large jobs is in many hangs of other nodes' making
 --   hang_share        hangs ÷ runs_ended
+--- [mart]
+--- grain = "one row per node that was in a hung run"
+--- scope = "project"
+--- depends = ["hung_jobs"]
+--- columns = ["node", "hangs", "multi_node_hangs", "suspect", "hang_hours", "hung_gpu_hours", "first_hang_ts", "last_hang_ts", "runs_ended", "hang_share"]
 WITH
 per_node AS (
     SELECT node,

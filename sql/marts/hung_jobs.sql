@@ -27,6 +27,13 @@
 --                    {project} selects: the project picks which runs are listed, never a run's figures (so a
 --                    run's suspects are the same in its project's report and the cluster's; node names only)
 -- hang_suspect_nodes.sql counts the hangs per node.
+--- [mart]
+--- grain = "one row per hung run"
+--- scope = "project"
+--- parameters = { hang_minutes = 20 }
+--- columns = ["job_id", "submit_ts", "user", "account", "project", "state", "nodes", "nnodes", "gpus", "start_ts", "end_ts", "last_busy_ts", "hang_start_ts", "hang_minutes", "hung_gpu_hours", "idle_samples", "suspect_nodes"]
+--- user_columns = ["user"]
+--- export = 21
 WITH
 candidates AS (
     SELECT job_id, submit_ts, user, account, project, state, nodes, nnodes, gpus,

@@ -18,6 +18,13 @@
 -- gpu_util_pct, observed_minutes, attribution; capex (gpu_hours at each node's write-off per GPU-hour,
 -- capex_per_gpu_hour with the cost model of its GPU model: what the idle GPUs cost, energy aside;
 -- NULL where the model has no cost) and currency. idle_gpu_users.sql sums these per user and project.
+--- [mart]
+--- grain = "one row per run that held its GPUs idle"
+--- scope = "project"
+--- parameters = { idle_min_minutes = 60 }
+--- columns = ["job_id", "submit_ts", "user", "account", "project", "state", "nnodes", "gpus", "nodes", "start_ts", "end_ts", "gpu_hours", "telemetry_gpu_hours", "gpu_util_pct", "observed_minutes", "attribution", "capex", "currency"]
+--- user_columns = ["user"]
+--- export = 22
 WITH
 held AS (
     SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,

@@ -13,6 +13,13 @@
 --                         by user name); the report's "top users per project" are the first ranks.
 --                         0 on the other rows
 --   worst_job_id          the run with the most idle GPU-hours (ties: the earliest start)
+--- [mart]
+--- grain = "one row per user, per project, and the scope ('all')"
+--- scope = "project"
+--- depends = ["idle_gpu_jobs"]
+--- columns = ["level", "project", "user", "runs", "gpu_hours", "whole_node_gpu_hours", "shared_gpu_hours", "capex", "currency", "share_of_project", "rank_in_project", "worst_job_id"]
+--- user_columns = ["user"]
+--- export = 23
 WITH
 jobs AS (SELECT job_id, user, project, start_ts, gpu_hours AS run_gpu_hours, attribution, capex AS run_capex, currency
          FROM ({{mart idle_gpu_jobs}})),

@@ -14,6 +14,13 @@
 -- those runs and not for all of the month's; when the grain holds fewer runs than that, every run.
 -- runs: the runs that held GPUs in the window (those the grain holds, and any that held them for no time at
 -- all: listed with nothing); shared: their GPU time and telemetry share per node, inside the window
+--- [mart]
+--- grain = "one row per run with GPU time in the window"
+--- scope = "project"
+--- parameters = { runs_limit = 0 }
+--- columns = ["job_id", "submit_ts", "user", "account", "project", "partition", "state", "gpus", "nnodes", "start_ts", "end_ts", "wall_s", "is_superseded", "nodes", "gpu_model", "gpu_hours", "telemetry_gpu_hours", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_energy_kwh", "nic_rx_bytes", "nic_tx_bytes", "storage_read_bytes", "storage_write_bytes", "delivered_pflop", "slowest_node_util_pct", "median_node_util_pct", "slowest_node"]
+--- user_columns = ["user"]
+--- export = 8
 WITH largest AS (
     SELECT job_id, submit_ts
     FROM run_node_hour FINAL

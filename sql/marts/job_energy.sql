@@ -22,6 +22,12 @@
 --   carbon_source  which intensity its node-hours took: 'hourly' (all from the table), 'constant' (none),
 --                  'hourly and constant', 'hourly with gaps' (the rest had none: no constant), or 'none'
 --   carbon_hourly_kwh  the part of facility_kwh priced at an hourly intensity
+--- [mart]
+--- grain = "one row per run with GPU time in the window"
+--- scope = "project"
+--- columns = ["job_id", "submit_ts", "user", "account", "project", "gpus", "gpu_model", "gpu_hours", "gpu_kwh", "gpu_counter_kwh", "rest_kwh", "it_kwh", "facility_kwh", "kg_co2e", "gpu_energy_source", "node_power", "carbon_source", "carbon_hourly_kwh"]
+--- user_columns = ["user"]
+--- export = 26
 WITH
 hours AS (
     SELECT job_id, submit_ts, node, hour, gpu_model, account,

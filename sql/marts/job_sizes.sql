@@ -2,6 +2,11 @@
 -- ('' for the whole cluster) in [from_ts, to_ts).
 --   jobs       GPU jobs that started in the window, counted once (the last run of a requeued job)
 --   gpu_hours  allocated GPUs × the part of every run (requeued ones included) inside the window
+--- [mart]
+--- grain = "one row per job size class"
+--- scope = "project"
+--- columns = ["size_class", "min_gpus", "jobs", "gpu_hours", "job_share", "gpu_hour_share"]
+--- export = 4
 SELECT
     gpu_size_class(gpus) AS size_class,
     min(gpus) AS min_gpus,

@@ -5,6 +5,13 @@
 -- regular expression: maintenance, firmware and the like, work the site planned, not a fault of the node).
 -- Events stop where the loaded data does (data_through.sql: the window's end, or the as-of time of a month
 -- in progress); an event still open at the last load lasts to then.
+--- [mart]
+--- grain = "one row per node with a DOWN or DRAIN event"
+--- scope = "cluster"
+--- parameters = { planned_drain_reasons = "(?i)maint|firmware|upgrade|planned|scheduled" }
+--- depends = ["data_through"]
+--- columns = ["node", "down_events", "drain_events", "planned_drain_events", "down_hours", "drained_hours", "reasons", "repeated", "cluster_down_per_1000_node_days"]
+--- export = 12
 WITH
     (SELECT through_ts FROM ({{mart data_through}})) AS cut_ts,
 ev AS (

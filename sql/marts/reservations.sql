@@ -9,6 +9,12 @@
 --                   still held (the utilization counts those GPUs as allocated, not drained). Per node-hour the
 --                   larger of the usable reserved time and the used time, so used ≤ reserved
 --   idle_gpu_h      reserved − used: the utilization's reserved unused time (reserved_idle_gpu_s)
+--- [mart]
+--- grain = "one row per reservation"
+--- scope = "project"
+--- depends = ["data_through"]
+--- columns = ["reservation", "accounts", "partition", "start_ts", "end_ts", "reserved_gpu_h", "used_gpu_h", "idle_gpu_h", "use_ratio"]
+--- export = 19
 WITH through AS (SELECT through_ts FROM ({{mart data_through}})),
 hours AS (
     SELECT r.name AS name, any(r.accounts) AS accounts, any(r.partition) AS partition,

@@ -1,6 +1,11 @@
 -- Observation 2: run time and queue wait per GPU-count class, for GPU jobs of {project} ('' for the whole
 -- cluster) that ended in [from_ts, to_ts) (run time: start to end of the last run) and that started in it
 -- (wait: start − submit of the last run). cdf_s holds the run-time quantiles 0.01, 0.02, … 1.00 (exact).
+--- [mart]
+--- grain = "one row per job size class"
+--- scope = "project"
+--- columns = ["size_class", "min_gpus", "jobs_ended", "run_p50_s", "run_p90_s", "run_p99_s", "run_mean_s", "cdf_s", "jobs_started", "wait_p50_s", "wait_p90_s", "wait_mean_s"]
+--- export = 5
 SELECT
     gpu_size_class(gpus) AS size_class,
     min(gpus) AS min_gpus,

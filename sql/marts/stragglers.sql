@@ -8,6 +8,12 @@
 -- hours the run held the node whole: a node's utilization in an hour it held only in part counts whatever
 -- ran on it before or after (a node idle until the run started at :50 looked behind peers that were busy
 -- with other jobs); a run held for no whole hour is not judged.
+--- [mart]
+--- grain = "one row per node that ran behind its peers"
+--- scope = "project"
+--- parameters = { behind_ratio = 0.8 }
+--- columns = ["node", "multi_node_runs", "runs_behind", "util_vs_peers", "util_pct", "behind_ratio"]
+--- export = 14
 WITH pieces AS (
     SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
            sum(r.node_util * r.held_s) / nullIf(sum(if(r.node_util IS NOT NULL, r.held_s, 0)), 0) AS util

@@ -11,6 +11,12 @@
 --   jobs_started        jobs (last runs) whose start falls in the period; wait_hours = start - submit of those
 --   jobs_ended          jobs (last runs) that ran and whose end falls in the period
 --   jobs_cancelled_before_start  jobs that ended without ever being allocated nodes
+--- [mart]
+--- grain = "one row per group (the grouping columns asked for) and period"
+--- kind = "dates"
+--- scope = "cluster"
+--- takes = ["from_date", "to_date"]  # whole days, to_date inclusive
+--- parameters = { period = "none", tz = "UTC" }
 WITH
     toDateTime({from_date:Date}, {tz:String}) AS w_start,
     toDateTime({to_date:Date} + 1, {tz:String}) AS w_end,

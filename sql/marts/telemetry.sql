@@ -1,8 +1,13 @@
--- telemetry: a quick look at what is loaded, per cluster | node | gpu | gpu_model, over [from, to+1 day).
+-- telemetry: a quick look at what is loaded, per cluster | node | gpu | gpu_model, over [from_date, to_date + 1 day).
 -- {{key}} is the validated grouping expression (ops_warehouse.telemetry.BY_KEYS). Ratios are means over
 -- samples; energy and bytes are sums of the per-step amounts; "throttled" counts samples whose clock-event
 -- reasons carry a power or thermal slowdown bit (sql/functions/gpu_is_throttled.sql). A metric with no
 -- samples is null.
+--- [mart]
+--- grain = "one row per key (cluster, node, GPU or GPU model)"
+--- kind = "dates"
+--- scope = "cluster"
+--- takes = ["from_date", "to_date"]  # whole days, to_date inclusive
 WITH
     toDateTime({from_date:Date}, 'UTC') AS w_start,
     toDateTime({to_date:Date} + 1, 'UTC') AS w_end,

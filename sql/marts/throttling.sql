@@ -4,6 +4,12 @@
 -- hours per GPU, with its peak temperature. Hours that ended by the time the loaded data reaches
 -- (data_through.sql), as in capacity_node_hour: whole days from the daily rollup (gpu_day), the other
 -- hours from gpu_hour, as in gpu_heatmap.sql.
+--- [mart]
+--- grain = "one row per throttled GPU"
+--- scope = "cluster"
+--- depends = ["data_through"]
+--- columns = ["node", "gpu", "gpu_model", "throttled_hours", "temp_c_max"]
+--- export = 13
 WITH
     (SELECT through_ts FROM ({{mart data_through}})) AS cut,
     toStartOfDay({from_ts:DateTime('UTC')} + 86399) AS d0,

@@ -1,5 +1,12 @@
 -- The users of {project} in [from_ts, to_ts): jobs started, GPU-hours held inside the window, and how
 -- their jobs ended. Never called without a project: a project report must not list other projects' users.
+--- [mart]
+--- grain = "one row per user of the project"
+--- scope = "project"
+--- columns = ["user", "jobs_started", "gpu_hours", "completed", "failed"]
+--- user_columns = ["user"]
+--- export = 29
+--- project_only = true
 SELECT user,
        countIf(NOT is_superseded AND start_ts >= {from_ts:DateTime('UTC')} AND start_ts < {to_ts:DateTime('UTC')}) AS jobs_started,
        sum(gpus * overlap_s(usage_start_ts, usage_end_ts, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})) / 3600 AS gpu_hours,

@@ -14,6 +14,12 @@
 --                     should hours of the window have been refreshed under different settings)
 -- A month in progress counts to the time the loaded job history reaches, not to its end: the grain is
 -- cut there (sql/intermediate/capacity_node_hour.sql, data_through.sql).
+--- [mart]
+--- grain = "one row per level (cluster, GPU model, partition) and key"
+--- scope = "cluster"
+--- columns = ["level", "key", "capacity_gpu_h", "down_gpu_h", "drained_gpu_h", "available_gpu_h", "unavailable_gpu_h", "allocated_gpu_h", "reserved_gpu_h", "reserved_idle_gpu_h", "free_gpu_h", "allocated_idle_gpu_h", "allocated_observed_gpu_h", "utilization", "busy_gpu_h", "telemetry_gpu_h", "gpu_energy_kwh", "idle_util_pct", "observed_own_gpu_share"]
+--- filters = { level = "level" }
+--- export = 1
 SELECT
     multiIf(grouping(gpu_model) = 0, 'gpu_model', grouping(partition) = 0, 'partition', 'cluster') AS level,
     if(grouping(gpu_model) = 0, gpu_model, if(grouping(partition) = 0, partition, '')) AS key,

@@ -2,6 +2,12 @@
 -- GPU-hours (the stacked timeline of the monthly report), with {project}'s own allocation ('' for none:
 -- the run_node_hour grain's GPU time of its runs).
 -- A month in progress has days up to the time the loaded data reaches (data_through.sql).
+--- [mart]
+--- grain = "one row per day"
+--- scope = "project"
+--- depends = ["data_through"]
+--- columns = ["day", "capacity_gpu_h", "down_gpu_h", "drained_gpu_h", "allocated_gpu_h", "reserved_idle_gpu_h", "free_gpu_h", "allocated_idle_gpu_h", "project_allocated_gpu_h"]
+--- export = 3
 WITH project_alloc AS (
     SELECT toDate(r.hour) AS day,
            sum(r.gpus_per_node * overlap_s(r.s, r.e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})) / 3600 AS gpu_h

@@ -1,6 +1,10 @@
 -- Allocated ÷ capacity GPU-hours by day per what-if scenario in [from_ts, to_ts) (allocated_of_capacity, as
 -- whatif_summary.sql names it: not the report's utilization, allocated ÷ available), from the replays in the
 -- session's temporary tables (whatif_summary.sql).
+--- [mart]
+--- grain = "one row per scenario and day"
+--- kind = "whatif"
+--- scope = "cluster"
 WITH
 days AS (SELECT arrayJoin(arrayMap(d -> toDateTime(toDate({from_ts:DateTime('UTC')}) + d, 'UTC'),
                                    range(toUInt32(dateDiff('day', {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}))))) AS day),

@@ -8,6 +8,10 @@
 --   gpus               the GPUs it held; for a job still pending, the GPUs it asked for (sacct prints no
 --                      AllocTRES for a job that has not started: ReqTRES's gres/gpu)
 --   timelimit_s        its time limit (0: none recorded)
+--- [mart]
+--- grain = "one row per scenario and month of the history"
+--- kind = "whatif"
+--- scope = "cluster"
 WITH jobs AS (
     SELECT *,
            NOT is_final AND start_ts IS NULL AS pending,

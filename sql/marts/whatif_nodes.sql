@@ -1,6 +1,10 @@
 -- The nodes of {cluster} a what-if replay places jobs on (analytics/whatif.py): each node of the inventory
 -- in service at some time before to_ts, with the intervals of [from_ts, to_ts) in which it was down or
 -- drained (node_event, any state: no job starts on it then), as [start, end) epoch-second pairs.
+--- [mart]
+--- grain = "one row per scenario and GPU model"
+--- kind = "whatif"
+--- scope = "cluster"
 SELECT i.node AS node, i.partition AS partition, i.gpu_model AS gpu_model, i.gpus AS gpus,
        i.in_service_ts AS in_service_ts, i.retired_ts AS retired_ts,
        ifNull(e.unusable, []) AS unusable

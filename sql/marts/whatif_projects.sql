@@ -1,6 +1,10 @@
 -- GPU-hours served per project and what-if scenario in [from_ts, to_ts) (the jobs' GPUs × the part of their
 -- run inside the window), with the project's median wait; from the replays in the session's temporary
 -- tables (whatif_summary.sql). {project} '' for every project.
+--- [mart]
+--- grain = "one row per scenario and project"
+--- kind = "whatif"
+--- scope = "project"
 SELECT scenario, project,
        sum(gpus * if(start_ts IS NULL, 0, overlap_s({from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')},
                                                     assumeNotNull(start_ts), assumeNotNull(end_ts)))) / 3600 AS gpu_hours,

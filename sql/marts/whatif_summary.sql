@@ -26,6 +26,10 @@
 --   allocated_of_capacity_error_pts  (this scenario's allocated_of_capacity − the observed one's) × 100: for
 --                               'replay', how far the replay is from what happened, the error to read every
 --                               figure with
+--- [mart]
+--- grain = "one row per scenario"
+--- kind = "whatif"
+--- scope = "cluster"
 WITH
 nodes AS (
     SELECT n.scenario AS scenario,

@@ -3,6 +3,10 @@
 -- those that started in it, p50 and p90 of their waits (start − submit, hours), those still waiting at its
 -- end; and wait_p50_ratio, the class's median wait ÷ the observed one (for 'replay': the replay's error,
 -- NULL where the observed median is 0 or the class did not run).
+--- [mart]
+--- grain = "one row per scenario and job size class"
+--- kind = "whatif"
+--- scope = "cluster"
 WITH w AS (
     SELECT scenario, gpu_size_class(gpus) AS size_class, min(gpus) AS min_gpus,
            count() AS jobs,

@@ -1,0 +1,123 @@
+"""What each mart declares about itself, in the ``--- `` lines of its file (TOML under ``[mart]``), as dbt's
+models/*.yml describe jaffle-shop's models:
+
+    --- [mart]
+    --- grain = "one row per hung run"
+    --- scope = "project"                 # "project": takes {project} ('' the whole cluster); "cluster": never
+    --- parameters = { hang_minutes = 20 } # the ones its own text names, with the report's values
+    --- depends = ["data_through"]        # the marts it includes ({{mart name}})
+    --- columns = ["job_id", ...]         # what it returns, in order
+    --- user_columns = ["user"]           # pseudonymized with --anonymize-users
+    --- filters = { level = "level" }     # the API's keyword -> the column it keeps rows on
+    --- export = 21                       # its place in `ops-report export` (absent: not exported)
+    --- project_only = true               # only for a project (users): the API requires one
+
+``kind`` is "window" (the default: a window [from_ts, to_ts) of one cluster), "dates" (whole days
+``takes`` names: summary, telemetry) or "whatif" (over the what-if's temporary tables). The declarations are
+read once; :func:`check` holds each to its text (the parameters and includes it names), and the tests hold
+the columns to what the mart returns (tests/test_declarations.py).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ops_warehouse.errors import OpsError
+from ops_warehouse.sqlfiles import split_statements, sql_files
+
+KINDS = ("window", "dates", "whatif")
+SCOPES = ("cluster", "project")
+# what every window mart is given besides its declared parameters: the window, the cluster, the project, and
+# the site's settings (config [reports] idle_util_pct, [energy] carbon_g_per_kwh)
+GIVEN = frozenset({"cluster", "from_ts", "to_ts", "project", "idle_util_pct", "carbon_g_per_kwh"})
+_KEYS = {"grain", "kind", "scope", "takes", "parameters", "depends", "columns", "user_columns", "filters", "export", "project_only"}
+
+
+@dataclass(frozen=True)
+class Mart:
+    name: str
+    grain: str
+    scope: str
+    kind: str = "window"
+    takes: tuple[str, ...] = ()
+    parameters: dict = field(default_factory=dict)
+    depends: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
+    user_columns: tuple[str, ...] = ()
+    filters: dict = field(default_factory=dict)
+    export: int | None = None
+    project_only: bool = False
+
+
+def _parse(name: str, text: str) -> Mart:
+    block = "\n".join(line[4:] for line in text.splitlines() if line.startswith("--- "))
+    try:
+        doc = tomllib.loads(block)["mart"]
+    except (tomllib.TOMLDecodeError, KeyError) as e:
+        raise OpsError(f"sql/marts/{name}.sql: no [mart] declaration in its '--- ' lines ({e})") from None
+    unknown = set(doc) - _KEYS
+    if unknown:
+        raise OpsError(f"sql/marts/{name}.sql declares what no mart declares: {', '.join(sorted(unknown))}")
+    for key in ("grain", "scope"):
+        if key not in doc:
+            raise OpsError(f"sql/marts/{name}.sql: its declaration lacks {key}")
+    if doc["scope"] not in SCOPES or doc.get("kind", "window") not in KINDS:
+        raise OpsError(f"sql/marts/{name}.sql: scope is one of {', '.join(SCOPES)}, kind one of {', '.join(KINDS)}")
+    return Mart(name=name, grain=doc["grain"], scope=doc["scope"], kind=doc.get("kind", "window"),
+                takes=tuple(doc.get("takes", ())), parameters=dict(doc.get("parameters", {})),
+                depends=tuple(doc.get("depends", ())), columns=tuple(doc.get("columns", ())),
+                user_columns=tuple(doc.get("user_columns", ())), filters=dict(doc.get("filters", {})),
+                export=doc.get("export"), project_only=bool(doc.get("project_only", False)))
+
+
+@lru_cache(maxsize=None)
+def marts() -> dict[str, Mart]:
+    """Every mart's declaration, by name (sql/marts/*.sql)."""
+    return {n[:-4]: _parse(n[:-4], text) for n, text in sql_files("marts")}
+
+
+def mart(name: str) -> Mart:
+    try:
+        return marts()[name]
+    except KeyError:
+        raise OpsError(f"no mart named {name!r}; marts: {', '.join(sorted(marts()))}") from None
+
+
+def check(m: Mart, text: str) -> list[str]:
+    """What the declaration of ``m`` says that its file's text does not (empty: they agree): the parameters
+    its own statements name beyond GIVEN, and the marts they include."""
+    code = "\n".join(split_statements(text))
+    named = set(re.findall(r"\{(\w+):", code)) - GIVEN
+    wrong = []
+    if named != set(m.parameters) | set(m.takes):
+        wrong.append(f"names the parameters {sorted(named)}, declares {sorted(set(m.parameters) | set(m.takes))}")
+    included = set(re.findall(r"\{\{mart (\w+)", code))
+    if included != set(m.depends):
+        wrong.append(f"includes {sorted(included)}, declares depends = {sorted(m.depends)}")
+    if m.scope == "project" and m.kind == "window" and "{project:String}" not in code and not m.depends:
+        wrong.append("declares scope 'project' but takes no {project}")
+    if not set(m.user_columns) <= set(m.columns):
+        wrong.append(f"declares user columns {sorted(set(m.user_columns) - set(m.columns))} it does not return")
+    return wrong
+
+
+def parameters() -> dict:
+    """The window marts' parameters with their declared values, each named by the marts that use it (one value
+    whoever declares it: a parameter means one thing)."""
+    out: dict = {}
+    for m in marts().values():
+        for k, v in m.parameters.items():
+            if m.kind != "window":
+                continue
+            if k in out and out[k] != v:
+                raise OpsError(f"parameter {k} is declared {out[k]!r} by one mart and {v!r} by sql/marts/{m.name}.sql")
+            out[k] = v
+    return out
+
+
+def exported() -> list[str]:
+    """The marts `ops-report export` writes, in their declared order."""
+    return [m.name for m in sorted((m for m in marts().values() if m.export is not None), key=lambda m: m.export)]
