@@ -25,34 +25,10 @@ from ops_warehouse.analytics import declarations
 from ops_warehouse.errors import OpsError
 from ops_warehouse.sqlfiles import sql_query
 
-# The parameters some marts take beyond the window and the project, with the report's values: a node is a
-# straggler under behind_ratio of its run's median node (stragglers.sql); the report's largest jobs are the
-# top_jobs runs by GPU-hours (largest_jobs.sql). The report records the values it ran with.
-# runs_limit: job_efficiency for only the runs holding the most GPU-hours (0: every run; the largest-jobs
-# mart sets it to top_jobs, so that it forms the efficiency of those runs alone).
-# A hung run's GPUs all idled, with its NICs quiet, for at least hang_minutes before it ended (hung_jobs.sql;
-# the NIC and checkpoint thresholds are the config's, applied by the loads: run_telemetry). 20, not 30: the hang's length is measured from the first idle sample, so a hang killed
-# by a 30-minute NCCL watchdog measures between 30 minutes less one sampling step and 30; a site whose
-# watchdog is shorter (PyTorch's NCCL default is 10 minutes) sets it lower. An idle-GPU run held its GPUs
-# under the idle threshold (the config's idle_util_pct) for at least idle_min_minutes (idle_gpu_jobs.sql).
-# A node is on the swap list at swap_min_score points (node_health.sql: 3 a hardware fault, 1 an unplanned DRAIN
-# without an Xid or a day throttled in 30 days, 2 a run behind its peers beyond the second, the whole 6 for failed runs or
-# hangs significantly above its share): two faults, a week throttled, five runs behind its peers. Significant:
-# a Poisson upper tail below swap_alpha ÷ the nodes scored. A drain whose reason matches planned_drain_reasons
-# is planned work, never a fault. reservation '' scores every node, a name only that reservation's.
-# A run continues the campaign of an interrupted run of the same user, account, job name and GPU count when it
-# is submitted within campaign_gap_hours after that run's end (campaigns.sql): 6, because what carries a
-# training run on after a crash resubmits within minutes (Slurm's --requeue, an afternotok dependency or a
-# watcher script) and an engineer on call within hours, while users reuse a few names ("train", "finetune")
-# for unrelated work a day apart; a site whose teams resubmit by hand the next morning sets 16. ETTR is
-# reported for campaigns of campaign_min_gpus or more (goodput.sql: 64, eight nodes, where the published
-# model's failures start to matter) and for all.
-# A run failed on hardware when it ended NODE_FAIL, or FAILED within xid_failure_minutes after a hardware Xid
-# on one of its nodes (failures_by_size.sql): 10, because after a fatal Xid the process on that GPU fails
-# within seconds and its peers on the other nodes when their collective times out (PyTorch's NCCL watchdog
-# default is 10 minutes); an Xid earlier in a run that went on working did not end it.
-# The values are declared by the marts that name them (their "--- parameters" lines: hung_jobs.sql declares
-# hang_minutes = 20), read here once: ops_warehouse.analytics.declarations.
+# The parameters some marts take beyond the window and the project, with the report's values (the report
+# records the values it ran with): each declared by the marts that name it, in their "--- parameters" line,
+# and explained in the comment above it (hung_jobs.sql: hang_minutes = 20, and why 20, not 30); read here
+# once (ops_warehouse.analytics.declarations), one value whoever declares it.
 PARAMETERS = declarations.parameters()
 
 

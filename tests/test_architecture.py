@@ -136,3 +136,15 @@ def test_private_names_stay_in_their_module():
                 crossing += [f"{f.relative_to(REPO)}:{node.lineno} {a.name}" for a in node.names
                              if a.name.startswith("_") and not a.name.startswith("__")]
     assert crossing == []
+
+
+def test_the_package_root_imports_nothing_heavy():
+    """`import ops_warehouse.errors` (what every module starts with) loads the root, and the root no longer
+    imports the API with it: no engine client, no polars, no warehouse. `ops_warehouse.connect` is still
+    there, looked up on first use (PEP 562)."""
+    probe = ("import sys, ops_warehouse.errors; heavy = [m for m in ('ops_warehouse.analytics.api', "
+             "'ops_warehouse.warehouse', 'clickhouse_connect', 'chdb', 'polars', 'pyarrow') if m in sys.modules]; "
+             "import ops_warehouse; print(heavy, ops_warehouse.connect.__module__)")
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd="/")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["[]", "ops_warehouse.analytics.api"], p.stdout

@@ -52,6 +52,10 @@
 --                    OUT_OF_MEMORY), lost_timeout_gpu_hours, lost_other_gpu_hours (CANCELLED, PREEMPTED, ...);
 --                    restart_startup_gpu_hours: GPUs × start-up (GPU-hours held while starting up)
 --   last_state       how the campaign's last run ended
+-- Why campaign_gap_hours = 6: what carries a training run on after a crash resubmits within minutes (Slurm's
+-- --requeue, an afternotok dependency or a watcher script) and an engineer on call within hours, while users
+-- reuse a few names ("train", "finetune") for unrelated work a day apart; a site whose teams resubmit by hand
+-- the next morning sets 16.
 --- [mart]
 --- grain = "one row per training campaign (a run, its requeues and resubmissions)"
 --- scope = "project"

@@ -13,6 +13,9 @@
 -- the window, whatever {project} selects (the hardware is the cluster's: a project's report gives the same
 -- model MTTF per job size as the cluster's). Only this rate is read from other projects' runs: a number,
 -- no job or user.
+-- Why xid_failure_minutes = 10: after a fatal Xid the process on that GPU fails within seconds and its peers on
+-- the other nodes when their collective times out (PyTorch's NCCL watchdog default is 10 minutes); an Xid
+-- earlier in a run that went on working did not end it.
 --- [mart]
 --- grain = "one row per job size class, and the scope ('')"
 --- scope = "project"

@@ -18,6 +18,8 @@
 --   restart_overhead_gpu_hours   what restarts cost in GPU-hours held: each restarted run's GPUs × its start-up
 --                                (the wait in the queue holds no GPU: it is in restart_wait_hours and in ETTR's
 --                                wall time, never in a GPU-hour figure, so overhead ≤ the runs' GPU-hours)
+-- Why campaign_min_gpus = 64: eight nodes, where the published model's failures start to matter; ETTR is
+-- reported for those campaigns and for all.
 --- [mart]
 --- grain = "one row per project, and the scope ('')"
 --- scope = "project"

@@ -27,6 +27,10 @@
 --                    {project} selects: the project picks which runs are listed, never a run's figures (so a
 --                    run's suspects are the same in its project's report and the cluster's; node names only)
 -- hang_suspect_nodes.sql counts the hangs per node.
+-- Why hang_minutes = 20, not 30: a hang's length is measured from the first idle sample, so a hang killed by a
+-- 30-minute NCCL watchdog measures between 30 minutes less one sampling step and 30; a site whose watchdog is
+-- shorter (PyTorch's NCCL default is 10 minutes) sets it lower. The NIC and checkpoint thresholds are the
+-- config's, applied by the loads (run_telemetry).
 --- [mart]
 --- grain = "one row per hung run"
 --- scope = "project"

@@ -18,6 +18,8 @@
 -- gpu_util_pct, observed_minutes, attribution; capex (gpu_hours at each node's write-off per GPU-hour,
 -- capex_per_gpu_hour with the cost model of its GPU model: what the idle GPUs cost, energy aside;
 -- NULL where the model has no cost) and currency. idle_gpu_users.sql sums these per user and project.
+-- Why idle_min_minutes = 60: an idle run held its GPUs under the idle threshold for at least an hour of
+-- telemetry, not a short pause between phases.
 --- [mart]
 --- grain = "one row per run that held its GPUs idle"
 --- scope = "project"

@@ -14,6 +14,8 @@
 -- those runs and not for all of the month's; when the grain holds fewer runs than that, every run.
 -- runs: the runs that held GPUs in the window (those the grain holds, and any that held them for no time at
 -- all: listed with nothing); shared: their GPU time and telemetry share per node, inside the window
+-- runs_limit: the efficiency of only the runs holding the most GPU-hours (0: every run; largest_jobs.sql sets it
+-- to top_jobs, so that it forms the efficiency of those runs alone).
 --- [mart]
 --- grain = "one row per run with GPU time in the window"
 --- scope = "project"

@@ -1,6 +1,7 @@
 -- The {top_jobs} runs of {project} ('' for all) holding the most GPU-hours in [from_ts, to_ts), with their
 -- efficiency and slowest node (job_efficiency.sql, included below): the monthly report's largest jobs and
 -- its Gantt chart.
+-- Why top_jobs = 15: the report lists the 15 runs holding the most GPU-hours; it records the value it ran with.
 --- [mart]
 --- grain = "one row per run, the top_jobs runs by GPU-hours"
 --- scope = "project"

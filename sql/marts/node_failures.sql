@@ -5,6 +5,7 @@
 -- regular expression: maintenance, firmware and the like, work the site planned, not a fault of the node).
 -- Events stop where the loaded data does (data_through.sql: the window's end, or the as-of time of a month
 -- in progress); an event still open at the last load lasts to then.
+-- planned_drain_reasons: a drain whose reason matches is planned work (maintenance, firmware), never a fault.
 --- [mart]
 --- grain = "one row per node with a DOWN or DRAIN event"
 --- scope = "cluster"

@@ -32,6 +32,10 @@
 --   node (4 in 1,000 node-days fail); two are a repeater
 --   swap   1 when score >= {swap_min_score}; rank: by score, then node
 --   reasons  the non-zero parts, in that order
+-- Why swap_min_score = 6: two faults (3 each), a week throttled, or five runs behind their peers put a node on
+-- the swap list; failed multi-node runs or hangs significantly above its share (a Poisson upper tail below
+-- swap_alpha = 0.01 ÷ the nodes scored) score the whole 6. A drain whose reason matches planned_drain_reasons is
+-- planned work, never a fault. reservation '' scores every node, a name only that reservation's.
 --- [mart]
 --- grain = "one row per in-service node (the scorecard)"
 --- scope = "cluster"

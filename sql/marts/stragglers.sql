@@ -8,6 +8,7 @@
 -- hours the run held the node whole: a node's utilization in an hour it held only in part counts whatever
 -- ran on it before or after (a node idle until the run started at :50 looked behind peers that were busy
 -- with other jobs); a run held for no whole hour is not judged.
+-- Why behind_ratio = 0.8 (the report's): a node is a straggler under 0.8 of its run's median node.
 --- [mart]
 --- grain = "one row per node that ran behind its peers"
 --- scope = "project"
