@@ -151,6 +151,8 @@ def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], 
         project = ""  # a cluster-level mart (node_health, cost, ...) is the cluster's in a project's report too
     state = _ONCE.get(wh)
     if state is None:
+        if not declarations.mart(name).depends:  # nothing to share: the query alone, no table to fill and read
+            return run_file(wh, f"marts/{name}.sql", cluster=cluster, window=window, project=project, **params)
         with each_mart_once(wh):
             return run_mart(wh, name, cluster=cluster, window=window, project=project, **params)
     if _reads_whatif(name):  # the what-if's marts read tables that change between replays: never kept
