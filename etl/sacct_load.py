@@ -44,6 +44,7 @@ class LoadResult:
     defaults: list[str] = field(default_factory=list)
     first_ts: datetime | None = None  # the earliest start (or submit) of the runs written
     extracted_through: datetime | None = None  # how far the source was complete when read, where known
+    newest_change: datetime | None = None  # the source's newest change read (slurmdbd: its watermark)
     # the zone the file was loaded in before, when it was another: the rows of that load were replaced
     replaced_zone: str | None = None
 

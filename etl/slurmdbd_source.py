@@ -178,6 +178,11 @@ def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, clu
         if refresh:
             # node events and reservations change the hours they cover, which the window bounds
             refresh_after_jobs(wh, min((t for t in (result.first_ts, w0) if t is not None), default=None), old)
+        # last: a load killed before its grains were refreshed (SIGKILL: nothing runs after it) leaves the mark
+        # where it was, so the next incremental load reads its jobs again and refreshes them (before, the
+        # rerun read only later changes and job_run missed the killed load's runs: CI, 2026-12-03)
+        if result.newest_change is not None:
+            set_watermark(wh, watermark_key(db, cluster), result.newest_change)
     return result
 
 
@@ -219,6 +224,6 @@ def _load(wh, db: DbUrl, password: str, cluster: str, w0: datetime | None, w1: d
                      "reservation": resv.with_columns(now, source=pl.lit(source))})
     result.events_loaded, result.reservations_loaded = events.height, resv.height
     if newest.height and newest.item() is not None:
-        set_watermark(wh, watermark_key(db, cluster), newest.item())
+        result.newest_change = newest.item()  # the watermark, moved by load_slurmdbd once the grains are refreshed
         if result.extracted_through is None:
             result.extracted_through = newest.item()
