@@ -33,6 +33,7 @@ from ops_warehouse.analytics.periods import (
     month_window,
     parse_month,
     resolve_cluster,
+    utc_day,
     utc_time,
 )
 from ops_warehouse.config import Config, load_config
@@ -49,8 +50,8 @@ def _analysis() -> SimpleNamespace:
     needs them."""
     from ops_warehouse.analytics import checks, export, marts, monthly, summary, telemetry, whatif  # polars: first call
 
-    return SimpleNamespace(summary=summary.summary, telemetry=telemetry.telemetry, run_mart=marts.run_mart, PARAMETERS=marts.PARAMETERS, run_checks=checks.run_checks,
-                           monthly_report=monthly.monthly_report, export_month=export.export_month,
+    return SimpleNamespace(run_mart=marts.run_mart, PARAMETERS=marts.PARAMETERS, run_checks=checks.run_checks,
+                           summary=summary.summary, telemetry=telemetry.telemetry, monthly_report=monthly.monthly_report, export_month=export.export_month,
                            whatif=whatif.whatif, parse_change=whatif.parse_change)
 
 
@@ -490,7 +491,7 @@ class Connection:
         (['A', 'B'], True)
         """
         with self.session() as w:
-            return _analysis().summary(w, _day(date_from, "date_from"), _day(date_to, "date_to"), by, period, tz)
+            return _analysis().summary(w, utc_day(date_from, "date_from"), utc_day(date_to, "date_to"), by, period, tz)
 
     def telemetry(self, date_from, date_to, *, by: str = "cluster") -> pl.DataFrame:
         """What the loaded telemetry says over the whole days ``date_from`` .. ``date_to`` per ``by`` (cluster,
@@ -502,7 +503,7 @@ class Connection:
         (['ai1'], True)
         """
         with self.session() as w:
-            return _analysis().telemetry(w, _day(date_from, "date_from"), _day(date_to, "date_to"), by)
+            return _analysis().telemetry(w, utc_day(date_from, "date_from"), utc_day(date_to, "date_to"), by)
 
     # ------------------------------------------------------------------ the laws
     def check(self, month=None, *, project: str | None = None, cluster=None, start=None, end=None,
@@ -539,18 +540,6 @@ class Connection:
 
         return _analysis().export_month(self, Path(out), month, project=project, cluster=cluster,
                                         anonymize_users=anonymize_users)
-
-
-def _day(value, what: str) -> date:
-    """A whole day: a date, or its ISO text."""
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    try:
-        return date.fromisoformat(str(value))
-    except ValueError:
-        raise OpsError(f"{what} must be a day (YYYY-MM-DD), not {value!r}") from None
 
 
 def connect(dsn: str | None = None, *, config: str | Path | None = None) -> Connection:

@@ -13,9 +13,10 @@ models/*.yml describe jaffle-shop's models:
     --- project_only = true               # only for a project (users): the API requires one
 
 ``kind`` is "window" (the default: a window [from_ts, to_ts) of one cluster), "dates" (whole days
-``takes`` names: summary, telemetry) or "whatif" (over the what-if's temporary tables). The declarations are
-read once; :func:`check` holds each to its text (the parameters and includes it names), and the tests hold
-the columns to what the mart returns (tests/test_declarations.py).
+``takes`` names: summary, telemetry) or "whatif" (the what-if's: most read the replays' temporary tables).
+The declarations are read once; :func:`check` holds each to its text (the parameters and includes it names),
+and the tests hold the columns to what the mart returns (tests/test_monthly_scenario.py,
+test_every_declared_mart_is_what_it_declares).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ SCOPES = ("cluster", "project")
 # what every window mart is given besides its declared parameters: the window, the cluster, the project, and
 # the site's settings (config [reports] idle_util_pct, [energy] carbon_g_per_kwh)
 GIVEN = frozenset({"cluster", "from_ts", "to_ts", "project", "idle_util_pct", "carbon_g_per_kwh"})
-_KEYS = {"grain", "kind", "scope", "takes", "parameters", "depends", "columns", "user_columns", "filters", "export", "project_only"}
+_KEYS = {"grain", "kind", "scope", "takes", "parameters", "depends", "columns", "user_columns", "filters", "export",
+         "project_only"}
 
 
 @dataclass(frozen=True)
@@ -108,10 +110,8 @@ def parameters() -> dict:
     """The window marts' parameters with their declared values, each named by the marts that use it (one value
     whoever declares it: a parameter means one thing)."""
     out: dict = {}
-    for m in marts().values():
+    for m in (m for m in marts().values() if m.kind == "window"):
         for k, v in m.parameters.items():
-            if m.kind != "window":
-                continue
             if k in out and out[k] != v:
                 raise OpsError(f"parameter {k} is declared {out[k]!r} by one mart and {v!r} by sql/marts/{m.name}.sql")
             out[k] = v

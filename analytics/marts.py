@@ -58,8 +58,8 @@ def each_mart_once(wh):
     evaluated once per parameters into a temporary table of the session (nothing is written to the
     warehouse, as for the what-if's tables) and every reader reads that table: a report or the laws evaluate
     each mart once, and an included mart gives its whole result whichever of its columns the includer reads
-    (a GROUPING SETS total row survives a reader of none of its aggregates). Every run_mart and run_file
-    call outside a block runs in one of its own. The marts over the what-if's own temporary tables are
+    (a GROUPING SETS total row survives a reader of none of its aggregates). Outside a block, a run_mart
+    or run_file call whose query includes a mart runs in a block of its own. The marts over the what-if's own temporary tables are
     always inlined (those tables change from one replay to the next). Yields the block's evaluation counts
     (``.evaluations``: mart → times); nested blocks share the outer one."""
     if wh in _ONCE:
@@ -75,11 +75,6 @@ def each_mart_once(wh):
                 wh.command(f"DROP TEMPORARY TABLE IF EXISTS {table}")
             except Exception:  # the session is gone (a closed engine): so are its temporary tables
                 pass
-
-
-@lru_cache(maxsize=None)
-def _reads_whatif(name: str) -> bool:
-    return bool(re.search(r"\bwhatif_(run|node)\b", mart_sql(name)))
 
 
 def _text(wh, relpath: str, params: dict) -> str:
@@ -98,6 +93,13 @@ def _text(wh, relpath: str, params: dict) -> str:
     return sql_query(relpath, included)
 
 
+@lru_cache(maxsize=None)
+def _reads_whatif(name: str) -> bool:
+    # (whatif_history, whatif_nodes and whatif_reservations read the history and the inventory, not the
+    # replays' tables: those are kept like any mart)
+    return bool(re.search(r"\bwhatif_(run|node)\b", mart_sql(name)))
+
+
 # the column a mart's table numbers its rows in, so that a reader of the mart itself gets them in the mart's
 # order (a Memory table read by several threads hands its blocks back in any order)
 _ROW = "_mart_row"
@@ -113,6 +115,7 @@ def _table(wh, state: "_Evaluated", name: str, params: dict) -> str:
     """The temporary table holding mart ``name``'s result for ``params``, evaluated on first use. The key is
     the parameters the mart names, so a mart asked for by the report and included by another mart (hung_jobs,
     by node_health and by campaigns) with the same window, project and settings is one evaluation."""
+    params = {**params, "project": _scoped(declarations.mart(name), params.get("project", ""))}
     key = (name, tuple(sorted((k, repr(params.get(k))) for k in _parameter_names(name))))
     if key not in state.tables:
         sql = _text(wh, f"marts/{name}.sql", params)
@@ -124,6 +127,12 @@ def _table(wh, state: "_Evaluated", name: str, params: dict) -> str:
         state.tables[key] = table
         state.evaluations[name] += 1
     return state.tables[key]
+
+
+def _scoped(m: declarations.Mart, project: str) -> str:
+    """The project mart ``m`` runs for: a cluster-level mart (node_health, cost, ...) is the cluster's in a
+    project's report too, whether asked for or included."""
+    return "" if m.scope == "cluster" else project
 
 
 def _bound(sql: str, params: dict) -> dict:
@@ -144,14 +153,13 @@ def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], 
              **params) -> pl.DataFrame:
     """Mart ``name``'s rows for the window of ``cluster`` (and ``project``): evaluated once per parameters inside
     :func:`each_mart_once`, whether asked for here or included by another mart, and read from its table;
-    outside a block, in a block of its own (so a mart it includes gives its whole result there too)."""
-    if not re.fullmatch(r"\w+", name):
-        raise OpsError(f"no mart named {name!r}")
-    if declarations.mart(name).scope == "cluster":
-        project = ""  # a cluster-level mart (node_health, cost, ...) is the cluster's in a project's report too
+    outside a block, one that includes marts in a block of its own (so they give their whole results there
+    too), one that includes none as its query alone."""
+    m = declarations.mart(name)  # (an unknown name, or one like ../x, is refused here)
+    project = _scoped(m, project)
     state = _ONCE.get(wh)
     if state is None:
-        if not declarations.mart(name).depends:  # nothing to share: the query alone, no table to fill and read
+        if not m.depends:  # nothing to share: the query alone, no table to fill and read
             return run_file(wh, f"marts/{name}.sql", cluster=cluster, window=window, project=project, **params)
         with each_mart_once(wh):
             return run_mart(wh, name, cluster=cluster, window=window, project=project, **params)

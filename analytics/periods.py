@@ -79,6 +79,18 @@ def last_complete_month(latest: datetime, first: datetime) -> date:
     return m
 
 
+def utc_day(value, what: str) -> date:
+    """A whole day (summary and telemetry take days): a date, a datetime's day, or its ISO text."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        raise OpsError(f"{what} must be a day (YYYY-MM-DD), not {value!r}") from None
+
+
 def utc_time(value, what: str) -> datetime:
     if isinstance(value, datetime):
         return value if value.tzinfo else value.replace(tzinfo=timezone.utc)

@@ -115,9 +115,9 @@ class Warehouse:
         """A point in a long load where the warehouse is consistent: if other processes wait for the
         embedded warehouse, close the engine, let them have their turns, then open it again. Nothing to do on
         a server, or when nobody waits."""
-        engine = self._engine
-        if engine is None or engine.users != 1 or not engine.turn.others_waiting():
+        if not self.others_waiting():
             return
+        engine = self._engine
         engine.client.close()
         engine.turn.let_waiting_go()
         engine.client = _open_chdb(self.embedded_path)

@@ -66,7 +66,7 @@ def _check_whole(p: Path) -> None:
 def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cluster: str | None = None,
                      progress=None, refresh_days: int = REFRESH_DAYS) -> dict:
     """Load the exporter day files of whole days ``date_from`` .. ``date_to``, refreshing the grains after at
-    most ``refresh_days`` days (1: after each day, as before 2026-12; bench/bench_telemetry_load.py)."""
+    most ``refresh_days`` days (1: after each day, as before 2026-12; bench/bench_telemetry_refresh.py)."""
 
     root = Path(root)
     if (root / "telemetry").is_dir():
