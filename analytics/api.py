@@ -11,7 +11,7 @@ as functions taking a period, a project and filters. The report calls these very
     True
     >>> sizes = wh.job_sizes("2026-10", project="A")
     >>> sizes.columns[:4]
-    ['size_class', 'min_gpus', 'jobs', 'gpu_hours']
+    ['size_class', 'min_gpus', 'jobs', 'gpu_h']
 
 A period is a month (``"2026-10"``, a ``date``, or None for the last complete month with jobs) or any
 window ``start=..., end=...`` (``[start, end)``, UTC). Every function returns a polars DataFrame
@@ -324,7 +324,7 @@ class Connection:
         :meth:`fine_telemetry` for whether the answer is "none" or "unknown".
 
         >>> h = wh.hung_jobs("2026-10")
-        >>> bool((h["hang_minutes"] >= 20).all() and (h["hung_gpu_hours"] > 0).all())
+        >>> bool((h["hang_minutes"] >= 20).all() and (h["hung_gpu_h"] > 0).all())
         True
         """
         return self.mart("hung_jobs", month, project=project, cluster=cluster, start=start, end=end,
@@ -487,7 +487,7 @@ class Connection:
         (sql/marts/summary.sql).
 
         >>> s = wh.summary("2026-10-01", "2026-10-03", by=["project"])
-        >>> s["project"].to_list()[:2], bool((s["gpu_hours"] > 0).all())
+        >>> s["project"].to_list()[:2], bool((s["gpu_h"] > 0).all())
         (['A', 'B'], True)
         """
         with self.session() as w:

@@ -11,6 +11,7 @@ models/*.yml describe jaffle-shop's models:
     --- filters = { level = "level" }     # the API's keyword -> the column it keeps rows on
     --- export = 21                       # its place in `ops-report export` (absent: not exported)
     --- project_only = true               # only for a project (users): the API requires one
+    --- rule = "Points: 3 a fault, ..."   # the rule in a sentence for readers of the report (node_health)
 
 ``kind`` is "window" (the default: a window [from_ts, to_ts) of one cluster), "dates" (whole days
 ``takes`` names: summary, telemetry) or "whatif" (the what-if's: most read the replays' temporary tables).
@@ -35,7 +36,7 @@ SCOPES = ("cluster", "project")
 # the site's settings (config [reports] idle_util_pct, [energy] carbon_g_per_kwh)
 GIVEN = frozenset({"cluster", "from_ts", "to_ts", "project", "idle_util_pct", "carbon_g_per_kwh"})
 _KEYS = {"grain", "kind", "scope", "takes", "parameters", "depends", "columns", "user_columns", "filters", "export",
-         "project_only"}
+         "project_only", "rule"}
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class Mart:
     filters: dict = field(default_factory=dict)
     export: int | None = None
     project_only: bool = False
+    rule: str = ""
 
 
 def _parse(name: str, text: str) -> Mart:
@@ -72,7 +74,8 @@ def _parse(name: str, text: str) -> Mart:
                 takes=tuple(doc.get("takes", ())), parameters=dict(doc.get("parameters", {})),
                 depends=tuple(doc.get("depends", ())), columns=tuple(doc.get("columns", ())),
                 user_columns=tuple(doc.get("user_columns", ())), filters=dict(doc.get("filters", {})),
-                export=doc.get("export"), project_only=bool(doc.get("project_only", False)))
+                export=doc.get("export"), project_only=bool(doc.get("project_only", False)),
+                rule=doc.get("rule", ""))
 
 
 @lru_cache(maxsize=None)

@@ -7,7 +7,7 @@ period, the scope and each file's rows and columns. A project export holds what 
 holds: its own jobs and users, and the cluster-level aggregates (capacity, cost by GPU model, node
 reliability) that carry no user or job of another project.
 
-    duckdb -c "SELECT size_class, gpu_hours FROM 'exports/ai1-A-2026-10/job_sizes.parquet'"
+    duckdb -c "SELECT size_class, gpu_h FROM 'exports/ai1-A-2026-10/job_sizes.parquet'"
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from ops_warehouse.analytics.whatif import parse_change, whatif_report
 from ops_warehouse.errors import OpsError
 from ops_warehouse.migrations import warehouse_cost_model
 
-SCHEMA_VERSION = "4.0"
+SCHEMA_VERSION = "5.0"
 SIZE_CLASSES = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
 
 
@@ -176,6 +176,7 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "hang_nic_bytes_per_s": wh.cfg.hang_nic_bytes_per_s,
         "idle_min_minutes": PARAMETERS["idle_min_minutes"],
         "swap_min_score": PARAMETERS["swap_min_score"],
+        "node_score_rule": declarations.mart("node_health").rule,  # the score in a sentence, as the mart declares it
         "xid_failure_minutes": PARAMETERS["xid_failure_minutes"],
         "users_anonymized": anonymize_users,
         "utilization": _rows(util),

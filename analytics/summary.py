@@ -12,7 +12,7 @@ from ops_warehouse.sqlfiles import sql_text
 BY_KEYS = ("cluster", "account", "project", "partition", "qos", "user", "gpu_type", "gpu_count_bin",
            "job_size_bin", "wall_time_bin")
 PERIODS = ("none", "day", "month")
-STATISTICS = ("jobs_ended", "jobs_started", "jobs_cancelled_before_start", "cpu_hours", "gpu_hours",
+STATISTICS = ("jobs_ended", "jobs_started", "jobs_cancelled_before_start", "cpu_hours", "gpu_h",
               "node_hours", "wall_hours", "wait_hours", "avg_wait_hours")
 
 

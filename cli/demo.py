@@ -149,10 +149,10 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     print(f"Project A's effective training time ratio (ETTR, GPU-weighted): {pct(g and g['ettr'])} over its "
           f"{g['large_campaigns'] if g else 0} training campaigns of 64+ GPUs, {pct(g and g['ettr_all'])} over all "
           f"{g['campaigns'] if g else 0}; GPU-hours of work lost at interruptions: "
-          f"{g['gpu_hours_lost'] if g else 0:,.0f}.")
-    worst = f" (the worst held {hung[0]['hung_gpu_hours']:,.0f} GPU-hours after it hung)" if hung else ""
+          f"{g['lost_gpu_h'] if g else 0:,.0f}.")
+    worst = f" (the worst held {hung[0]['hung_gpu_h']:,.0f} GPU-hours after it hung)" if hung else ""
     print(f"Hung runs: {len(hung)}{worst}; "
-          f"idle-GPU runs: {idle['runs']}, {idle['gpu_hours']:,.0f} GPU-hours at under "
+          f"idle-GPU runs: {idle['runs']}, {idle['gpu_h']:,.0f} GPU-hours at under "
           f"{reports[0]['idle_util_pct']:g}% utilization.")
     wi = reports[0].get("whatif")
     if wi:  # what the next purchase buys (issue 18): the [[whatif]] scenario, read against the replay's error

@@ -75,7 +75,7 @@ def size_shares(r: dict) -> bytes | None:
     fig = _figure(7, 3.6, bottom=0.15)
     ax = fig.add_subplot()
     jobs = [100 * (row["job_share"] or 0) for row in rows]
-    hours = [100 * (row["gpu_hour_share"] or 0) for row in rows]
+    hours = [100 * (row["gpu_h_share"] or 0) for row in rows]
     _rects(ax, x - 0.4, x, np.zeros(len(rows)), jobs, "#4a5568")
     _rects(ax, x, x + 0.4, np.zeros(len(rows)), hours, "#2b6cb0")
     ax.set_ylim(0, max(jobs + hours + [1]) * 1.05)
@@ -198,7 +198,7 @@ def failures(r: dict) -> bytes | None:
     names = [s["state"] for s in states]
     fig = _figure(9, 3.6, left=_margin_for(names, 10, 9), right=0.98, bottom=0.15, wspace=0.3)
     a1, a2 = fig.subplots(1, 2)
-    a1.barh(names, [s["gpu_hours"] or 0 for s in states], color="#4a5568")
+    a1.barh(names, [s["gpu_h"] or 0 for s in states], color="#4a5568")
     a1.set_xlabel("GPU-hours")
     a1.set_title("How runs ended (GPU-hours)")
     codes = sorted(r["xid_codes"], key=lambda x: x["xid"])
@@ -218,14 +218,14 @@ def waste(r: dict) -> bytes | None:
     fig = _figure(9, 3.4, left=0.08, right=0.98, bottom=0.2, wspace=0.3)
     a1, a2 = fig.subplots(1, 2)
     names = [u["project"] for u in projects]
-    whole = [u["whole_node_gpu_hours"] or 0 for u in projects]
+    whole = [u["whole_node_gpu_h"] or 0 for u in projects]
     a1.bar(names, whole, color="#2b6cb0", label="whole nodes")
-    a1.bar(names, [u["shared_gpu_hours"] or 0 for u in projects], bottom=whole, color="#90cdf4", label="shared nodes")
+    a1.bar(names, [u["shared_gpu_h"] or 0 for u in projects], bottom=whole, color="#90cdf4", label="shared nodes")
     a1.set_ylabel("GPU-hours")
     a1.set_title("GPU-hours held idle, by project")
     if projects:
         a1.legend(fontsize=8, frameon=False)
-    a2.bar([str(h["job_id"]) for h in hung], [h["hung_gpu_hours"] for h in hung], color="#c53030")
+    a2.bar([str(h["job_id"]) for h in hung], [h["hung_gpu_h"] for h in hung], color="#c53030")
     a2.set_ylabel("GPU-hours")
     a2.set_title("Hung runs: GPU-hours lost")
     for t in a2.get_xticklabels():

@@ -133,7 +133,7 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
                 ["", "capacity", "down", "drained", "allocated", "reserved unused", "free", "allocated idle",
                  "utilization"], rows, "capacity_timeline"))
 
-    rows = [[s["size_class"], _num(s["jobs"]), _pct(s["job_share"]), _num(s["gpu_hours"]), _pct(s["gpu_hour_share"])]
+    rows = [[s["size_class"], _num(s["jobs"]), _pct(s["job_share"]), _num(s["gpu_h"]), _pct(s["gpu_h_share"])]
             for s in r["job_sizes"]]
     out.append(("Job sizes", f"GPU jobs of {who} started in the month; GPU-hours held in it.",
                 ["GPUs", "jobs", "share of jobs", "GPU-hours", "share of GPU-hours"], rows, "size_shares"))
@@ -158,11 +158,11 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
     out.append(("Efficiency", f"Time-weighted over the GPU time of {who}'s jobs with telemetry.",
                 ["", r["month"], r["previous_month"]], rows, "gpu_heatmap"))
     if r["efficiency_by_project"]:
-        rows = [[e["project_key"], _num(e["gpu_hours"]), _num(e["gpu_util_pct"], 1), _num(e["sm_active"], 3),
+        rows = [[e["project_key"], _num(e["gpu_h"]), _num(e["gpu_util_pct"], 1), _num(e["sm_active"], 3),
                  _num(e["tensor_active"], 3), _num(e["gpu_energy_kwh"])] for e in r["efficiency_by_project"]]
         out.append(("Efficiency by project", "", ["project", "GPU-hours", "GPU util %", "SM active",
                                                   "tensor active", "energy kWh"], rows, None))
-    rows = [[str(j["job_id"]), j["user"], j["state"], _num(j["gpus"]), _num(j["gpu_hours"]),
+    rows = [[str(j["job_id"]), j["user"], j["state"], _num(j["gpus"]), _num(j["gpu_h"]),
              _num(j["gpu_util_pct"], 1), _num(j["tensor_active"], 3),
              f"{j['slowest_node'] or '–'} ({_num(j['slowest_node_util_pct'], 0)}% vs {_num(j['median_node_util_pct'], 0)}%)"]
             for j in r["largest_jobs"]]
@@ -170,13 +170,13 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
                 "nodes shows stragglers.", ["job", "user", "state", "GPUs", "GPU-hours", "GPU util %",
                                             "tensor", "slowest node"], rows, "gantt"))
 
-    rows = [[s["state"], _num(s["runs"]), _pct(s["run_share"]), _num(s["gpu_hours"]), _pct(s["gpu_hour_share"])]
+    rows = [[s["state"], _num(s["runs"]), _pct(s["run_share"]), _num(s["gpu_h"]), _pct(s["gpu_h_share"])]
             for s in r["end_states"]]
     out.append(("Reliability: how runs ended", "", ["state", "runs", "share", "GPU-hours", "share of GPU-hours"],
                 rows, "failures"))
     rows = [[f["size_class"], _num(f["runs_ended"]), _num(f["node_days"], 1), _num(f["hw_failures"]),
              _num(f["failures_per_1000_node_days"], 2), _num(f["mttf_observed_h"], 1), _num(f["mttf_model_h"], 1),
-             _num(f["hw_lost_gpu_hours"]), _num(f["node_fail_run_gpu_hours"]), _num(f["xid_failed_run_gpu_hours"])]
+             _num(f["hw_lost_gpu_h"]), _num(f["node_fail_run_gpu_h"]), _num(f["xid_failed_run_gpu_h"])]
             for f in r["failures_by_size"]]
     out.append(("Reliability: hardware failures by job size",
                 f"A hardware failure: NODE_FAIL, or FAILED within {r['xid_failure_minutes']:g} minutes after a "
@@ -219,21 +219,17 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
             for n in r["node_health"][:max(len(swap), 10)]]
     out.append(("Node health: the swap list",
                 f"{len(swap)} of {len(r['node_health'])} nodes to swap for reserve nodes before the next reservation "
-                f"(score {r['swap_min_score']:g} or more). Points: 3 a hardware fault (a DOWN, a DRAIN for an Xid, "
-                "a lone hardware Xid; an Xid and its DOWN are one), 1 another unplanned DRAIN, 1 a day throttled in 30 "
-                "days, 2 a run behind its peers beyond the second, and the whole score for failed multi-node runs "
-                "or hangs significantly above the node's share (Poisson, Bonferroni over the nodes). Planned "
-                "drains (maintenance, firmware) score nothing: one fault in a month is chance, two a repeater. "
+                f"(score {r['swap_min_score']:g} or more). {r['node_score_rule']} "
                 "`ops-report nodes` lists every node.",
                 ["rank", "node", "GPU model", "score", "swap", "reasons"], rows, None))
 
     g = _one(r["goodput"], project_key="")
     large = r.get("campaign_min_gpus", 64)
     rows = [[e["project_key"] or "all", _num(e["campaigns"]), _num(e["unknown_campaigns"]), _num(e["large_campaigns"]),
-             _pct(e["ettr"]), _pct(e["ettr_all"]), _num(e["gpu_hours"]), _num(e["gpu_hours_lost"]),
-             _num(e["lost_hang_gpu_hours"]), _num(e["lost_node_fail_gpu_hours"]), _num(e["lost_failed_gpu_hours"]),
-             _num(e["lost_timeout_gpu_hours"]), _num(e["lost_other_gpu_hours"]), _num(e["initial_wait_hours"]),
-             _num(e["restart_wait_hours"]), _num(e["restart_startup_hours"], 1), _num(e["restart_overhead_gpu_hours"])]
+             _pct(e["ettr"]), _pct(e["ettr_all"]), _num(e["gpu_h"]), _num(e["lost_gpu_h"]),
+             _num(e["lost_hang_gpu_h"]), _num(e["lost_node_fail_gpu_h"]), _num(e["lost_failed_gpu_h"]),
+             _num(e["lost_timeout_gpu_h"]), _num(e["lost_other_gpu_h"]), _num(e["initial_wait_hours"]),
+             _num(e["restart_wait_hours"]), _num(e["restart_startup_hours"], 1), _num(e["restart_overhead_gpu_h"])]
             for e in r["goodput"]]
     out.append(("Goodput: effective training time ratio",
                 f"Campaigns of {who}: a run with its requeues and the resubmissions of the same user, account, job "
@@ -254,7 +250,7 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
                  "start-up h", "restart GPU-h"], rows, "goodput"))
     rows = [[c["user"], c["job_name"], _num(c["runs"]), _num(c["interrupted_runs"]), _num(c["gpus"]),
              _hours(c["initial_wait_s"]), _hours(c["wall_s"]), _hours(c["restart_wait_s"]), _hours(c["lost_s"]),
-             _pct(c["ettr"]), _num(c["gpu_hours"])]
+             _pct(c["ettr"]), _num(c["gpu_h"])]
             for c in r["campaigns"]]
     out.append(("Goodput: the largest campaigns", "", ["user", "job name", "runs", "interrupted", "GPUs",
                                                         "initial wait", "wall", "restart wait", "lost work", "ETTR",
@@ -268,8 +264,8 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
     if hourly:
         carbon = (f"carbon at the grid's hourly intensity for {_pct(hourly)} of the facility energy "
                   f"(`ops-report etl carbon`), the rest: {carbon}")
-    rows = [[e["project_key"] or "all", _num(e["gpu_hours"]), _num(e["gpu_kwh"]), _num(e["rest_kwh"]),
-             _num(e["facility_kwh"]), _num(e["kg_co2e"]), _num(e["kwh_per_gpu_hour"], 3),
+    rows = [[e["project_key"] or "all", _num(e["gpu_h"]), _num(e["gpu_kwh"]), _num(e["rest_kwh"]),
+             _num(e["facility_kwh"]), _num(e["kg_co2e"]), _num(e["kwh_per_gpu_h"], 3),
              _num(e["facility_kwh_per_pflop_day"], 1)] for e in r["energy"]]
     out.append(("Energy and carbon",
                 f"Runs of {who}: GPU energy from the GPUs' energy counters ({_pct(scope.get('gpu_counter_share'))}; "
@@ -310,8 +306,8 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
            (f"GPU utilization of {who}'s jobs (%)", eff.get("gpu_util_pct"), eff_prev.get("gpu_util_pct"),
             lambda v: _num(v, 1), False),
            (f"hardware failures of {who}'s runs", f_now.get("hw_failures"), f_prev.get("hw_failures"), _num, False),
-           (f"GPU-hours lost to hardware failures, since checkpoints ({who})", f_now.get("hw_lost_gpu_hours"),
-            f_prev.get("hw_lost_gpu_hours"), _num, False)]
+           (f"GPU-hours lost to hardware failures, since checkpoints ({who})", f_now.get("hw_lost_gpu_h"),
+            f_prev.get("hw_lost_gpu_h"), _num, False)]
     rows = [[name, fmt(a), fmt(b), _delta(a, b, pp)] for name, a, b, fmt, pp in mom]
     out.append(("Month over month", "" if r["previous_month_has_data"] else f"No jobs are loaded for {r['previous_month']}.",
                 ["", r["month"], r["previous_month"], "change"], rows, None))
@@ -326,7 +322,7 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
                 ["project", "GPU model", "runs", "GPU-hours", "share of model", f"cost {cur}",
                  f"GPU-h vs {r['previous_month']}"], rows, None))
     if r["users"]:
-        rows = [[u["user"], _num(u["jobs_started"]), _num(u["gpu_hours"]), _num(u["completed"]), _num(u["failed"])]
+        rows = [[u["user"], _num(u["jobs_started"]), _num(u["gpu_h"]), _num(u["completed"]), _num(u["failed"])]
                 for u in r["users"]]
         out.append(("Users of the project", "", ["user", "jobs", "GPU-hours", "completed", "failed"], rows, None))
     return out
@@ -358,7 +354,7 @@ def _waste_sections(r: dict, who: str) -> list[tuple[str, str, list[str], list[l
                 f"{_when(fine['first_sample_ts'])} to {_when(fine['last_sample_ts'])} (every {fine['step_s']} s): "
                 "a hang's length is exact to within one step.")
     rows = [[str(h["job_id"]), h["user"], h["state"], _num(h["gpus"]), _nodes(h["nodes"]), _when(h["hang_start_ts"]),
-             _num(h["hang_minutes"]), _num(h["hung_gpu_hours"], 1), _nodes(h["suspect_nodes"])]
+             _num(h["hang_minutes"]), _num(h["hung_gpu_h"], 1), _nodes(h["suspect_nodes"])]
             for h in r["hung_jobs"][:20]]
     out.append(("Hung jobs", lead + (" Suspect nodes: in two or more of the month's hangs (a NIC, cable or GPU "
                                      "that stalls NCCL; swap them for reserve nodes)." if rows else ""),
@@ -369,16 +365,16 @@ def _waste_sections(r: dict, who: str) -> list[tuple[str, str, list[str], list[l
     cur = total.get("currency") or ""
     lead = (f"Runs of {who} that held GPUs at a mean utilization under {r['idle_util_pct']:g}% over at least "
             f"{r['idle_min_minutes']:g} minutes of telemetry: {_num(total.get('runs'))} runs, "
-            f"**{_num(total.get('gpu_hours'))} GPU-hours** ({_num(total.get('whole_node_gpu_hours'))} on whole "
-            f"nodes, measured per run; {_num(total.get('shared_gpu_hours'))} on shared nodes, where sacct gives no "
+            f"**{_num(total.get('gpu_h'))} GPU-hours** ({_num(total.get('whole_node_gpu_h'))} on whole "
+            f"nodes, measured per run; {_num(total.get('shared_gpu_h'))} on shared nodes, where sacct gives no "
             f"GPU indices and the node's mean stands for the run's), write-off {_num(total.get('capex'))} {cur}. "
             "Top users per project:")
-    rows = [[u["project"], u["user"], _num(u["runs"]), _num(u["gpu_hours"]), _pct(u["share_of_project"]),
+    rows = [[u["project"], u["user"], _num(u["runs"]), _num(u["gpu_h"]), _pct(u["share_of_project"]),
              _num(u["capex"]), str(u["worst_job_id"])]
             for u in r["idle_gpu_users"] if u["level"] == "user" and u["rank_in_project"] <= 3]
     out.append(("Idle GPUs: users", lead, ["project", "user", "runs", "idle GPU-h", "share of project's",
                                            f"cost {cur}", "worst run"], rows, "waste"))
-    rows = [[str(j["job_id"]), j["user"], j["project"], _num(j["gpus"]), _num(j["gpu_hours"], 1),
+    rows = [[str(j["job_id"]), j["user"], j["project"], _num(j["gpus"]), _num(j["gpu_h"], 1),
              _num(j["gpu_util_pct"], 1), _num(j["observed_minutes"]), j["attribution"]]
             for j in r["idle_gpu_jobs"][:15]]
     out.append(("Idle GPUs: the worst runs", "", ["job", "user", "project", "GPUs", "GPU-hours", "GPU util %",

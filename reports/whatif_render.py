@@ -33,11 +33,11 @@ def sections(w: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
     cur = w.get("currency", "")
     head = ["", *scen]
     metrics = [
-        ("nodes", "nodes", 0), ("capacity GPU-h", "capacity_gpu_hours", 0),
-        ("allocated GPU-h", "allocated_gpu_hours", 0), ("allocated ÷ capacity", "allocated_of_capacity", None),
-        ("unallocated GPU-h", "unallocated_gpu_hours", 0), ("jobs submitted", "jobs", 0), ("not started by the end", "jobs_not_started", 0),
+        ("nodes", "nodes", 0), ("capacity GPU-h", "capacity_gpu_h", 0),
+        ("allocated GPU-h", "allocated_gpu_h", 0), ("allocated ÷ capacity", "allocated_of_capacity", None),
+        ("unallocated GPU-h", "unallocated_gpu_h", 0), ("jobs submitted", "jobs", 0), ("not started by the end", "jobs_not_started", 0),
         ("wait, all jobs (h)", "wait_hours", 0), ("wait p50 (h)", "wait_p50_hours", 2), ("wait p90 (h)", "wait_p90_hours", 1),
-        (f"capex {cur}".strip(), "capex", 0), (f"capex per allocated GPU-h {cur}".strip(), "capex_per_allocated_gpu_hour", 3),
+        (f"capex {cur}".strip(), "capex", 0), (f"capex per allocated GPU-h {cur}".strip(), "capex_per_allocated_gpu_h", 3),
         ("nodes added", "added_nodes", 0), ("wait-hours saved", "wait_hours_saved", 0),
         ("wait-hours saved per added node", "wait_hours_saved_per_added_node", 1),
         (f"cost per wait-hour saved {cur}".strip(), "cost_per_wait_hour_saved", 2),
@@ -74,7 +74,7 @@ def sections(w: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
         if r["project"] not in projects:
             projects.append(r["project"])
     pb = {(r["scenario"], r["project"]): r for r in pj}
-    prow = [[p, *[_n(pb[(sc, p)]["gpu_hours"]) if (sc, p) in pb else "–" for sc in scen]] for p in projects]
+    prow = [[p, *[_n(pb[(sc, p)]["gpu_h"]) if (sc, p) in pb else "–" for sc in scen]] for p in projects]
     out.append(("GPU-hours served per project", "", ["project", *scen], prow, None))
     return out
 

@@ -50,7 +50,7 @@ def test_the_functions_give_the_reports_numbers(api, demo):
     c = next(r for r in cluster["utilization"] if r["level"] == "cluster")
     assert u["allocated_gpu_h"] == pytest.approx(c["allocated_gpu_h"], rel=1e-9)
     sizes = api.job_sizes(MONTH, project="A")
-    assert sizes["gpu_hours"].to_list() == pytest.approx([r["gpu_hours"] for r in report["job_sizes"]], rel=1e-9)
+    assert sizes["gpu_h"].to_list() == pytest.approx([r["gpu_h"] for r in report["job_sizes"]], rel=1e-9)
     # pandas for those who want it
     assert api.cost(MONTH).to_pandas().shape[0] == len(cluster["cost"])
     # a window that is not a month: the first day alone holds less allocation than the month
@@ -86,8 +86,8 @@ def test_export_reads_back_in_duckdb_with_the_reports_numbers(demo, tmp_path):
     for name, f in manifest["files"].items():  # every file is there with the rows the manifest says
         assert duckdb.sql(f"SELECT count(*) FROM '{folder / f['file']}'").fetchall()[0][0] == f["rows"], name
     q = lambda sql: duckdb.sql(sql.replace("@", str(folder))).fetchall()  # noqa: E731
-    (gpu_h, jobs), = q("SELECT sum(gpu_hours), sum(jobs) FROM '@/job_sizes.parquet'")
-    assert gpu_h == pytest.approx(sum(r["gpu_hours"] for r in report["job_sizes"]), rel=1e-9)
+    (gpu_h, jobs), = q("SELECT sum(gpu_h), sum(jobs) FROM '@/job_sizes.parquet'")
+    assert gpu_h == pytest.approx(sum(r["gpu_h"] for r in report["job_sizes"]), rel=1e-9)
     assert jobs == sum(r["jobs"] for r in report["job_sizes"])
     (p50,), = q("SELECT run_p50_s FROM '@/run_times.parquet' WHERE size_class = '1'")
     assert p50 == next(r["run_p50_s"] for r in report["run_times"] if r["size_class"] == "1")

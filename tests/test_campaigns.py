@@ -117,20 +117,20 @@ def test_campaigns_and_their_ettr(site):
     assert (a["runs"], a["interrupted_runs"], a["job_ids"], a["wall_s"], a["initial_wait_s"], a["running_s"],
             a["restart_wait_s"], a["lost_s"], a["restart_startup_s"], a["productive_s"]) == (
         2, 1, ["3001", "3002"], 32_400, 3_600, 28_800, 3_600, 3_600, 1_800, 23_400)
-    assert a["ettr"] == pytest.approx(23_400 / 32_400) and a["gpu_hours"] == pytest.approx(64)
-    assert (a["gpu_hours_lost"], a["lost_node_fail_gpu_hours"], a["last_state"]) == (pytest.approx(8), pytest.approx(8),
+    assert a["ettr"] == pytest.approx(23_400 / 32_400) and a["gpu_h"] == pytest.approx(64)
+    assert (a["lost_gpu_h"], a["lost_node_fail_gpu_h"], a["last_state"]) == (pytest.approx(8), pytest.approx(8),
                                                                                        "COMPLETED")
-    assert (a["restarts"], a["restarts_without_startup"], a["restart_startup_gpu_hours"]) == (1, 0, pytest.approx(4))
+    assert (a["restarts"], a["restarts_without_startup"], a["restart_startup_gpu_h"]) == (1, 0, pytest.approx(4))
     a2 = got[("alice", "llm", 15)]  # after a COMPLETED run: new work, whatever the gap
     assert (a2["job_ids"], a2["initial_wait_s"], a2["wall_s"], a2["ettr"]) == (["3005"], 10_800, 7_200, 1.0)
     d = got[("dave", "llm2", 11)]
-    assert (d["lost_s"], d["ettr"], d["lost_hang_gpu_hours"], d["lost_timeout_gpu_hours"]) == (
+    assert (d["lost_s"], d["ettr"], d["lost_hang_gpu_h"], d["lost_timeout_gpu_h"]) == (
         7_200, 0.0, pytest.approx(16), 0)
     assert got[("dave", "llm2", 20)]["job_ids"] == ["3007"]  # 7 h after the interruption: past the gap
     b = got[("bob", "sweep", 12)]
     assert (b["wall_s"], b["initial_wait_s"], b["running_s"], b["lost_s"], b["ettr"]) == (7_200, 1_800, 7_200, 0, 1.0)
     x = got[("carol", "x", 0)]
-    assert (x["lost_s"], x["ettr"], x["gpu_hours_lost"]) == (None, None, None)  # unknown, never 0
+    assert (x["lost_s"], x["ettr"], x["lost_gpu_h"]) == (None, None, None)  # unknown, never 0
     # the gap is a parameter: at 8 h dave's two runs are one campaign; alice's 3005 stays apart (3002 completed)
     wide = run_mart(site, "campaigns", cluster="t1", window=OCT, campaign_gap_hours=8.0)
     dave = wide.filter(pl.col("user") == "dave").row(0, named=True)
@@ -156,10 +156,10 @@ def test_goodput_per_project(site):
     assert g["A"]["ettr"] is None  # no campaign of 64 GPUs or more
     assert g["A"]["ettr_all"] == pytest.approx(34_200 / 50_400)
     assert g["B"]["ettr_all"] == 1.0 and g["C"]["ettr_all"] is None and g["C"]["unknown_campaigns"] == 1
-    assert g["A"]["gpu_hours_lost"] == pytest.approx(8 + 16)
-    assert (g["A"]["lost_node_fail_gpu_hours"], g["A"]["lost_hang_gpu_hours"], g["A"]["lost_timeout_gpu_hours"]) == (
+    assert g["A"]["lost_gpu_h"] == pytest.approx(8 + 16)
+    assert (g["A"]["lost_node_fail_gpu_h"], g["A"]["lost_hang_gpu_h"], g["A"]["lost_timeout_gpu_h"]) == (
         pytest.approx(8), pytest.approx(16), 0)
-    assert (g["A"]["restart_wait_hours"], g["A"]["restart_startup_hours"], g["A"]["restart_overhead_gpu_hours"]) == (
+    assert (g["A"]["restart_wait_hours"], g["A"]["restart_startup_hours"], g["A"]["restart_overhead_gpu_h"]) == (
         pytest.approx(1), pytest.approx(0.5), pytest.approx(4))  # 8 GPUs × the 0.5 h start-up: the wait holds none
     assert g["A"]["initial_wait_hours"] == pytest.approx(1 + 3)  # alice's two first waits, in no ETTR
     # the whole cluster: the campaigns whose ETTR is known (A's four, B's), C's counted as unknown

@@ -164,7 +164,7 @@ def test_the_hand_built_month_for_a_project(scenario_site, tmp_path):
         assert {n: o.status for n, o in got.items()} == {n: HOLDS for n in got}
         assert got["users_sum_to_project"].projects == ["B"]
         users = run_mart(wh, "users", cluster="t1", window=OCT, project="B")
-        assert users["gpu_hours"].sum() == pytest.approx(104)
+        assert users["gpu_h"].sum() == pytest.approx(104)
     finally:
         wh.close()
         close_embedded()

@@ -29,7 +29,7 @@ def test_etl_then_summary_json(dsn):
     data = json.loads(p.stdout)
     assert data and set(data[0]) == {
         "cluster", "gpu_count_bin", "wall_time_bin", "period_start", "jobs_ended", "jobs_started",
-        "jobs_cancelled_before_start", "cpu_hours", "gpu_hours", "node_hours", "wall_hours", "wait_hours",
+        "jobs_cancelled_before_start", "cpu_hours", "gpu_h", "node_hours", "wall_hours", "wait_hours",
         "avg_wait_hours"}
     assert {d["period_start"] for d in data} == {"2016-12-01", "2017-01-01"}
     assert sum(d["jobs_cancelled_before_start"] for d in data) == 239

@@ -106,10 +106,10 @@ def test_whatif_counts_the_jobs_still_pending_and_names_its_own_figures(tmp_path
     s = {r["scenario"]: r for r in w["summary"].to_dicts()}
     for sc in ("observed", "replay"):
         assert (s[sc]["jobs"], s[sc]["jobs_not_started"]) == (1, 2), sc
-        assert (s[sc]["capacity_gpu_hours"], s[sc]["allocated_gpu_hours"]) == (11_904, 11_904), sc
+        assert (s[sc]["capacity_gpu_h"], s[sc]["allocated_gpu_h"]) == (11_904, 11_904), sc
         assert s[sc]["allocated_of_capacity"] == pytest.approx(1.0), sc
         assert s[sc]["capex"] == pytest.approx(11_904 * CAPEX_PER_GPU_H), sc
-        assert s[sc]["capex_per_allocated_gpu_hour"] == pytest.approx(CAPEX_PER_GPU_H), sc
+        assert s[sc]["capex_per_allocated_gpu_h"] == pytest.approx(CAPEX_PER_GPU_H), sc
     # a third node from the window's start: 8002, first in line, starts on it at once and runs for a pending
     # job's stand-in run time (its limit, at most a day: to 10-02 00:00); 8003 starts on it when submitted
     assert s["+1 h100"]["jobs_not_started"] == 0

@@ -58,9 +58,9 @@ def test_nightly_loads_match_the_simulations_ground_truth(demo_runs):
     truth = ran.with_columns(
         project=pl.col("account").str.slice(4).str.to_uppercase(),
         s=(pl.min_horizontal(pl.col("end").fill_null(t1), pl.lit(t1)) - pl.col("start")) * pl.col("gpus"),
-    ).group_by("project").agg(gpu_hours=pl.col("s").sum() / 3600)
+    ).group_by("project").agg(gpu_h=pl.col("s").sum() / 3600)
     for r in truth.iter_rows(named=True):
-        assert got[r["project"]]["gpu_hours"] == pytest.approx(r["gpu_hours"], rel=1e-9), r["project"]
+        assert got[r["project"]]["gpu_h"] == pytest.approx(r["gpu_h"], rel=1e-9), r["project"]
     # a job counts once however often it was requeued: by its last run, if that one ran and ended
     last = runs.filter(pl.col("submit") < t1).sort("run").group_by("job_id").last()
     n_truth = last.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null() & (pl.col("end") < t1)).height
@@ -90,7 +90,7 @@ def test_monthly_report_of_the_demo_matches_the_ground_truth(demo_runs):
                      .sum()).item() / 3600
     cl = next(u for u in a["utilization"] if u["level"] == "cluster")
     assert cl["capacity_gpu_h"] == pytest.approx(cap, rel=1e-12)
-    assert a["period"]["partial_through"] == "2026-10-04T00:00:00+00:00" and a["schema_version"] == "4.0"
+    assert a["period"]["partial_through"] == "2026-10-04T00:00:00+00:00" and a["schema_version"] == "5.0"
     md = outs[0]["monthly-ai1-A-2026-10.md"].decode()
     assert "Monthly report 2026-10 (partial, through 2026-10-04 00:00 UTC): ai1, project A" in md
     assert len(a["utilization_daily"]) == DAYS  # the timeline stops with the data
@@ -160,7 +160,7 @@ def test_demo_idle_gpu_runs_and_hardware_failures_match_the_truth(demo_runs):
     assert allsizes["hw_failures"] == node_fail == allsizes["node_fail_runs"]
     assert allsizes["failed_after_xid"] == 0  # the FAILED runs with Xid 31 were the applications' own faults
     if node_fail:  # what they lost is the work since their last checkpoints, never more than the runs held
-        assert 0 <= allsizes["hw_lost_gpu_hours"] <= allsizes["node_fail_run_gpu_hours"]
+        assert 0 <= allsizes["hw_lost_gpu_h"] <= allsizes["node_fail_run_gpu_h"]
 
 
 def test_demo_whatif_not_started_are_the_jobs_pending_at_the_end(demo_runs):
@@ -179,8 +179,8 @@ def test_demo_whatif_not_started_are_the_jobs_pending_at_the_end(demo_runs):
     assert cancelled > 0  # jobs cancelled in the queue were counted as not started before issue 28
     assert obs["jobs_not_started"] == waiting.height  # 0 on these three days; 38 at the end of the 31-day demo
     cl = next(u for u in r["utilization"] if u["level"] == "cluster")
-    assert obs["capacity_gpu_hours"] == pytest.approx(cl["capacity_gpu_h"], rel=1e-9)
-    assert obs["allocated_gpu_hours"] == pytest.approx(cl["allocated_gpu_h"], rel=1e-9)
+    assert obs["capacity_gpu_h"] == pytest.approx(cl["capacity_gpu_h"], rel=1e-9)
+    assert obs["allocated_gpu_h"] == pytest.approx(cl["allocated_gpu_h"], rel=1e-9)
 
 
 def test_nodes_command_on_the_demo(demo_runs):

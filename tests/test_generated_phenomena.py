@@ -90,7 +90,7 @@ def test_the_planted_hangs_are_found(site):
         assert 0 < (r["hang_start_ts"] - hang_from).total_seconds() <= 2 * STEP_S
         assert r["hang_minutes"] == pytest.approx((end - r["hang_start_ts"]).total_seconds() / 60)
         assert 30 - 2 * STEP_S / 60 <= r["hang_minutes"] <= 30
-        assert r["hung_gpu_hours"] == pytest.approx(p["gpus"] * r["hang_minutes"] / 60)
+        assert r["hung_gpu_h"] == pytest.approx(p["gpus"] * r["hang_minutes"] / 60)
     # at 30 minutes, a hang whose stall began between two samples measures less: the lower bound, never more
     assert set(run_mart(wh, "hung_jobs", cluster=cluster, window=(W0, W1), hang_minutes=30)["job_id"]) <= set(planted)
 
@@ -115,7 +115,7 @@ def test_the_planted_idle_runs_are_found(site):
     assert (found["gpu_util_pct"] < 5).all() and (found["observed_minutes"] >= 60).all()
     users = run_mart(wh, "idle_gpu_users", cluster=cluster, window=(W0, W1))
     total = users.filter(pl.col("level") == "all").row(0, named=True)
-    assert total["runs"] == found.height and total["gpu_hours"] == pytest.approx(found["gpu_hours"].sum())
+    assert total["runs"] == found.height and total["gpu_h"] == pytest.approx(found["gpu_h"].sum())
 
 
 def test_the_straggler_lemons_and_hot_nodes_on_the_scorecard(site):
@@ -172,11 +172,11 @@ def test_the_planted_campaigns_checkpoints_and_ettr(site):
             <= (ckpt["interrupted_runs"] * (CKPT_WRITE_S + STEP_S) + ckpt["runs"] * STEP_S) / ckpt["wall_s"]
             + 1e-9).all()
     lost = (ckpt["gpus"] * ckpt["lost_s"]).sum() / 3600
-    assert ckpt["gpu_hours_lost"].sum() == pytest.approx(lost, rel=0.1)  # the checkpointing campaigns' loss (the mart's)
+    assert ckpt["lost_gpu_h"].sum() == pytest.approx(lost, rel=0.1)  # the checkpointing campaigns' loss (the mart's)
     # the hangs' loss: the planted hangs', all of it since the run's last checkpoint before the stall
     runs = pl.read_parquet(truth / "runs.parquet")
     hung = runs.filter(pl.col("hang_from").is_not_null() & (pl.col("end") < int(W1.timestamp())))
-    assert got["lost_hang_gpu_hours"].sum() == pytest.approx((hung["gpus"] * hung["lost_s"]).sum() / 3600, rel=0.1)
+    assert got["lost_hang_gpu_h"].sum() == pytest.approx((hung["gpus"] * hung["lost_s"]).sum() / 3600, rel=0.1)
     # restarted runs' start-ups: the planted quiet start-up (180-900 s), seen within one step
     restarted = both.filter((pl.col("restarts") > 0) & (pl.col("restarts_without_startup") == 0)
                             & (pl.col("gpus") >= 64))

@@ -94,7 +94,7 @@ def test_each_planted_campaigns_ettr_is_the_truths(site):
     assert (both["restarts"] == both["runs"] - 1).all()  # every later run continues the one before it
 
 
-def test_the_clusters_ettr_is_the_truths_and_restart_overhead_is_gpu_hours_held(site):
+def test_the_clusters_ettr_is_the_truths_and_restart_overhead_is_gpu_h_held(site):
     wh, cluster, _, truth, _ = site
     g = {r["project_key"]: r for r in run_mart(wh, "goodput", cluster=cluster, window=(W0, W1)).to_dicts()}
     large = truth.filter(pl.col("gpus") >= 64)
@@ -102,9 +102,9 @@ def test_the_clusters_ettr_is_the_truths_and_restart_overhead_is_gpu_hours_held(
     assert g[""]["large_campaigns"] >= large.height - 5  # a few independent runs the rule joins (docs/monthly.md)
     # a restart's cost in GPU-hours is its GPUs × its start-up; the wait in the queue is hours, never GPU-hours
     planted_gpu_h = (truth["gpus"] * truth["startup_s"]).sum() / 3600  # the quiet start-ups the generator made
-    assert 0 < g[""]["restart_overhead_gpu_hours"] <= g[""]["gpu_hours"]
+    assert 0 < g[""]["restart_overhead_gpu_h"] <= g[""]["gpu_h"]
     # each seen up to one 5-minute step long (its first busy sample), never short
-    assert planted_gpu_h <= g[""]["restart_overhead_gpu_hours"] <= 1.6 * planted_gpu_h
+    assert planted_gpu_h <= g[""]["restart_overhead_gpu_h"] <= 1.6 * planted_gpu_h
     assert g[""]["restart_wait_hours"] > 0
 
 

@@ -214,13 +214,13 @@ def test_hung_jobs_and_suspect_nodes(site):
     for jid, (start, minutes, lost, samples) in HANGS.items():
         r = got[jid]
         assert r["hang_start_ts"] == at(start) and r["hang_minutes"] == pytest.approx(minutes)
-        assert r["hung_gpu_hours"] == pytest.approx(lost) and r["idle_samples"] == samples
+        assert r["hung_gpu_h"] == pytest.approx(lost) and r["idle_samples"] == samples
         assert r["last_busy_ts"] == at(start) - timedelta(minutes=10)
     assert (got["2001"]["user"], got["2001"]["project"], got["2001"]["state"], got["2001"]["nodes"]) == (
         "alice", "A", "TIMEOUT", ["n1", "n2"])
     assert (got["2002"]["state"], got["2002"]["gpus"], got["2002"]["nnodes"]) == ("NODE_FAIL", 16, 2)
     assert got["2001"]["end_ts"] == at("04:30") and got["2001"]["start_ts"] == at("00:00")
-    assert h["hung_gpu_hours"].sum() == pytest.approx(40)
+    assert h["hung_gpu_h"].sum() == pytest.approx(40)
     # n2 was in both hangs: each run's suspect nodes (what the monthly report lists beside the hangs)
     assert [r["suspect_nodes"] for r in h.to_dicts()] == [["n2"], ["n2"]]
     # N minutes is a parameter: ≥ N
@@ -231,7 +231,7 @@ def test_hung_jobs_and_suspect_nodes(site):
     # the default, 20 minutes (below a 30-minute watchdog less a sampling step): 2003's 20 idle minutes count
     assert mart(site, "hung_jobs")["job_id"].to_list() == ["2001", "2002", "2003"]
     assert short["2003"]["hang_minutes"] == pytest.approx(20)
-    assert short["2003"]["hung_gpu_hours"] == pytest.approx(8 * 20 / 60)
+    assert short["2003"]["hung_gpu_h"] == pytest.approx(8 * 20 / 60)
     # the NIC rule: 2008's GPUs idled while its NICs moved 2e8 B/s; over a threshold above that, it hung. The
     # threshold is the site's ([reports] hang_nic_bytes_per_s), applied when the loads form run_telemetry
     site.cfg.hang_nic_bytes_per_s = 1e9
@@ -241,7 +241,7 @@ def test_hung_jobs_and_suspect_nodes(site):
     refresh_history(site)
     assert mart(site, "hung_jobs")["job_id"].to_list() == ["2001", "2002", "2003"]  # formed again: as before
     assert set(nic) == {"2001", "2002", "2008"}
-    assert (nic["2008"]["hang_start_ts"], nic["2008"]["hang_minutes"], nic["2008"]["hung_gpu_hours"]) == (
+    assert (nic["2008"]["hang_start_ts"], nic["2008"]["hang_minutes"], nic["2008"]["hung_gpu_h"]) == (
         at("13:00"), pytest.approx(120), pytest.approx(16))
     # a window by end time: 2001 ended 04:30, 2002 07:00
     early = run_mart(site, "hung_jobs", cluster="t1", window=(at("00:00"), at("05:00")),
@@ -250,15 +250,15 @@ def test_hung_jobs_and_suspect_nodes(site):
 
     # per node: n2 was in both hangs
     s = mart(site, "hang_suspect_nodes", hang_minutes=30)
-    assert s.columns == ["node", "hangs", "multi_node_hangs", "suspect", "hang_hours", "hung_gpu_hours",
+    assert s.columns == ["node", "hangs", "multi_node_hangs", "suspect", "hang_hours", "hung_gpu_h",
                          "first_hang_ts", "last_hang_ts", "runs_ended", "hang_share"]  # nodes only: no users, jobs
     rows = [(r["node"], r["hangs"], r["multi_node_hangs"], r["suspect"], round(r["hang_hours"], 9),
-             round(r["hung_gpu_hours"], 9), r["runs_ended"]) for r in s.to_dicts()]
+             round(r["hung_gpu_h"], 9), r["runs_ended"]) for r in s.to_dicts()]
     assert rows == [("n2", 2, 2, 1, 2.5, 20.0, 5), ("n1", 1, 1, 0, 1.5, 12.0, 5), ("n3", 1, 1, 0, 1.0, 8.0, 4)]
     assert s["hang_share"].to_list() == pytest.approx([2 / 5, 1 / 5, 1 / 4])
     n2 = s.row(0, named=True)
     assert (n2["first_hang_ts"], n2["last_hang_ts"]) == (at("03:00"), at("06:00"))
-    assert s["hung_gpu_hours"].sum() == pytest.approx(h["hung_gpu_hours"].sum())
+    assert s["hung_gpu_h"].sum() == pytest.approx(h["hung_gpu_h"].sum())
 
     # project isolation: a project's hangs only, naming none of another project's users or jobs
     for project, hung in {"A": ["2001"], "B": ["2002"], "C": []}.items():
@@ -281,24 +281,24 @@ def test_idle_gpu_jobs_and_users(site):
     for r in j.to_dicts():
         user, project, gpu_h, util, attribution, minutes = IDLE[r["job_id"]]
         assert (r["user"], r["project"], r["attribution"]) == (user, project, attribution)
-        assert r["gpu_hours"] == pytest.approx(gpu_h) and r["telemetry_gpu_hours"] == pytest.approx(gpu_h)
+        assert r["gpu_h"] == pytest.approx(gpu_h) and r["observed_gpu_h"] == pytest.approx(gpu_h)
         assert r["gpu_util_pct"] == pytest.approx(util, abs=1e-9)
         assert r["observed_minutes"] == pytest.approx(minutes)
         assert r["capex"] == pytest.approx(gpu_h * RATE) and r["currency"]
-    assert j.height == 4 and j["gpu_hours"].sum() == pytest.approx(54)
+    assert j.height == 4 and j["gpu_h"].sum() == pytest.approx(54)
     assert j.filter(pl.col("job_id") == "2012")["state"].item() == "FAILED"  # idle, never busy: not a hang
     # the hour is a parameter: 2011's 40 idle minutes count at 30
     j30 = mart(site, "idle_gpu_jobs", idle_min_minutes=30)
     assert set(j30["job_id"]) == set(IDLE) | {"2011"}
     r = j30.filter(pl.col("job_id") == "2011").row(0, named=True)
-    assert (r["gpu_hours"], r["observed_minutes"]) == (pytest.approx(8 * 40 / 60), pytest.approx(40))
+    assert (r["gpu_h"], r["observed_minutes"]) == (pytest.approx(8 * 40 / 60), pytest.approx(40))
     # so is the idle threshold (the config's): at 1 % dave's 1 % run is no longer under it, carol's 2 % neither
     assert set(run_mart(site, "idle_gpu_jobs", cluster="t1", window=OCT, idle_util_pct=1.0)["job_id"]) == {
         "2012", "2010"}
 
     u = mart(site, "idle_gpu_users")
-    rows = [(r["level"], r["project"], r["user"], r["runs"], round(r["gpu_hours"], 9),
-             round(r["whole_node_gpu_hours"], 9), round(r["shared_gpu_hours"], 9), r["rank_in_project"],
+    rows = [(r["level"], r["project"], r["user"], r["runs"], round(r["gpu_h"], 9),
+             round(r["whole_node_gpu_h"], 9), round(r["shared_gpu_h"], 9), r["rank_in_project"],
              r["worst_job_id"]) for r in u.to_dicts()]
     assert rows == [
         ("all", "", "", 4, 54.0, 52.0, 2.0, 0, "2006"),

@@ -135,7 +135,7 @@ def test_job_sizes_end_states_run_times(site):
         SELECT size_class, count(*) FILTER (WHERE last_run AND start >= w0() AND start < w1()),
                sum(gpus * ov(start, "end")) / 3600
         FROM cls WHERE ov(start, "end") > 0 OR (start >= w0() AND start < w1()) GROUP BY 1""").fetchall()}
-    got = {r["size_class"]: (r["jobs"], r["gpu_hours"]) for r in mart(site, "job_sizes").to_dicts()}
+    got = {r["size_class"]: (r["jobs"], r["gpu_h"]) for r in mart(site, "job_sizes").to_dicts()}
     assert set(got) == set(want)
     for k in want:
         assert got[k][0] == want[k][0], k
@@ -143,7 +143,7 @@ def test_job_sizes_end_states_run_times(site):
     want = {r[0]: (r[1], r[2]) for r in con.execute("""
         SELECT state, count(*), sum(gpus * ov(start, "end")) / 3600 FROM runs
         WHERE start IS NOT NULL AND "end" >= w0() AND "end" < w1() GROUP BY 1""").fetchall()}
-    got = {r["state"]: (r["runs"], r["gpu_hours"]) for r in mart(site, "end_states").to_dicts()}
+    got = {r["state"]: (r["runs"], r["gpu_h"]) for r in mart(site, "end_states").to_dicts()}
     assert {k: v[0] for k, v in got.items()} == {k: v[0] for k, v in want.items()}
     for k in want:
         assert got[k][1] == pytest.approx(want[k][1], rel=1e-9), k

@@ -213,16 +213,16 @@ def test_capacity_idle_and_utilization(scenario):
 def test_job_sizes_run_times_and_end_states(scenario):
     s = {r["size_class"]: r for r in mart(scenario, "job_sizes").to_dicts()}
     # J0 started in September: its October hours count, the job does not
-    assert {k: (v["jobs"], round(v["gpu_hours"], 6)) for k, v in s.items()} == {
+    assert {k: (v["jobs"], round(v["gpu_h"], 6)) for k, v in s.items()} == {
         "1": (1, 2.0), "2-8": (3, 328.0), "9-64": (1, 64.0)}
-    assert s["2-8"]["job_share"] == pytest.approx(3 / 5) and s["2-8"]["gpu_hour_share"] == pytest.approx(328 / 394)
+    assert s["2-8"]["job_share"] == pytest.approx(3 / 5) and s["2-8"]["gpu_h_share"] == pytest.approx(328 / 394)
     rt = {r["size_class"]: r for r in mart(scenario, "run_times").to_dicts()}
     assert "1" not in rt or rt["1"]["jobs_ended"] == 0  # J3 ends in November
     # ended in October: J0 8 h, J5 8 h, J4 10 h, J1 24 h; p50 is the value at position ⌊4 × 0.5⌋ = 2
     assert rt["2-8"]["jobs_ended"] == 4 and rt["2-8"]["run_p50_s"] == 10 * 3600 and rt["2-8"]["run_p99_s"] == 24 * 3600
     assert rt["2-8"]["wait_p50_s"] == 1800
     st = {r["state"]: r for r in mart(scenario, "end_states").to_dicts()}
-    assert {k: (v["runs"], round(v["gpu_hours"], 6)) for k, v in st.items()} == {
+    assert {k: (v["runs"], round(v["gpu_h"], 6)) for k, v in st.items()} == {
         "COMPLETED": (3, 288.0), "NODE_FAIL": (1, 64.0), "FAILED": (1, 40.0)}
 
 
@@ -233,7 +233,7 @@ def test_reliability(scenario):
     assert f["all"]["hw_failures"] == 1 and f["9-64"]["node_fail_runs"] == 1
     assert f["all"]["failures_per_1000_node_days"] == pytest.approx(1000 / node_days)
     assert f["9-64"]["mttf_observed_h"] == pytest.approx(4.0)
-    assert f["9-64"]["node_fail_run_gpu_hours"] == pytest.approx(64)  # the whole run's
+    assert f["9-64"]["node_fail_run_gpu_h"] == pytest.approx(64)  # the whole run's
     x = mart(scenario, "xid_events").to_dicts()
     assert [(r["xid"], r["node"], r["gpu"], r["events"], r["hardware"]) for r in x] == [(79, "n3", 0, 1, 1)]
     n = {r["node"]: r for r in mart(scenario, "node_failures").to_dicts()}
@@ -274,11 +274,11 @@ def test_energy_and_carbon(scenario):
         assert r["facility_kwh"] == pytest.approx(1.3 * kwh[k]) and r["kg_co2e"] == pytest.approx(1.3 * kwh[k] * 0.4)
     e = {r["project_key"]: r for r in mart(scenario, "energy", carbon_g_per_kwh=400.0).to_dicts()}
     a_kwh, b_kwh = kwh["1001"], kwh["1002"] + kwh["1004"]
-    assert [(k, e[k]["runs"], e[k]["gpu_hours"], e[k]["it_kwh"]) for k in sorted(e)] == [
+    assert [(k, e[k]["runs"], e[k]["gpu_h"], e[k]["it_kwh"]) for k in sorted(e)] == [
         ("", 6, pytest.approx(394), pytest.approx(a_kwh + b_kwh)), ("A", 3, pytest.approx(226), pytest.approx(a_kwh)),
         ("B", 2, pytest.approx(104), pytest.approx(b_kwh)), ("C", 1, pytest.approx(64), pytest.approx(0.0))]
-    assert e["A"]["kwh_per_gpu_hour"] == pytest.approx(a_kwh / 226)
-    assert e["A"]["kg_co2e_per_gpu_hour"] == pytest.approx(a_kwh * 1.3 * 0.4 / 226)
+    assert e["A"]["kwh_per_gpu_h"] == pytest.approx(a_kwh / 226)
+    assert e["A"]["kg_co2e_per_gpu_h"] == pytest.approx(a_kwh * 1.3 * 0.4 / 226)
     assert e["B"]["gpu_counter_share"] == 1.0 and e["C"]["gpu_counter_share"] is None
     delivered = mart(scenario, "efficiency").filter(pl.col("project_key") == "A")["delivered_pflop_days"].item()
     assert e["A"]["delivered_pflop_days"] == pytest.approx(delivered) and delivered > 0
@@ -375,12 +375,17 @@ def test_what_the_report_shows_is_computed_in_the_marts(scenario):
     assert eff["delivered_pflop_days"] == pytest.approx(eff["delivered_pflop"] / 86400) and eff["delivered_pflop_days"] > 0
     # the report carries them, and the thresholds the marts ran with
     r = monthly_report(Connection(scenario), project="A", cluster="t1", behind_ratio=0.7)
-    assert (r["schema_version"], r["behind_ratio"], r["top_jobs"], r["idle_util_pct"]) == ("4.0", 0.7, 15, 5.0)
+    assert (r["schema_version"], r["behind_ratio"], r["top_jobs"], r["idle_util_pct"]) == ("5.0", 0.7, 15, 5.0)
     assert (r["hang_minutes"], r["hang_nic_bytes_per_s"], r["idle_min_minutes"]) == (20, 1e6, 60)
     assert r["chargeback_totals"] == [{**r["chargeback_totals"][0], "project": "A"}]
     assert [x["reservation"] for x in r["reservations"]] == ["resA"] and r["xid_codes"][0]["xid"] == 79
     md = to_markdown(r)
     assert "under 0.7 of the median" in md and f"| project A: share of available | {100 * 226 / AVAILABLE:.1f}% |" in md
+    # the node score's rule is written once, in node_health.sql's declaration: the report carries it and the
+    # swap-list section prints it (3 points a fault: the SQL's `3 * fault_events`)
+    rule = declarations.mart("node_health").rule
+    assert r["node_score_rule"] == rule and rule.startswith("Points: 3 a hardware fault") and rule in md
+    assert "3 * fault_events" in sql_text("marts/node_health.sql")
 
 
 def test_one_name_per_statistic(scenario, tmp_path):
@@ -440,3 +445,31 @@ def test_declared_parameters_are_the_report_parameters():
     owners = {k: sorted(n for n, m in declarations.marts().items() if k in m.parameters) for k in p}
     assert owners["hang_minutes"] == ["hung_jobs"] and owners["planned_drain_reasons"] == ["node_failures", "node_health"]
     assert declarations.exported()[0] == "utilization" and "largest_jobs" not in declarations.exported()
+
+
+# marts the API serves no method of its own, with why (Connection.mart serves every one by name)
+NO_API_METHOD = {"data_through": "where the loaded history ends: the report's period, not a statistic"}
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_every_declared_mart_has_the_api_method_its_declaration_says(name):
+    """A notebook calls each mart by its name (Connection.<mart>), with the keywords its declaration implies:
+    ``project`` exactly when the mart's scope is a project (required when it is only for a project), each
+    declared filter, and the window (``start``/``end``, ``cluster``) for a window mart; the what-if's marts
+    are the frames of Connection.whatif. A method is written out, with its docstring, so that help() and an
+    editor's go-to-definition find it: this test keeps it to the declaration."""
+    import inspect
+
+    m = declarations.mart(name)
+    if m.kind == "whatif" or name in NO_API_METHOD:
+        assert m.kind == "whatif" or not callable(getattr(Connection, name, None)), name
+        return
+    fn = getattr(Connection, name, None)
+    assert callable(fn) and (fn.__doc__ or "").strip(), f"Connection.{name}: no method, or no docstring"
+    kw = {p.name: p for p in inspect.signature(fn).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    if m.kind == "window":
+        assert {"cluster", "start", "end"} <= set(kw), (name, sorted(kw))
+        assert ("project" in kw) == (m.scope == "project"), (name, m.scope, sorted(kw))
+        if m.project_only:
+            assert kw["project"].default is inspect.Parameter.empty, name
+    assert set(m.filters) <= set(kw), (name, sorted(m.filters), sorted(kw))

@@ -90,10 +90,10 @@ def test_job_sizes_notebook_matches_the_report(executed):
     nb = nbs["02_job_sizes_and_run_times.ipynb"]
     s = _summary(nb)
     assert s["jobs"] == sum(r["jobs"] for r in report["job_sizes"]) > 0
-    assert s["gpu_hours"] == pytest.approx(sum(r["gpu_hours"] for r in report["job_sizes"]), abs=1e-2)
+    assert s["gpu_h"] == pytest.approx(sum(r["gpu_h"] for r in report["job_sizes"]), abs=1e-2)
     small = [r for r in report["job_sizes"] if r["min_gpus"] <= 8]
     assert s["small_job_share"] == pytest.approx(sum(r["job_share"] for r in small), abs=1e-6)
-    assert s["small_gpu_hour_share"] == pytest.approx(sum(r["gpu_hour_share"] for r in small), abs=1e-6)
+    assert s["small_gpu_h_share"] == pytest.approx(sum(r["gpu_h_share"] for r in small), abs=1e-6)
     assert s["p50_run_s_by_size"] == {r["size_class"]: r["run_p50_s"] for r in report["run_times"]}
     assert _images(nb) == 2
 
@@ -104,7 +104,7 @@ def test_reliability_notebook_matches_the_report(executed):
     s = _summary(nb)
     a = next(r for r in cluster["failures_by_size"] if r["size_class"] == "all")
     assert s["hw_failures"] == a["hw_failures"]
-    for k, tol in (("failures_per_1000_node_days", 1e-6), ("node_fail_run_gpu_hours", 1e-2)):
+    for k, tol in (("failures_per_1000_node_days", 1e-6), ("node_fail_run_gpu_h", 1e-2)):
         assert s[k] == (None if a[k] is None else pytest.approx(a[k], abs=tol)), k
     assert s["xid_events"] == sum(r["events"] for r in cluster["xid_events"]) > 0
     assert s["lemon_nodes"] == sorted(r["node"] for r in cluster["node_failures"] if r["repeated"])
@@ -133,7 +133,7 @@ def test_hangs_idle_and_node_health_notebook_matches_the_report(executed):
     assert s["telemetry_covered"] == bool(report["fine_telemetry"]["covered"]) is True
     assert s["hung_runs"] == sorted(h["job_id"] for h in report["hung_jobs"])
     total = next(u for u in report["idle_gpu_users"] if u["level"] == "all")
-    assert (s["idle_runs"], s["idle_gpu_hours"]) == (total["runs"], pytest.approx(total["gpu_hours"] or 0.0, abs=1e-3))
+    assert (s["idle_runs"], s["idle_gpu_h"]) == (total["runs"], pytest.approx(total["gpu_h"] or 0.0, abs=1e-3))
     assert s["idle_runs"] == len(report["idle_gpu_jobs"])
     assert s["swap_list"] == [n["node"] for n in report["node_health"] if n["swap"]]
     own = next(g for g in report["goodput"] if g["project_key"] == PROJECT)
@@ -153,7 +153,7 @@ def test_capacity_planning_notebook_matches_the_report(executed):
     assert s["replay_error_pts"] == pytest.approx(by["replay"]["allocated_of_capacity_error_pts"], abs=1e-6)
     assert s["wait_hours_saved_per_added_node"] == pytest.approx(
         by["16 more H200 nodes"]["wait_hours_saved_per_added_node"], abs=1e-6)
-    assert s["project_gpu_hours"] == {r["scenario"]: pytest.approx(r["gpu_hours"], abs=1e-3) for r in w["projects"]}
+    assert s["project_gpu_h"] == {r["scenario"]: pytest.approx(r["gpu_h"], abs=1e-3) for r in w["projects"]}
     assert _images(nbs["06_capacity_planning.ipynb"]) == 2
 
 

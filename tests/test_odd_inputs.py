@@ -51,8 +51,8 @@ def test_a_second_header_starts_its_own_field_order(cfg, wh):
         ("202", "erin", "projd", utc("2026-10-06T00:00:00"), utc("2026-10-06T00:15:00")),
         ("203", "bob", "projb", utc("2026-10-07T00:00:00"), utc("2026-10-07T01:00:00"))]
     (s,) = october(wh)
-    assert (s["jobs_ended"], s["gpu_hours"], s["wait_hours"]) == (5, 45.0, pytest.approx(12.75))
-    assert {r["project"]: r["gpu_hours"] for r in october(wh, "project")} == {
+    assert (s["jobs_ended"], s["gpu_h"], s["wait_hours"]) == (5, 45.0, pytest.approx(12.75))
+    assert {r["project"]: r["gpu_h"] for r in october(wh, "project")} == {
         "proja": 16.0, "projb": 5.0, "projc": 16.0, "projd": 8.0}
 
 
@@ -90,7 +90,7 @@ def test_a_file_reloaded_in_another_zone_replaces_its_rows(cfg, wh):
     assert rows(wh, "SELECT count() FROM fct_job_run") == [(2,)]
     assert rows(wh, "SELECT count() FROM run_node_hour FINAL") == [(4,)]
     (s,) = october(wh)
-    assert (s["jobs_ended"], s["gpu_hours"]) == (2, 20.0)
+    assert (s["jobs_ended"], s["gpu_h"]) == (2, 20.0)
     cli("--warehouse", cfg.dsn, "etl", "sacct", "--timezone", "UTC", tokyo)
     assert rows(wh, "SELECT job_id, start_ts FROM slurm_job_run FINAL ORDER BY job_id") == [
         ("501", utc("2026-10-03T10:00:00")), ("502", utc("2026-10-04T09:30:00"))]
@@ -144,7 +144,7 @@ def test_a_corrected_line_reaches_the_reports_without_a_refresh(wh):
     2 × 3 = 6 GPU-h until `ops-report etl refresh`. Now: projg 8 × 3 = 24 GPU-h, projf none; 101 (proja, 16)
     unchanged."""
     load_sacct(wh, HOSTILE / "original.psv")
-    assert {r["project"]: r["gpu_hours"] for r in october(wh, "project")} == {"proja": 16.0, "projf": 6.0}
+    assert {r["project"]: r["gpu_h"] for r in october(wh, "project")} == {"proja": 16.0, "projf": 6.0}
     load_sacct(wh, HOSTILE / "corrected.psv")
     assert rows(wh, "SELECT user, account, gpus FROM fct_job_run WHERE job_id = '401'") == [("judy", "projg", 8)]
-    assert {r["project"]: r["gpu_hours"] for r in october(wh, "project")} == {"proja": 16.0, "projg": 24.0}
+    assert {r["project"]: r["gpu_h"] for r in october(wh, "project")} == {"proja": 16.0, "projg": 24.0}

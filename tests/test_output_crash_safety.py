@@ -69,7 +69,7 @@ def renderers(monkeypatch):
 
 def _report(version: str) -> dict:
     return {"cluster": "c1", "project": None, "scope": "cluster", "month": "2026-10", "version": version,
-            "rows": [{"project": f"p{i}", "gpu_hours": i * 1.5} for i in range(400)]}
+            "rows": [{"project": f"p{i}", "gpu_h": i * 1.5} for i in range(400)]}
 
 
 @pytest.mark.parametrize("fmt", ["json", "md", "html"])

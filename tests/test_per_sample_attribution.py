@@ -129,7 +129,7 @@ def test_busy_idle_and_idle_runs_per_sample_inside_the_allocation(site):
         assert idle.select("job_id", "attribution").rows() == [("3002", "own GPUs")]
         r = idle.to_dicts()[0]
         assert r["gpu_util_pct"] == pytest.approx(1.0) and r["observed_minutes"] == pytest.approx(120.0)
-        assert r["gpu_hours"] == pytest.approx(8.0)
+        assert r["gpu_h"] == pytest.approx(8.0)
     else:
         # sacct does not say which of n1's GPUs each run held: both read (4 × 90 + 4 × 1) / 8 = 45.5 %
         assert idle.height == 0
@@ -161,6 +161,6 @@ def test_the_hpc_job_label_from_prometheus_text(tmp_path, cfg):
     load_text_files(wh, [tmp_path / "dcgm.prom"], DAY, DAY, cluster="t2")
     refresh_capacity(wh, "t2", *OCT)
     idle = run_mart(wh, "idle_gpu_jobs", cluster="t2", window=OCT, idle_util_pct=wh.cfg.idle_util_pct)
-    assert idle.select("job_id", "attribution", "gpu_hours").rows() == [("3002", "own GPUs", 8.0)]
+    assert idle.select("job_id", "attribution", "gpu_h").rows() == [("3002", "own GPUs", 8.0)]
     u = run_mart(wh, "utilization", cluster="t2", window=OCT).filter(pl.col("level") == "cluster").to_dicts()[0]
     assert (u["busy_gpu_h"], u["allocated_idle_gpu_h"]) == (pytest.approx(12.0), pytest.approx(8.0))

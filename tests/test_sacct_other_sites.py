@@ -170,7 +170,7 @@ def test_cedar_summary_totals(dsn):
     assert (s["jobs_started"], s["jobs_ended"], s["jobs_cancelled_before_start"]) == (1, 1, 0)
     assert s["cpu_hours"] == pytest.approx(3606 / 3600)  # 1 CPU x 3606 s (= CPUTimeRAW)
     assert s["node_hours"] == pytest.approx(3606 / 3600)
-    assert s["gpu_hours"] == 0
+    assert s["gpu_h"] == 0
     assert s["wait_hours"] == pytest.approx(61 / 3600)
 
 
@@ -373,7 +373,7 @@ def test_sonar_fox_summary_totals(dsn):
     assert (e["started"], e["ended"], e["cancelled_before_start"]) == (87, 55, 4)
     assert (s["jobs_started"], s["jobs_ended"], s["jobs_cancelled_before_start"]) == (87, 55, 4)
     assert s["cpu_hours"] == pytest.approx(e["cpu_s"] / 3600)
-    assert s["gpu_hours"] == pytest.approx(e["gpu_s"] / 3600)
+    assert s["gpu_h"] == pytest.approx(e["gpu_s"] / 3600)
     assert s["node_hours"] == pytest.approx(e["node_s"] / 3600)
     assert s["wait_hours"] == pytest.approx(e["wait_s"] / 3600)
 

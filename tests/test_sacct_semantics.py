@@ -43,7 +43,7 @@ def test_requeued_runs_count_once_but_keep_their_usage(wh, tmp_path):
         ("NODE_FAIL", 1), ("COMPLETED", 0)]
     s = summary(wh, date(2026, 10, 1), date(2026, 10, 1)).row(0, named=True)
     assert s["jobs_ended"] == 1 and s["jobs_started"] == 1
-    assert s["gpu_hours"] == pytest.approx(16 * 3)  # both runs held 16 GPUs: 1 h + 2 h
+    assert s["gpu_h"] == pytest.approx(16 * 3)  # both runs held 16 GPUs: 1 h + 2 h
     assert s["wait_hours"] == pytest.approx(5 / 60)  # the job's last run waited 5 min
 
 
@@ -72,7 +72,7 @@ def test_running_job_counts_up_to_its_last_load(wh, tmp_path):
     p = write(tmp_path, "r.psv", line(8, 8, "2026-10-01T00:00:00", "2026-10-01T20:00:00", "Unknown", 7200, "RUNNING"))
     load_sacct(wh, p)
     s = summary(wh, date(2026, 10, 1), date(2026, 10, 31)).row(0, named=True)
-    assert s["gpu_hours"] == pytest.approx(16 * 2) and s["jobs_started"] == 1 and s["jobs_ended"] == 0
+    assert s["gpu_h"] == pytest.approx(16 * 2) and s["jobs_started"] == 1 and s["jobs_ended"] == 0
 
 
 def test_pending_array_range_is_replaced_as_tasks_start(wh, tmp_path):
@@ -165,10 +165,10 @@ def test_timezone_of_input_and_of_periods(wh, tmp_path):
                                        7200, "COMPLETED", nnodes=1, gpus=1, nodes="gpu001"))
     load_sacct(wh, p, tz="Asia/Tokyo")
     utc = summary(wh, date(2026, 9, 30), date(2026, 10, 1), period="day", tz="UTC")
-    assert [(r["period_start"], round(r["gpu_hours"], 6)) for r in utc.iter_rows(named=True)] == [
+    assert [(r["period_start"], round(r["gpu_h"], 6)) for r in utc.iter_rows(named=True)] == [
         (date(2026, 9, 30), 1.0), (date(2026, 10, 1), 1.0)]
     tokyo = summary(wh, date(2026, 9, 30), date(2026, 10, 1), period="day", tz="Asia/Tokyo")
-    assert [(r["period_start"], round(r["gpu_hours"], 6)) for r in tokyo.iter_rows(named=True)] == [
+    assert [(r["period_start"], round(r["gpu_h"], 6)) for r in tokyo.iter_rows(named=True)] == [
         (date(2026, 10, 1), 2.0)]
 
 

@@ -39,7 +39,7 @@ def test_the_cli_loads_and_reports_through_the_server(loaded):
     dsn, env = loaded
     p = cli("summary", "--from", "2016-12-22", "--to", "2017-01-01", "--by", "cluster", "--format", "json", env=env)
     row = json.loads(p.stdout)[0]
-    assert row["cluster"] == "phillips" and row["gpu_hours"] == pytest.approx(GPU_H, abs=1e-9)
+    assert row["cluster"] == "phillips" and row["gpu_h"] == pytest.approx(GPU_H, abs=1e-9)
     assert row["jobs_cancelled_before_start"] == 239
     # a reload is idempotent on the server too (ReplacingMergeTree + FINAL: no mutation to wait for)
     cli("etl", "sacct", "--fields", "xdmod", str(XDMOD / "phillips.log"), env=env)

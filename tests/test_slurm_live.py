@@ -239,7 +239,7 @@ def test_against_sreport(live):
     mine: dict[tuple[str, str], float] = {}
     for r in by_acct.iter_rows(named=True):
         key = (r["account"], bins.get(r["job_size_bin"], ">= 9"))
-        mine[key] = mine.get(key, 0) + r["gpu_hours"] * 3600
+        mine[key] = mine.get(key, 0) + r["gpu_h"] * 3600
     counted = runs.filter(pl.col("wall_s") > 0).with_columns(
         b=pl.when(pl.col("ncpus") == 1).then(pl.lit("1-1")).when(pl.col("ncpus") <= 4).then(pl.lit("2-4"))
         .when(pl.col("ncpus") <= 8).then(pl.lit("5-8")).otherwise(pl.lit(">= 9")))

@@ -17,7 +17,7 @@ from tests.xdmod_reference import reference_summary
 pytestmark = pytest.mark.both_forms
 
 LOGS = [XDMOD / "phillips.log", XDMOD / "pozidriv.log"]
-STATS = ["jobs_ended", "jobs_started", "jobs_cancelled_before_start", "cpu_hours", "gpu_hours", "node_hours",
+STATS = ["jobs_ended", "jobs_started", "jobs_cancelled_before_start", "cpu_hours", "gpu_h", "node_hours",
          "wall_hours", "wait_hours"]
 
 
@@ -60,8 +60,8 @@ def test_known_totals_of_the_xdmod_fixture(loaded):
     assert got["pozidriv"]["jobs_cancelled_before_start"] == 419
     # phillips holds two GPU jobs (gres/gpu=2 each): 163485 ran 2016-12-22T07:15:13 .. 2017-01-01T20:42:19
     # (912,426 s) and 196835 ran 17 s on 2017-01-01; pozidriv holds none.
-    assert got["pozidriv"]["gpu_hours"] == 0
-    assert got["phillips"]["gpu_hours"] == pytest.approx(2 * (912426 + 17) / 3600, abs=1e-9)
+    assert got["pozidriv"]["gpu_h"] == 0
+    assert got["phillips"]["gpu_h"] == pytest.approx(2 * (912426 + 17) / 3600, abs=1e-9)
 
 
 def test_period_split_of_a_month_spanning_job(loaded):
@@ -72,11 +72,11 @@ def test_period_split_of_a_month_spanning_job(loaded):
     by_month = {r["period_start"]: r for r in gpu2}
     # the other gres/gpu=2 job of phillips (196835, 12 CPUs) ran 17 s on 2017-01-01
     dec, jan = by_month[date(2016, 12, 1)], by_month[date(2017, 1, 1)]
-    assert dec["gpu_hours"] == pytest.approx(2 * 837887 / 3600, abs=1e-9)
+    assert dec["gpu_h"] == pytest.approx(2 * 837887 / 3600, abs=1e-9)
     assert dec["cpu_hours"] == pytest.approx(12 * 837887 / 3600, abs=1e-9)
     assert dec["jobs_started"] == 1 and dec["jobs_ended"] == 0
     assert dec["wait_hours"] == pytest.approx(1 / 3600, abs=1e-12)  # submitted 07:15:12, started 07:15:13
-    assert jan["gpu_hours"] == pytest.approx(2 * (74539 + 17) / 3600, abs=1e-9)
+    assert jan["gpu_h"] == pytest.approx(2 * (74539 + 17) / 3600, abs=1e-9)
     assert jan["cpu_hours"] == pytest.approx(12 * (74539 + 17) / 3600, abs=1e-9)
     assert jan["jobs_ended"] == 2 and jan["jobs_started"] == 1
     assert jan["wall_hours"] == pytest.approx((74539 + 17) / 3600, abs=1e-9)

@@ -82,8 +82,8 @@ def waiting(wh: Path) -> list[str]:
     return [p.read_text() for p in d.iterdir()] if d.is_dir() else []
 
 
-def gpu_hours(report: dict) -> float:
-    return sum(r["gpu_hours"] for r in report["job_sizes"])
+def gpu_h(report: dict) -> float:
+    return sum(r["gpu_h"] for r in report["job_sizes"])
 
 
 def test_a_report_started_during_the_nightly_waits_and_gets_its_turn_between_sources(site, tmp_path):
@@ -102,14 +102,14 @@ def test_a_report_started_during_the_nightly_waits_and_gets_its_turn_between_sou
     wait_for(lambda: (d / "called2").exists(), "the nightly's second sacct")
     assert nightly.poll() is None and not (d / "go2").exists()
     report = json.loads(next((tmp_path / "r1").glob("*.json")).read_text())
-    assert report["job_sizes"] and gpu_hours(report) == pytest.approx(C1_GPU_H)  # the post-load figures
+    assert report["job_sizes"] and gpu_h(report) == pytest.approx(C1_GPU_H)  # the post-load figures
 
     (d / "go2").touch()
     out, err = nightly.communicate(timeout=300)
     assert nightly.returncode == 0, err
     assert out.count(": ok ") == 2, out
     p = ops("summary", "--from", "2026-10-01", "--to", "2026-10-31", "--by", "cluster", "--format", "json", env=env)
-    by_cluster = {r["cluster"]: r["gpu_hours"] for r in json.loads(p.stdout)}
+    by_cluster = {r["cluster"]: r["gpu_h"] for r in json.loads(p.stdout)}
     assert by_cluster == pytest.approx({"c1": C1_GPU_H, "c2": C2_GPU_H})
 
 
@@ -177,10 +177,10 @@ def test_an_idle_notebook_kernel_blocks_nobody(site, tmp_path):
         # the kernel is idle now and holds its Connection object
         p = ops("--no-wait", "summary", "--from", "2026-10-01", "--to", "2026-10-31", "--by", "cluster",
                 "--format", "json", env=env)
-        assert {r["cluster"]: r["gpu_hours"] for r in json.loads(p.stdout)} == pytest.approx({"c1": C1_GPU_H})
+        assert {r["cluster"]: r["gpu_h"] for r in json.loads(p.stdout)} == pytest.approx({"c1": C1_GPU_H})
         ops("--no-wait", "monthly", "--cluster", "--slurm-cluster", "c1", "--month", "2026-10", "--format", "json", "--out",
             str(tmp_path / "r"), env=env)
-        assert gpu_hours(json.loads(next((tmp_path / "r").glob("*.json")).read_text())) == pytest.approx(C1_GPU_H)
+        assert gpu_h(json.loads(next((tmp_path / "r").glob("*.json")).read_text())) == pytest.approx(C1_GPU_H)
         (tmp_path / "c2.psv").write_text("\n".join([HEAD, *C2]) + "\n")
         ops("--no-wait", "etl", "sacct", str(tmp_path / "c2.psv"), env=env)
         assert f"GPU_H {C1_GPU_H + C2_GPU_H}" in _execute(kc, KERNEL_CELLS[1])

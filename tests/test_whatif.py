@@ -79,11 +79,11 @@ def test_replays_worked_by_hand(site):
     assert w["scenarios"] == ["observed", "replay", "+1 h100", "-1 h100"]
     s = _by(w["summary"], "scenario")
     for sc in ("observed", "replay"):
-        assert (s[sc]["nodes"], s[sc]["capacity_gpu_hours"], s[sc]["allocated_gpu_hours"]) == (2, 11_904, 81), sc
+        assert (s[sc]["nodes"], s[sc]["capacity_gpu_h"], s[sc]["allocated_gpu_h"]) == (2, 11_904, 81), sc
         assert (s[sc]["jobs"], s[sc]["jobs_not_started"], s[sc]["wait_hours"]) == (3, 0, pytest.approx(5.5)), sc
     assert s["replay"]["allocated_of_capacity_error_pts"] == pytest.approx(0)
     add = s["+1 h100"]
-    assert (add["nodes"], add["capacity_gpu_hours"], add["allocated_gpu_hours"]) == (3, 17_856, 81)
+    assert (add["nodes"], add["capacity_gpu_h"], add["allocated_gpu_h"]) == (3, 17_856, 81)
     assert add["allocated_of_capacity"] == pytest.approx(81 / 17_856)
     assert (add["added_nodes"], add["wait_hours"], add["wait_hours_saved"]) == (1, pytest.approx(1.5), pytest.approx(4))
     assert add["wait_hours_saved_per_added_node"] == pytest.approx(4)
@@ -92,9 +92,9 @@ def test_replays_worked_by_hand(site):
     assert add["added_capex"] == pytest.approx(capex_node)
     assert add["cost_per_wait_hour_saved"] == pytest.approx(capex_node / 4)
     assert add["capex"] == pytest.approx(3 * capex_node)
-    assert add["capex_per_allocated_gpu_hour"] == pytest.approx(3 * capex_node / 81)
+    assert add["capex_per_allocated_gpu_h"] == pytest.approx(3 * capex_node / 81)
     rm = s["-1 h100"]
-    assert (rm["nodes"], rm["capacity_gpu_hours"], rm["allocated_gpu_hours"]) == (1, 5_952, 17)  # n2 out from Oct 1
+    assert (rm["nodes"], rm["capacity_gpu_h"], rm["allocated_gpu_h"]) == (1, 5_952, 17)  # n2 out from Oct 1
     assert (rm["jobs_started"], rm["jobs_not_started"]) == (2, 1)
     never = (datetime(2026, 11, 1, tzinfo=UTC) - datetime(2026, 10, 5, tzinfo=UTC)).total_seconds() / 3600
     assert rm["wait_hours"] == pytest.approx(never + 0 + 1.5)
@@ -105,11 +105,11 @@ def test_replays_worked_by_hand(site):
     assert waits[("replay", "1")]["wait_p50_ratio"] == pytest.approx(1)
     assert (waits[("-1 h100", "9-64")]["jobs_started"], waits[("-1 h100", "9-64")]["jobs_waiting"]) == (0, 1)
     projects = _by(w["projects"], "scenario", "project")
-    assert [projects[("+1 h100", p)]["gpu_hours"] for p in "ABC"] == [64, 16, 1]
-    assert ("-1 h100", "A") in projects and projects[("-1 h100", "A")]["gpu_hours"] == 0
+    assert [projects[("+1 h100", p)]["gpu_h"] for p in "ABC"] == [64, 16, 1]
+    assert ("-1 h100", "A") in projects and projects[("-1 h100", "A")]["gpu_h"] == 0
     daily = _by(w["daily"], "scenario", "day")
     oct5 = datetime(2026, 10, 5).date()
-    assert daily[("observed", oct5)]["allocated_gpu_hours"] == pytest.approx(81)
+    assert daily[("observed", oct5)]["allocated_gpu_h"] == pytest.approx(81)
     assert daily[("+1 h100", oct5)]["allocated_of_capacity"] == pytest.approx(81 / (3 * 8 * 24))
     # the replay wrote nothing: its tables were its session's, and are gone
     assert site.query_rows("SELECT count() FROM system.tables WHERE name LIKE 'whatif%'")[0][0] == 0
@@ -118,7 +118,7 @@ def test_replays_worked_by_hand(site):
 def test_load_scaling_and_refusals(site):
     w = whatif(site, cluster="t1", window=OCT, changes=[Change(scale_load=2.0)])
     s = _by(w["summary"], "scenario")
-    assert (s["load x2"]["jobs"], s["load x2"]["allocated_gpu_hours"]) == (6, 162)  # each job once more
+    assert (s["load x2"]["jobs"], s["load x2"]["allocated_gpu_h"]) == (6, 162)  # each job once more
     with pytest.raises(OpsError, match="no b200 nodes"):
         whatif(site, cluster="t1", window=OCT, changes=[parse_change(add=["b200:4"])])
     with pytest.raises(OpsError, match="has 2 h100 nodes"):
@@ -135,7 +135,7 @@ def test_the_monthly_report_replays_the_configured_scenarios(site):
 
     site.cfg.whatif = [{"name": "one more H100 node", "add": ["h100:1"]}]
     r = monthly_report(Connection(site), month=OCT[0].date())
-    assert r["schema_version"] == "4.0" and r["whatif"]["scenarios"] == ["observed", "replay", "one more H100 node"]
+    assert r["schema_version"] == "5.0" and r["whatif"]["scenarios"] == ["observed", "replay", "one more H100 node"]
     s = _by_rows(r["whatif"]["summary"], "scenario")
     assert (s["one more H100 node"]["wait_hours_saved"], s["one more H100 node"]["added_nodes"]) == (
         pytest.approx(4), 1)

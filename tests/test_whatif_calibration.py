@@ -80,7 +80,7 @@ def test_changes_move_the_waits_the_right_way(replayed):
     more, fewer = s["+16 h200"], s["-16 h100"]
     assert (more["added_nodes"], fewer["added_nodes"]) == (16, -16)
     assert more["wait_hours"] <= s["replay"]["wait_hours"] <= fewer["wait_hours"]
-    assert more["capacity_gpu_hours"] == pytest.approx(s["replay"]["capacity_gpu_hours"] + 16 * 8 * 21 * 24)
+    assert more["capacity_gpu_h"] == pytest.approx(s["replay"]["capacity_gpu_h"] + 16 * 8 * 21 * 24)
     # the same work is served wherever it runs (what does not start by the end waits, it is not lost)
     assert more["jobs"] == s["replay"]["jobs"] == fewer["jobs"]
-    assert more["allocated_gpu_hours"] == pytest.approx(s["replay"]["allocated_gpu_hours"], rel=0.02)
+    assert more["allocated_gpu_h"] == pytest.approx(s["replay"]["allocated_gpu_h"], rel=0.02)

@@ -68,7 +68,7 @@ def reference_summary(paths: list[str], date_from: date, date_to: date, period: 
                    j.cpus, j.gpus, j.nodes
             FROM ran j JOIN periods p ON j.start_t < p.p_end AND j.end_t > p.p_start
         ),
-        u AS (SELECT cluster, period_start, sum(ov * cpus) / 3600 AS cpu_hours, sum(ov * gpus) / 3600 AS gpu_hours,
+        u AS (SELECT cluster, period_start, sum(ov * cpus) / 3600 AS cpu_hours, sum(ov * gpus) / 3600 AS gpu_h,
                      sum(ov * nodes) / 3600 AS node_hours, sum(ov) / 3600 AS wall_hours
               FROM usage GROUP BY ALL),
         s AS (SELECT j.cluster, {key} AS period_start, count(*) AS jobs_started,
@@ -83,7 +83,7 @@ def reference_summary(paths: list[str], date_from: date, date_to: date, period: 
         SELECT k.cluster, CAST(k.period_start AS DATE) AS period_start,
                coalesce(jobs_ended, 0) AS jobs_ended, coalesce(jobs_started, 0) AS jobs_started,
                coalesce(jobs_cancelled_before_start, 0) AS jobs_cancelled_before_start,
-               coalesce(cpu_hours, 0) AS cpu_hours, coalesce(gpu_hours, 0) AS gpu_hours,
+               coalesce(cpu_hours, 0) AS cpu_hours, coalesce(gpu_h, 0) AS gpu_h,
                coalesce(node_hours, 0) AS node_hours, coalesce(wall_hours, 0) AS wall_hours,
                coalesce(wait_hours, 0) AS wait_hours
         FROM keys k LEFT JOIN u USING (cluster, period_start) LEFT JOIN s USING (cluster, period_start)

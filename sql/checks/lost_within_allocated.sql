@@ -11,31 +11,31 @@
 WITH
 compared AS (
     SELECT 'hung_jobs' AS section, concat('job ', job_id, ' submitted ', formatDateTime(submit_ts, '%F %T')) AS key,
-           'hung_gpu_hours ≤ gpus × (end_ts − start_ts)' AS figure, hung_gpu_hours AS value,
+           'hung_gpu_h ≤ gpus × (end_ts − start_ts)' AS figure, hung_gpu_h AS value,
            gpus * (toInt64(end_ts) - toInt64(start_ts)) / 3600 AS bound
     FROM ({{mart hung_jobs}})
     UNION ALL
     SELECT 'idle_gpu_jobs', concat('job ', job_id, ' submitted ', formatDateTime(submit_ts, '%F %T')), x.1, x.2, x.3
     FROM ({{mart idle_gpu_jobs}})
-    ARRAY JOIN [('gpu_hours ≤ gpus × its time in the window', gpu_hours,
+    ARRAY JOIN [('gpu_h ≤ gpus × its time in the window', gpu_h,
                  gpus * overlap_s(start_ts, end_ts, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) / 3600),
-                ('telemetry_gpu_hours ≤ gpu_hours', telemetry_gpu_hours, gpu_hours)] AS x
+                ('observed_gpu_h ≤ gpu_h', observed_gpu_h, gpu_h)] AS x
     UNION ALL
     SELECT 'campaigns', concat(user, ' ', account, ' ', job_name, ' ', toString(gpus), ' GPUs from ', formatDateTime(first_start_ts, '%F %T')),
            x.1, x.2, x.3
     FROM ({{mart campaigns}})
-    ARRAY JOIN [('gpu_hours_lost ≤ gpu_hours', gpu_hours_lost, gpu_hours),
-                ('Σ lost_*_gpu_hours by cause ≤ gpu_hours', lost_hang_gpu_hours + lost_node_fail_gpu_hours
-                   + lost_failed_gpu_hours + lost_timeout_gpu_hours + lost_other_gpu_hours, gpu_hours),
-                ('restart_startup_gpu_hours ≤ gpu_hours', restart_startup_gpu_hours, gpu_hours)] AS x
+    ARRAY JOIN [('lost_gpu_h ≤ gpu_h', lost_gpu_h, gpu_h),
+                ('Σ lost_*_gpu_h by cause ≤ gpu_h', lost_hang_gpu_h + lost_node_fail_gpu_h
+                   + lost_failed_gpu_h + lost_timeout_gpu_h + lost_other_gpu_h, gpu_h),
+                ('restart_startup_gpu_h ≤ gpu_h', restart_startup_gpu_h, gpu_h)] AS x
     UNION ALL
     SELECT 'goodput', if(project_key = '', 'the scope row', concat('project ', project_key)), x.1, x.2, x.3
     FROM ({{mart goodput}})
-    ARRAY JOIN [('gpu_hours_lost ≤ gpu_hours', gpu_hours_lost, gpu_hours),
-                ('restart_overhead_gpu_hours ≤ gpu_hours', restart_overhead_gpu_hours, gpu_hours)] AS x
+    ARRAY JOIN [('lost_gpu_h ≤ gpu_h', lost_gpu_h, gpu_h),
+                ('restart_overhead_gpu_h ≤ gpu_h', restart_overhead_gpu_h, gpu_h)] AS x
     UNION ALL
     SELECT 'idle_gpu_users', if(i.level = 'all', 'the scope (all)', concat('project ', i.project)),
-           'idle gpu_hours ≤ the allocated GPU-hours of the scope (chargeback_totals)', i.gpu_hours, a.allocated_gpu_h
+           'idle gpu_h ≤ the allocated GPU-hours of the scope (chargeback_totals)', i.gpu_h, a.allocated_gpu_h
     FROM (SELECT * FROM ({{mart idle_gpu_users}}) WHERE level IN ('all', 'project')) AS i
     INNER JOIN (SELECT if(grouping(t.project) = 1, '', t.project) AS a_project,
                        if(grouping(t.project) = 1, 'all', 'project') AS a_level, sum(t.allocated_gpu_h) AS allocated_gpu_h
@@ -43,8 +43,8 @@ compared AS (
         ON a.a_level = i.level AND a.a_project = i.project
     UNION ALL
     SELECT 'failures_by_size', concat('size class ', size_class),
-           'hw_lost_gpu_hours ≤ node_fail_run_gpu_hours + xid_failed_run_gpu_hours (the failed runs'' GPU-hours)',
-           hw_lost_gpu_hours, node_fail_run_gpu_hours + xid_failed_run_gpu_hours
+           'hw_lost_gpu_h ≤ node_fail_run_gpu_h + xid_failed_run_gpu_h (the failed runs'' GPU-hours)',
+           hw_lost_gpu_h, node_fail_run_gpu_h + xid_failed_run_gpu_h
     FROM ({{mart failures_by_size}})
 )
 SELECT section, key, figure, value, bound, value - bound AS off_by

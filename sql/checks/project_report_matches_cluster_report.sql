@@ -14,8 +14,8 @@ compared AS (
     FULL OUTER JOIN (SELECT * FROM ({{mart efficiency project=''}}) WHERE project_key = {project:String}) AS c
         ON c.project_key = p.project_key
     ARRAY JOIN [('runs', toFloat64(ifNull(p.runs, 0)), toFloat64(ifNull(c.runs, 0))),
-                ('gpu_hours', ifNull(p.gpu_hours, 0), ifNull(c.gpu_hours, 0)),
-                ('telemetry_gpu_hours', ifNull(p.telemetry_gpu_hours, 0), ifNull(c.telemetry_gpu_hours, 0)),
+                ('gpu_h', ifNull(p.gpu_h, 0), ifNull(c.gpu_h, 0)),
+                ('observed_gpu_h', ifNull(p.observed_gpu_h, 0), ifNull(c.observed_gpu_h, 0)),
                 ('gpu_energy_kwh', ifNull(p.gpu_energy_kwh, 0), ifNull(c.gpu_energy_kwh, 0)),
                 ('delivered_pflop', ifNull(p.delivered_pflop, 0), ifNull(c.delivered_pflop, 0))] AS x
     UNION ALL
@@ -24,17 +24,17 @@ compared AS (
     FULL OUTER JOIN (SELECT * FROM ({{mart goodput project=''}}) WHERE project_key = {project:String}) AS c
         ON c.project_key = p.project_key
     ARRAY JOIN [('campaigns', toFloat64(ifNull(p.campaigns, 0)), toFloat64(ifNull(c.campaigns, 0))),
-                ('gpu_hours', ifNull(p.gpu_hours, 0), ifNull(c.gpu_hours, 0)),
-                ('gpu_hours_lost', ifNull(p.gpu_hours_lost, 0), ifNull(c.gpu_hours_lost, 0)),
-                ('restart_overhead_gpu_hours', ifNull(p.restart_overhead_gpu_hours, 0),
-                 ifNull(c.restart_overhead_gpu_hours, 0)),
+                ('gpu_h', ifNull(p.gpu_h, 0), ifNull(c.gpu_h, 0)),
+                ('lost_gpu_h', ifNull(p.lost_gpu_h, 0), ifNull(c.lost_gpu_h, 0)),
+                ('restart_overhead_gpu_h', ifNull(p.restart_overhead_gpu_h, 0),
+                 ifNull(c.restart_overhead_gpu_h, 0)),
                 ('ettr', p.ettr, c.ettr)] AS x
     UNION ALL
     SELECT 'energy', 'the project''s row', x.1, x.2, x.3
     FROM (SELECT * FROM ({{mart energy}}) WHERE project_key = {project:String}) AS p
     FULL OUTER JOIN (SELECT * FROM ({{mart energy project=''}}) WHERE project_key = {project:String}) AS c
         ON c.project_key = p.project_key
-    ARRAY JOIN [('gpu_hours', ifNull(p.gpu_hours, 0), ifNull(c.gpu_hours, 0)),
+    ARRAY JOIN [('gpu_h', ifNull(p.gpu_h, 0), ifNull(c.gpu_h, 0)),
                 ('it_kwh', ifNull(p.it_kwh, 0), ifNull(c.it_kwh, 0)),
                 ('facility_kwh', ifNull(p.facility_kwh, 0), ifNull(c.facility_kwh, 0))] AS x
     UNION ALL
@@ -43,7 +43,7 @@ compared AS (
     FULL OUTER JOIN (SELECT * FROM ({{mart idle_gpu_users project=''}})
                      WHERE level = 'project' AND project = {project:String}) AS c ON c.project = p.project
     ARRAY JOIN [('runs', toFloat64(ifNull(p.runs, 0)), toFloat64(ifNull(c.runs, 0))),
-                ('gpu_hours', ifNull(p.gpu_hours, 0), ifNull(c.gpu_hours, 0))] AS x
+                ('gpu_h', ifNull(p.gpu_h, 0), ifNull(c.gpu_h, 0))] AS x
     UNION ALL
     SELECT 'chargeback', concat('model ', ifNull(p.gpu_model, c.gpu_model)), x.1, x.2, x.3
     FROM ({{mart chargeback}}) AS p

@@ -18,8 +18,8 @@ compared AS (
     ARRAY JOIN [('allocated_gpu_h ≤ the cluster''s allocated_gpu_h (utilization)', t.allocated_gpu_h, u.allocated_gpu_h),
                 ('cost ≤ the cluster''s total_cost (cost)', t.cost, c.total_cost)] AS x
     UNION ALL
-    SELECT 'users', 'Σ users', 'Σ gpu_hours ≤ the cluster''s allocated_gpu_h (utilization)', s.gpu_hours, u.allocated_gpu_h
-    FROM (SELECT sum(gpu_hours) AS gpu_hours FROM ({{mart users}})) AS s CROSS JOIN cl_util AS u
+    SELECT 'users', 'Σ users', 'Σ gpu_h ≤ the cluster''s allocated_gpu_h (utilization)', s.gpu_h, u.allocated_gpu_h
+    FROM (SELECT sum(gpu_h) AS gpu_h FROM ({{mart users}})) AS s CROSS JOIN cl_util AS u
     UNION ALL
     SELECT 'utilization_daily', toString(day), 'project_allocated_gpu_h ≤ allocated_gpu_h', project_allocated_gpu_h,
            allocated_gpu_h
@@ -28,8 +28,8 @@ compared AS (
     SELECT 'efficiency', 'the project''s row', x.1, x.2, x.3
     FROM (SELECT * FROM ({{mart efficiency}}) WHERE project_key = {project:String}) AS p
     INNER JOIN (SELECT * FROM ({{mart efficiency project=''}}) WHERE project_key = '') AS c ON 1 = 1
-    ARRAY JOIN [('runs', toFloat64(p.runs), toFloat64(c.runs)), ('gpu_hours', p.gpu_hours, c.gpu_hours),
-                ('telemetry_gpu_hours', p.telemetry_gpu_hours, c.telemetry_gpu_hours),
+    ARRAY JOIN [('runs', toFloat64(p.runs), toFloat64(c.runs)), ('gpu_h', p.gpu_h, c.gpu_h),
+                ('observed_gpu_h', p.observed_gpu_h, c.observed_gpu_h),
                 ('gpu_energy_kwh', p.gpu_energy_kwh, c.gpu_energy_kwh),
                 ('delivered_pflop', p.delivered_pflop, c.delivered_pflop)] AS x
     UNION ALL
@@ -37,13 +37,13 @@ compared AS (
     FROM ({{mart job_sizes}}) AS p
     LEFT JOIN ({{mart job_sizes project=''}}) AS c ON c.size_class = p.size_class
     ARRAY JOIN [('jobs', toFloat64(p.jobs), toFloat64(ifNull(c.jobs, 0))),
-                ('gpu_hours', p.gpu_hours, ifNull(c.gpu_hours, 0))] AS x
+                ('gpu_h', p.gpu_h, ifNull(c.gpu_h, 0))] AS x
     UNION ALL
     SELECT 'end_states', concat('state ', p.state), x.1, x.2, x.3
     FROM ({{mart end_states}}) AS p
     LEFT JOIN ({{mart end_states project=''}}) AS c ON c.state = p.state
     ARRAY JOIN [('runs', toFloat64(p.runs), toFloat64(ifNull(c.runs, 0))),
-                ('gpu_hours', p.gpu_hours, ifNull(c.gpu_hours, 0))] AS x
+                ('gpu_h', p.gpu_h, ifNull(c.gpu_h, 0))] AS x
     UNION ALL
     SELECT 'failures_by_size', concat('size class ', p.size_class), x.1, x.2, x.3
     FROM ({{mart failures_by_size}}) AS p
@@ -51,30 +51,30 @@ compared AS (
     ARRAY JOIN [('runs_ended', toFloat64(p.runs_ended), toFloat64(ifNull(c.runs_ended, 0))),
                 ('node_days', p.node_days, ifNull(c.node_days, 0)),
                 ('hw_failures', toFloat64(p.hw_failures), toFloat64(ifNull(c.hw_failures, 0))),
-                ('node_fail_run_gpu_hours', p.node_fail_run_gpu_hours, ifNull(c.node_fail_run_gpu_hours, 0)),
-                ('hw_lost_gpu_hours', p.hw_lost_gpu_hours, ifNull(c.hw_lost_gpu_hours, 0))] AS x
+                ('node_fail_run_gpu_h', p.node_fail_run_gpu_h, ifNull(c.node_fail_run_gpu_h, 0)),
+                ('hw_lost_gpu_h', p.hw_lost_gpu_h, ifNull(c.hw_lost_gpu_h, 0))] AS x
     UNION ALL
     SELECT 'goodput', 'the scope row', x.1, x.2, x.3
     FROM (SELECT * FROM ({{mart goodput}}) WHERE project_key = '') AS p
     INNER JOIN (SELECT * FROM ({{mart goodput project=''}}) WHERE project_key = '') AS c ON 1 = 1
-    ARRAY JOIN [('campaigns', toFloat64(p.campaigns), toFloat64(c.campaigns)), ('gpu_hours', p.gpu_hours, c.gpu_hours),
-                ('gpu_hours_lost', p.gpu_hours_lost, c.gpu_hours_lost),
-                ('restart_overhead_gpu_hours', p.restart_overhead_gpu_hours, c.restart_overhead_gpu_hours)] AS x
+    ARRAY JOIN [('campaigns', toFloat64(p.campaigns), toFloat64(c.campaigns)), ('gpu_h', p.gpu_h, c.gpu_h),
+                ('lost_gpu_h', p.lost_gpu_h, c.lost_gpu_h),
+                ('restart_overhead_gpu_h', p.restart_overhead_gpu_h, c.restart_overhead_gpu_h)] AS x
     UNION ALL
     SELECT 'hung_jobs', 'all hung runs', x.1, x.2, x.3
-    FROM (SELECT toFloat64(count()) AS runs, sum(hung_gpu_hours) AS hung FROM ({{mart hung_jobs}})) AS p
-    CROSS JOIN (SELECT toFloat64(count()) AS runs, sum(hung_gpu_hours) AS hung FROM ({{mart hung_jobs project=''}})) AS c
-    ARRAY JOIN [('runs', p.runs, c.runs), ('hung_gpu_hours', p.hung, c.hung)] AS x
+    FROM (SELECT toFloat64(count()) AS runs, sum(hung_gpu_h) AS hung FROM ({{mart hung_jobs}})) AS p
+    CROSS JOIN (SELECT toFloat64(count()) AS runs, sum(hung_gpu_h) AS hung FROM ({{mart hung_jobs project=''}})) AS c
+    ARRAY JOIN [('runs', p.runs, c.runs), ('hung_gpu_h', p.hung, c.hung)] AS x
     UNION ALL
     SELECT 'idle_gpu_users', 'level all', x.1, x.2, x.3
     FROM (SELECT * FROM ({{mart idle_gpu_users}}) WHERE level = 'all') AS p
     INNER JOIN (SELECT * FROM ({{mart idle_gpu_users project=''}}) WHERE level = 'all') AS c ON 1 = 1
-    ARRAY JOIN [('runs', toFloat64(p.runs), toFloat64(c.runs)), ('gpu_hours', p.gpu_hours, c.gpu_hours)] AS x
+    ARRAY JOIN [('runs', toFloat64(p.runs), toFloat64(c.runs)), ('gpu_h', p.gpu_h, c.gpu_h)] AS x
     UNION ALL
     SELECT 'energy', 'the scope row', x.1, x.2, x.3
     FROM (SELECT * FROM ({{mart energy}}) WHERE project_key = '') AS p
     INNER JOIN (SELECT * FROM ({{mart energy project=''}}) WHERE project_key = '') AS c ON 1 = 1
-    ARRAY JOIN [('gpu_hours', p.gpu_hours, c.gpu_hours), ('it_kwh', p.it_kwh, c.it_kwh),
+    ARRAY JOIN [('gpu_h', p.gpu_h, c.gpu_h), ('it_kwh', p.it_kwh, c.it_kwh),
                 ('facility_kwh', p.facility_kwh, c.facility_kwh)] AS x
 )
 SELECT section, key, figure, value, bound, value - bound AS off_by

@@ -32,15 +32,15 @@ compared AS (
     FROM u CROSS JOIN (SELECT sum(allocated_gpu_h) AS gpu_h FROM ({{mart chargeback_totals}})) AS t
     WHERE u.level = 'cluster' AND {project:String} = ''
     UNION ALL
-    SELECT 'efficiency vs job_sizes', 'the scope', 'gpu_hours (Σ size classes)', e.gpu_hours, s.gpu_h
-    FROM e CROSS JOIN (SELECT sum(gpu_hours) AS gpu_h FROM ({{mart job_sizes}})) AS s
+    SELECT 'efficiency vs job_sizes', 'the scope', 'gpu_h (Σ size classes)', e.gpu_h, s.gpu_h
+    FROM e CROSS JOIN (SELECT sum(gpu_h) AS gpu_h FROM ({{mart job_sizes}})) AS s
     UNION ALL
     SELECT 'efficiency vs energy', 'the scope', x.1, x.2, x.3
     FROM e CROSS JOIN (SELECT * FROM ({{mart energy}}) WHERE project_key = '') AS n
-    ARRAY JOIN [('gpu_hours', e.gpu_hours, n.gpu_hours),
+    ARRAY JOIN [('gpu_h', e.gpu_h, n.gpu_h),
                 ('delivered_pflop_days', e.delivered_pflop_days, n.delivered_pflop_days)] AS x
-    -- (hung_jobs' hung_gpu_hours, the allocation held while a hung run did nothing, is not goodput's
-    -- lost_hang_gpu_hours, the work lost since its last checkpoint: two figures, two names)
+    -- (hung_jobs' hung_gpu_h, the allocation held while a hung run did nothing, is not goodput's
+    -- lost_hang_gpu_h, the work lost since its last checkpoint: two figures, two names)
 )
 SELECT section, key, figure, value, bound, value - bound AS off_by
 FROM compared

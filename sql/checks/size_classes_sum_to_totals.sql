@@ -10,8 +10,8 @@ f AS (SELECT * FROM ({{mart failures_by_size}})),
 parts AS (
     SELECT sum(runs_ended) AS runs_ended, sum(node_days) AS node_days, sum(run_hours) AS run_hours,
            sum(node_fail_runs) AS node_fail_runs, sum(hw_failures) AS hw_failures,
-           sum(failed_after_xid) AS failed_after_xid, sum(node_fail_run_gpu_hours) AS node_fail_run_gpu_hours,
-           sum(xid_failed_run_gpu_hours) AS xid_failed_run_gpu_hours, sum(hw_lost_gpu_hours) AS hw_lost_gpu_hours,
+           sum(failed_after_xid) AS failed_after_xid, sum(node_fail_run_gpu_h) AS node_fail_run_gpu_h,
+           sum(xid_failed_run_gpu_h) AS xid_failed_run_gpu_h, sum(hw_lost_gpu_h) AS hw_lost_gpu_h,
            count() AS part_rows
     FROM f WHERE size_class != 'all'
 ),
@@ -23,22 +23,22 @@ compared AS (
                 ('node_fail_runs', toFloat64(p.node_fail_runs), toFloat64(t.node_fail_runs)),
                 ('hw_failures', toFloat64(p.hw_failures), toFloat64(t.hw_failures)),
                 ('failed_after_xid', toFloat64(p.failed_after_xid), toFloat64(t.failed_after_xid)),
-                ('node_fail_run_gpu_hours', p.node_fail_run_gpu_hours, t.node_fail_run_gpu_hours),
-                ('xid_failed_run_gpu_hours', p.xid_failed_run_gpu_hours, t.xid_failed_run_gpu_hours),
-                ('hw_lost_gpu_hours', p.hw_lost_gpu_hours, t.hw_lost_gpu_hours)] AS x
+                ('node_fail_run_gpu_h', p.node_fail_run_gpu_h, t.node_fail_run_gpu_h),
+                ('xid_failed_run_gpu_h', p.xid_failed_run_gpu_h, t.xid_failed_run_gpu_h),
+                ('hw_lost_gpu_h', p.hw_lost_gpu_h, t.hw_lost_gpu_h)] AS x
     WHERE p.part_rows > 0
     UNION ALL
     SELECT 'job_sizes', 'Σ size classes', x.1, x.2, x.3
-    FROM (SELECT sum(job_share) AS js, sum(gpu_hour_share) AS gs, sum(jobs) AS jobs, sum(gpu_hours) AS gpu_hours
+    FROM (SELECT sum(job_share) AS js, sum(gpu_h_share) AS gs, sum(jobs) AS jobs, sum(gpu_h) AS gpu_h
           FROM ({{mart job_sizes}})) AS s
     ARRAY JOIN [('Σ job_share = 1', s.js, if(s.jobs > 0, 1., NULL)),
-                ('Σ gpu_hour_share = 1', s.gs, if(s.gpu_hours > 0, 1., NULL))] AS x
+                ('Σ gpu_h_share = 1', s.gs, if(s.gpu_h > 0, 1., NULL))] AS x
     UNION ALL
     SELECT 'end_states', 'Σ states', x.1, x.2, x.3
-    FROM (SELECT sum(run_share) AS rs, sum(gpu_hour_share) AS gs, sum(runs) AS runs, sum(gpu_hours) AS gpu_hours
+    FROM (SELECT sum(run_share) AS rs, sum(gpu_h_share) AS gs, sum(runs) AS runs, sum(gpu_h) AS gpu_h
           FROM ({{mart end_states}})) AS s
     ARRAY JOIN [('Σ run_share = 1', s.rs, if(s.runs > 0, 1., NULL)),
-                ('Σ gpu_hour_share = 1', s.gs, if(s.gpu_hours > 0, 1., NULL))] AS x
+                ('Σ gpu_h_share = 1', s.gs, if(s.gpu_h > 0, 1., NULL))] AS x
 )
 SELECT section, key, figure, value, bound, value - bound AS off_by
 FROM compared

@@ -7,21 +7,21 @@
 -- Rows: section (the two marts), key, figure, value (the sum over the users), bound (the project's figure),
 --   off_by = value − bound; the runner adds the project.
 WITH
-users AS (SELECT sum(gpu_hours) AS gpu_hours, sum(jobs_started) AS jobs FROM ({{mart users}})),
+users AS (SELECT sum(gpu_h) AS gpu_h, sum(jobs_started) AS jobs FROM ({{mart users}})),
 compared AS (
-    SELECT 'users vs chargeback_totals' AS section, 'the project' AS key, 'Σ users gpu_hours = allocated_gpu_h' AS figure,
-           u.gpu_hours AS value, ifNull(t.allocated_gpu_h, 0) AS bound
+    SELECT 'users vs chargeback_totals' AS section, 'the project' AS key, 'Σ users gpu_h = allocated_gpu_h' AS figure,
+           u.gpu_h AS value, ifNull(t.allocated_gpu_h, 0) AS bound
     FROM users AS u
     LEFT JOIN (SELECT allocated_gpu_h, 1 AS one FROM ({{mart chargeback_totals}})) AS t ON t.one = 1
     UNION ALL
-    SELECT 'users vs efficiency', 'the project', 'Σ users gpu_hours = gpu_hours', u.gpu_hours, ifNull(e.gpu_hours, 0)
+    SELECT 'users vs efficiency', 'the project', 'Σ users gpu_h = gpu_h', u.gpu_h, ifNull(e.gpu_h, 0)
     FROM users AS u
-    LEFT JOIN (SELECT gpu_hours, 1 AS one FROM ({{mart efficiency}}) WHERE project_key = {project:String}) AS e
+    LEFT JOIN (SELECT gpu_h, 1 AS one FROM ({{mart efficiency}}) WHERE project_key = {project:String}) AS e
         ON e.one = 1
     UNION ALL
     SELECT 'users vs job_sizes', 'the project', x.1, x.2, x.3
-    FROM users AS u CROSS JOIN (SELECT sum(gpu_hours) AS gpu_hours, sum(jobs) AS jobs FROM ({{mart job_sizes}})) AS s
-    ARRAY JOIN [('Σ users gpu_hours = Σ size classes gpu_hours', u.gpu_hours, s.gpu_hours),
+    FROM users AS u CROSS JOIN (SELECT sum(gpu_h) AS gpu_h, sum(jobs) AS jobs FROM ({{mart job_sizes}})) AS s
+    ARRAY JOIN [('Σ users gpu_h = Σ size classes gpu_h', u.gpu_h, s.gpu_h),
                 ('Σ users jobs_started = Σ size classes jobs', toFloat64(u.jobs), toFloat64(s.jobs))] AS x
 )
 SELECT section, key, figure, value, bound, value - bound AS off_by

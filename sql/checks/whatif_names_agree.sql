@@ -10,14 +10,14 @@
 -- Rows: section, key, figure (the name), value (the what-if's observed scenario), bound (the report's),
 --   off_by = value − bound.
 WITH
-w AS (SELECT capacity_gpu_hours, allocated_gpu_hours
+w AS (SELECT capacity_gpu_h, allocated_gpu_h
       FROM ({{mart whatif_summary}}) WHERE scenario = 'observed'),
 compared AS (
     SELECT 'whatif_summary vs utilization' AS section, 'cluster' AS key, x.1 AS figure, x.2 AS value, x.3 AS bound
     FROM w CROSS JOIN (SELECT capacity_gpu_h, allocated_gpu_h FROM ({{mart utilization project=''}})
                        WHERE level = 'cluster') AS u
-    ARRAY JOIN [('capacity GPU-h (capacity_gpu_hours, capacity_gpu_h)', w.capacity_gpu_hours, u.capacity_gpu_h),
-                ('allocated GPU-h (allocated_gpu_hours, allocated_gpu_h)', w.allocated_gpu_hours, u.allocated_gpu_h)] AS x
+    ARRAY JOIN [('capacity GPU-h (capacity_gpu_h, capacity_gpu_h)', w.capacity_gpu_h, u.capacity_gpu_h),
+                ('allocated GPU-h (allocated_gpu_h, allocated_gpu_h)', w.allocated_gpu_h, u.allocated_gpu_h)] AS x
 )
 SELECT section, key, figure, value, bound, value - bound AS off_by
 FROM compared

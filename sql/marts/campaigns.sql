@@ -47,10 +47,10 @@
 --   lost_s           the interrupted runs' lost work summed; NULL when one of them is unknown
 --   productive_s     running_s − lost_s − restart_startup_s
 --   ettr             productive_s ÷ wall_s (NULL when lost_s is)
---   gpu_hours        the runs' GPU-hours; gpu_hours_lost: GPUs × lost_s of each interrupted run, and by cause:
---                    lost_hang_gpu_hours, lost_node_fail_gpu_hours, lost_failed_gpu_hours (FAILED,
---                    OUT_OF_MEMORY), lost_timeout_gpu_hours, lost_other_gpu_hours (CANCELLED, PREEMPTED, ...);
---                    restart_startup_gpu_hours: GPUs × start-up (GPU-hours held while starting up)
+--   gpu_h        the runs' GPU-hours; lost_gpu_h: GPUs × lost_s of each interrupted run, and by cause:
+--                    lost_hang_gpu_h, lost_node_fail_gpu_h, lost_failed_gpu_h (FAILED,
+--                    OUT_OF_MEMORY), lost_timeout_gpu_h, lost_other_gpu_h (CANCELLED, PREEMPTED, ...);
+--                    restart_startup_gpu_h: GPUs × start-up (GPU-hours held while starting up)
 --   last_state       how the campaign's last run ended
 -- Why campaign_gap_hours = 6: what carries a training run on after a crash resubmits within minutes (Slurm's
 -- --requeue, an afternotok dependency or a watcher script) and an engineer on call within hours, while users
@@ -61,7 +61,7 @@
 --- scope = "project"
 --- parameters = { campaign_gap_hours = 6.0 }
 --- depends = ["hung_jobs"]
---- columns = ["user", "account", "project", "job_name", "gpus", "first_submit_ts", "first_start_ts", "last_end_ts", "runs", "interrupted_runs", "max_gpus", "job_ids", "wall_s", "initial_wait_s", "running_s", "restart_wait_s", "restart_startup_s", "restart_startup_gpu_hours", "restarts", "restarts_without_startup", "lost_s", "productive_s", "ettr", "gpu_hours", "gpu_hours_lost", "lost_hang_gpu_hours", "lost_node_fail_gpu_hours", "lost_failed_gpu_hours", "lost_timeout_gpu_hours", "lost_other_gpu_hours", "last_state"]
+--- columns = ["user", "account", "project", "job_name", "gpus", "first_submit_ts", "first_start_ts", "last_end_ts", "runs", "interrupted_runs", "max_gpus", "job_ids", "wall_s", "initial_wait_s", "running_s", "restart_wait_s", "restart_startup_s", "restart_startup_gpu_h", "restarts", "restarts_without_startup", "lost_s", "productive_s", "ettr", "gpu_h", "lost_gpu_h", "lost_hang_gpu_h", "lost_node_fail_gpu_h", "lost_failed_gpu_h", "lost_timeout_gpu_h", "lost_other_gpu_h", "last_state"]
 --- user_columns = ["user"]
 --- export = 27
 WITH
@@ -176,23 +176,23 @@ SELECT user, account, any(project) AS project, job_name, gpus,
        sum(run_s) AS running_s,
        sum(run_restart_wait_s) AS restart_wait_s,
        sum(run_startup_s) AS restart_startup_s,
-       sum(gpus * run_startup_s) / 3600 AS restart_startup_gpu_hours,
+       sum(gpus * run_startup_s) / 3600 AS restart_startup_gpu_h,
        countIf(restart) AS restarts,
        countIf(startup_unknown) AS restarts_without_startup,
        if(countIf(interrupted AND run_lost_s IS NULL) > 0, NULL, sum(ifNull(run_lost_s, 0))) AS lost_s,
        running_s - lost_s - restart_startup_s AS productive_s,
        productive_s / nullIf(wall_s, 0) AS ettr,
-       sum(gpus * run_s) / 3600 AS gpu_hours,
-       if(lost_s IS NULL, NULL, sum(gpus * ifNull(run_lost_s, 0)) / 3600) AS gpu_hours_lost,
-       -- by cause: NULL where the campaign's loss is unknown, as gpu_hours_lost, so the causes sum to it
-       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'hang') / 3600) AS lost_hang_gpu_hours,
+       sum(gpus * run_s) / 3600 AS gpu_h,
+       if(lost_s IS NULL, NULL, sum(gpus * ifNull(run_lost_s, 0)) / 3600) AS lost_gpu_h,
+       -- by cause: NULL where the campaign's loss is unknown, as lost_gpu_h, so the causes sum to it
+       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'hang') / 3600) AS lost_hang_gpu_h,
        if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'node_fail') / 3600)
-           AS lost_node_fail_gpu_hours,
-       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'failed') / 3600) AS lost_failed_gpu_hours,
-       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'timeout') / 3600) AS lost_timeout_gpu_hours,
-       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'other') / 3600) AS lost_other_gpu_hours,
+           AS lost_node_fail_gpu_h,
+       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'failed') / 3600) AS lost_failed_gpu_h,
+       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'timeout') / 3600) AS lost_timeout_gpu_h,
+       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'other') / 3600) AS lost_other_gpu_h,
        argMax(state, end_ts) AS last_state
 FROM per_run
 GROUP BY user, account, job_name, gpus, campaign_id
-ORDER BY gpu_hours DESC, first_start_ts, user, job_name
+ORDER BY gpu_h DESC, first_start_ts, user, job_name
 SETTINGS join_use_nulls = 1;

@@ -8,7 +8,7 @@
 --- [mart]
 --- grain = "one row per project, and the scope ('')"
 --- scope = "project"
---- columns = ["project_key", "runs", "gpu_hours", "telemetry_gpu_hours", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_energy_kwh", "nic_rx_bytes", "nic_tx_bytes", "storage_read_bytes", "storage_write_bytes", "delivered_pflop", "delivered_pflop_days"]
+--- columns = ["project_key", "runs", "gpu_h", "observed_gpu_h", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_energy_kwh", "nic_rx_bytes", "nic_tx_bytes", "storage_read_bytes", "storage_write_bytes", "delivered_pflop", "delivered_pflop_days"]
 --- export = 7
 WITH
 runs AS (
@@ -22,8 +22,8 @@ runs AS (
 used AS (
     SELECT
         if(grouping(d.project) = 1, '', d.project) AS project_key,
-        sum(r.gpu_s) / 3600 AS gpu_hours,
-        sum(r.gpu_s * r.covered_per_capacity) / 3600 AS telemetry_gpu_hours,
+        sum(r.gpu_s) / 3600 AS gpu_h,
+        sum(r.gpu_s * r.covered_per_capacity) / 3600 AS observed_gpu_h,
         sum(r.gpu_s * r.util_per_allocated) / nullIf(sum(r.gpu_s * r.covered_per_capacity), 0) * 100 AS gpu_util_pct,
         sum(r.gpu_s * r.sm_per_allocated) / nullIf(sum(r.gpu_s * r.covered_per_capacity), 0) AS sm_active,
         sum(r.gpu_s * r.tensor_per_allocated) / nullIf(sum(r.gpu_s * r.covered_per_capacity), 0) AS tensor_active,
@@ -46,8 +46,8 @@ used AS (
 SELECT
     n.project_key AS project_key,
     n.runs AS runs,
-    u.gpu_hours AS gpu_hours,
-    u.telemetry_gpu_hours AS telemetry_gpu_hours,
+    u.gpu_h AS gpu_h,
+    u.observed_gpu_h AS observed_gpu_h,
     u.gpu_util_pct AS gpu_util_pct,
     u.sm_active AS sm_active,
     u.tensor_active AS tensor_active,

@@ -2,16 +2,16 @@
 -- one row for the scope (project_key '') and one per project, with the compute they delivered
 -- (efficiency.sql's delivered_pflop_days: tensor activity × time × the model's peak BF16 rate). Only what is
 -- attributed to runs: the energy of a node-hour nobody was allocated is not in these rows.
---   runs, gpu_hours                 the runs with GPU time in the window, and that time
+--   runs, gpu_h                 the runs with GPU time in the window, and that time
 --   gpu_kwh, rest_kwh, it_kwh       the GPUs', the rest of the nodes' (IPMI power − GPUs), and both
 --   facility_kwh, kg_co2e           × PUE; × each hour's carbon intensity (job_energy.sql: the hourly intensity
 --                                   loaded for the cluster, else [energy] carbon_g_per_kwh). NULL when a run
 --                                   that used energy has no carbon figure (an hour with neither), or no run has one
---   kwh_per_gpu_hour, kg_co2e_per_gpu_hour      it_kwh and kg_co2e ÷ gpu_hours
+--   kwh_per_gpu_h, kg_co2e_per_gpu_h      it_kwh and kg_co2e ÷ gpu_h
 --   facility_kwh_per_pflop_day      facility_kwh ÷ delivered PFLOP-days
 --   gpu_counter_share               the part of gpu_kwh measured by the GPUs' energy counters (the rest:
 --                                   power samples × time)
---   node_power_measured_share       the part of gpu_hours on node-hours that reported IPMI power (the rest
+--   node_power_measured_share       the part of gpu_h on node-hours that reported IPMI power (the rest
 --                                   has no rest-of-node energy: rest_kwh counts only what was measured)
 --   carbon_hourly_share             the part of facility_kwh priced at an hourly carbon intensity (the rest at
 --                                   the constant, or not at all)
@@ -19,29 +19,29 @@
 --- grain = "one row per project, and the scope ('')"
 --- scope = "project"
 --- depends = ["efficiency", "job_energy"]
---- columns = ["project_key", "runs", "gpu_hours", "gpu_kwh", "rest_kwh", "it_kwh", "facility_kwh", "kg_co2e", "kwh_per_gpu_hour", "kg_co2e_per_gpu_hour", "delivered_pflop_days", "facility_kwh_per_pflop_day", "gpu_counter_share", "node_power_measured_share", "carbon_hourly_share"]
+--- columns = ["project_key", "runs", "gpu_h", "gpu_kwh", "rest_kwh", "it_kwh", "facility_kwh", "kg_co2e", "kwh_per_gpu_h", "kg_co2e_per_gpu_h", "delivered_pflop_days", "facility_kwh_per_pflop_day", "gpu_counter_share", "node_power_measured_share", "carbon_hourly_share"]
 --- export = 25
 WITH
-jobs AS (SELECT project, gpu_hours, gpu_kwh, gpu_counter_kwh, rest_kwh, it_kwh, facility_kwh, kg_co2e, node_power,
+jobs AS (SELECT project, gpu_h, gpu_kwh, gpu_counter_kwh, rest_kwh, it_kwh, facility_kwh, kg_co2e, node_power,
                 carbon_hourly_kwh
          FROM ({{mart job_energy}})),
 sums AS (
     SELECT if(grouping(project) = 1, '', project) AS project_key,
-           count() AS n_runs, sum(j.gpu_hours) AS t_gpu_hours, sum(j.gpu_kwh) AS t_gpu_kwh,
+           count() AS n_runs, sum(j.gpu_h) AS t_gpu_h, sum(j.gpu_kwh) AS t_gpu_kwh,
            sum(j.rest_kwh) AS t_rest_kwh, sum(j.it_kwh) AS t_it_kwh, sum(j.facility_kwh) AS t_facility_kwh,
            if(countIf(j.kg_co2e IS NULL AND j.it_kwh > 0) > 0 OR countIf(j.kg_co2e IS NOT NULL) = 0, NULL,
               sum(ifNull(j.kg_co2e, 0))) AS t_kg_co2e,
            sum(j.carbon_hourly_kwh) / nullIf(sum(j.facility_kwh), 0) AS carbon_hourly_share,
            sum(j.gpu_counter_kwh) / nullIf(sum(j.gpu_kwh), 0) AS gpu_counter_share,
-           sumIf(j.gpu_hours, j.node_power = 'measured') / nullIf(sum(j.gpu_hours), 0) AS node_power_measured_share
+           sumIf(j.gpu_h, j.node_power = 'measured') / nullIf(sum(j.gpu_h), 0) AS node_power_measured_share
     FROM jobs AS j
     GROUP BY GROUPING SETS ((), (project))
 ),
 delivered AS (SELECT project_key, delivered_pflop_days FROM ({{mart efficiency}}))
-SELECT s.project_key AS project_key, s.n_runs AS runs, s.t_gpu_hours AS gpu_hours, s.t_gpu_kwh AS gpu_kwh,
+SELECT s.project_key AS project_key, s.n_runs AS runs, s.t_gpu_h AS gpu_h, s.t_gpu_kwh AS gpu_kwh,
        s.t_rest_kwh AS rest_kwh, s.t_it_kwh AS it_kwh, s.t_facility_kwh AS facility_kwh, s.t_kg_co2e AS kg_co2e,
-       s.t_it_kwh / nullIf(s.t_gpu_hours, 0) AS kwh_per_gpu_hour,
-       s.t_kg_co2e / nullIf(s.t_gpu_hours, 0) AS kg_co2e_per_gpu_hour,
+       s.t_it_kwh / nullIf(s.t_gpu_h, 0) AS kwh_per_gpu_h,
+       s.t_kg_co2e / nullIf(s.t_gpu_h, 0) AS kg_co2e_per_gpu_h,
        d.delivered_pflop_days AS delivered_pflop_days,
        s.t_facility_kwh / nullIf(delivered_pflop_days, 0) AS facility_kwh_per_pflop_day,
        s.gpu_counter_share AS gpu_counter_share, s.node_power_measured_share AS node_power_measured_share,

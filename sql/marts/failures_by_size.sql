@@ -3,9 +3,9 @@
 -- {xid_failure_minutes} minutes after a hardware Xid (xid_is_hardware) on one of its nodes, while it ran (up
 -- to a minute after its end: the Xid and the job's end are logged by different daemons); an Xid earlier in
 -- a run that went on working did not end it (analytics/marts.py gives the default and why).
--- GPU-hours: hw_lost_gpu_hours is the work the hardware failures lost, since each run's last checkpoint
+-- GPU-hours: hw_lost_gpu_h is the work the hardware failures lost, since each run's last checkpoint
 -- (campaigns.sql's rule: run_telemetry's last_ckpt_ts, the run's start when it wrote none; NULL when a
--- failed run has no telemetry); node_fail_run_gpu_hours and xid_failed_run_gpu_hours are the whole runs'
+-- failed run has no telemetry); node_fail_run_gpu_h and xid_failed_run_gpu_h are the whole runs'
 -- GPU-hours (what the runs held, not what they lost). Meta's model (Kokolis et al., HPCA 2025): failures per 1,000
 -- node-days r_f = failures ÷ node-days run × 1000, and a job on N nodes fails on average every
 -- 1 ÷ (N × r_f) days. mttf_observed_h = run hours ÷ failures of the class (the scope's runs); mttf_model_h
@@ -20,7 +20,7 @@
 --- grain = "one row per job size class, and the scope ('')"
 --- scope = "project"
 --- parameters = { xid_failure_minutes = 10.0 }
---- columns = ["size_class", "min_gpus", "runs_ended", "mean_nodes", "node_days", "run_hours", "node_fail_runs", "hw_failures", "failed_after_xid", "node_fail_run_gpu_hours", "xid_failed_run_gpu_hours", "hw_lost_gpu_hours", "failures_per_1000_node_days", "mttf_observed_h", "cluster_failures_per_1000_node_days", "mttf_model_h"]
+--- columns = ["size_class", "min_gpus", "runs_ended", "mean_nodes", "node_days", "run_hours", "node_fail_runs", "hw_failures", "failed_after_xid", "node_fail_run_gpu_h", "xid_failed_run_gpu_h", "hw_lost_gpu_h", "failures_per_1000_node_days", "mttf_observed_h", "cluster_failures_per_1000_node_days", "mttf_model_h"]
 --- export = 9
 WITH runs AS (
     SELECT cluster, job_id, submit_ts, gpus, nnodes, nodes, state, start_ts, end_ts, wall_s,
@@ -69,10 +69,10 @@ per_class AS (
         countIf(state = 'NODE_FAIL') AS node_fail_runs,
         countIf(hw_failure) AS hw_failures,
         countIf(state = 'FAILED' AND had_xid) AS failed_after_xid,
-        sumIf(gpus * wall_s, state = 'NODE_FAIL') / 3600 AS node_fail_run_gpu_hours,
-        sumIf(gpus * wall_s, state = 'FAILED' AND had_xid) / 3600 AS xid_failed_run_gpu_hours,
+        sumIf(gpus * wall_s, state = 'NODE_FAIL') / 3600 AS node_fail_run_gpu_h,
+        sumIf(gpus * wall_s, state = 'FAILED' AND had_xid) / 3600 AS xid_failed_run_gpu_h,
         if(countIf(hw_failure AND lost_gpu_s IS NULL) > 0, NULL,
-           sumIf(ifNull(lost_gpu_s, 0), hw_failure) / 3600) AS hw_lost_gpu_hours,
+           sumIf(ifNull(lost_gpu_s, 0), hw_failure) / 3600) AS hw_lost_gpu_h,
         hw_failures / nullIf(node_days, 0) * 1000 AS failures_per_1000_node_days,
         run_hours / nullIf(hw_failures, 0) AS mttf_observed_h
     FROM lost

@@ -9,7 +9,7 @@
 --   suspect           1 when the node was in two or more of the cluster's hangs: hung_jobs.sql's
 --                     suspect_nodes, the cluster's whatever {project} selects (for the cluster: hangs ≥ 2)
 --   hang_hours        the hangs' lengths summed (hours)
---   hung_gpu_hours    the node's part of their hung GPU-hours: the run's GPUs on the node (its GPUs ÷ its
+--   hung_gpu_h    the node's part of their hung GPU-hours: the run's GPUs on the node (its GPUs ÷ its
 --                     nodes, as the fan-out spreads them) × the hang's length
 --   first_hang_ts, last_hang_ts  the earliest and latest hang start
 --   runs_ended        the runs with GPUs on the node that ended in the window (any state): what the hangs
@@ -19,7 +19,7 @@
 --- grain = "one row per node that was in a hung run"
 --- scope = "project"
 --- depends = ["hung_jobs"]
---- columns = ["node", "hangs", "multi_node_hangs", "suspect", "hang_hours", "hung_gpu_hours", "first_hang_ts", "last_hang_ts", "runs_ended", "hang_share"]
+--- columns = ["node", "hangs", "multi_node_hangs", "suspect", "hang_hours", "hung_gpu_h", "first_hang_ts", "last_hang_ts", "runs_ended", "hang_share"]
 WITH
 per_node AS (
     SELECT node,
@@ -27,7 +27,7 @@ per_node AS (
            countIf(length(h.nodes) >= 2) AS multi_node_hangs,
            max(has(h.suspect_nodes, node)) AS is_suspect,
            sum(h.hang_minutes) / 60 AS hang_hours,
-           sum(h.gpus / length(h.nodes) * h.hang_minutes / 60) AS hung_gpu_hours,
+           sum(h.gpus / length(h.nodes) * h.hang_minutes / 60) AS hung_gpu_h,
            min(h.hang_start_ts) AS first_hang_ts,
            max(h.hang_start_ts) AS last_hang_ts
     FROM ({{mart hung_jobs}}) AS h
@@ -44,9 +44,9 @@ ended AS (
     GROUP BY node
 )
 SELECT p.node AS node, p.hangs AS hangs, p.multi_node_hangs AS multi_node_hangs, toUInt8(p.is_suspect) AS suspect,
-       p.hang_hours AS hang_hours, p.hung_gpu_hours AS hung_gpu_hours, p.first_hang_ts AS first_hang_ts,
+       p.hang_hours AS hang_hours, p.hung_gpu_h AS hung_gpu_h, p.first_hang_ts AS first_hang_ts,
        p.last_hang_ts AS last_hang_ts, e.runs_ended AS runs_ended, p.hangs / e.runs_ended AS hang_share
 FROM per_node AS p
 LEFT JOIN ended AS e ON e.node = p.node
-ORDER BY hangs DESC, hung_gpu_hours DESC, node
+ORDER BY hangs DESC, hung_gpu_h DESC, node
 SETTINGS join_use_nulls = 1;

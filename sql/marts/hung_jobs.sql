@@ -19,7 +19,7 @@
 --   hang_start_ts    the first GPU sample after it: the hang began in (last_busy_ts, hang_start_ts]
 --   hang_minutes     end_ts − hang_start_ts, in minutes (a lower bound, within one sampling step: a hang
 --                    killed by a 30-minute watchdog measures 30 minutes only when it began on a sample)
---   hung_gpu_hours   gpus × hang_minutes ÷ 60: the allocation held while nothing ran (not the work lost: that
+--   hung_gpu_h   gpus × hang_minutes ÷ 60: the allocation held while nothing ran (not the work lost: that
 --                    is goodput's, since the run's last checkpoint, sql/marts/campaigns.sql)
 --   idle_samples     the GPU sample times from hang_start_ts to the end
 --   suspect_nodes    the run's nodes that were in two or more of the window's hangs of the whole cluster (a
@@ -35,7 +35,7 @@
 --- grain = "one row per hung run"
 --- scope = "project"
 --- parameters = { hang_minutes = 20 }
---- columns = ["job_id", "submit_ts", "user", "account", "project", "state", "nodes", "nnodes", "gpus", "start_ts", "end_ts", "last_busy_ts", "hang_start_ts", "hang_minutes", "hung_gpu_hours", "idle_samples", "suspect_nodes"]
+--- columns = ["job_id", "submit_ts", "user", "account", "project", "state", "nodes", "nnodes", "gpus", "start_ts", "end_ts", "last_busy_ts", "hang_start_ts", "hang_minutes", "hung_gpu_h", "idle_samples", "suspect_nodes"]
 --- user_columns = ["user"]
 --- export = 21
 WITH
@@ -55,7 +55,7 @@ hung AS (
            c.end_ts AS end_ts, t.last_busy_ts AS last_busy_ts,
            assumeNotNull(t.hang_start_ts) AS hang_start_ts,
            (toInt64(c.end_ts) - toInt64(hang_start_ts)) / 60 AS hang_minutes,
-           c.gpus * hang_minutes / 60 AS hung_gpu_hours,
+           c.gpus * hang_minutes / 60 AS hung_gpu_h,
            t.idle_samples AS idle_samples
     FROM candidates AS c
     INNER JOIN (SELECT job_id, submit_ts, end_ts, last_busy_ts, hang_start_ts, idle_samples, last_gpu_ts, gpu_step_s
@@ -70,11 +70,11 @@ hung AS (
 -- suspect), counted over the hangs by node and gathered back per run, so the hangs are formed once; then
 -- {project}'s runs kept
 SELECT job_id, submit_ts, user, account, project, state, nodes, nnodes, gpus, start_ts, end_ts, last_busy_ts,
-       hang_start_ts, hang_minutes, hung_gpu_hours, idle_samples,
+       hang_start_ts, hang_minutes, hung_gpu_h, idle_samples,
        arraySort(groupArrayIf(node, node_hangs >= 2)) AS suspect_nodes
 FROM (SELECT *, node, count() OVER (PARTITION BY node) AS node_hangs FROM hung ARRAY JOIN nodes AS node)
 GROUP BY job_id, submit_ts, user, account, project, state, nodes, nnodes, gpus, start_ts, end_ts, last_busy_ts,
-         hang_start_ts, hang_minutes, hung_gpu_hours, idle_samples
+         hang_start_ts, hang_minutes, hung_gpu_h, idle_samples
 HAVING {project:String} = '' OR project = {project:String}
-ORDER BY hung_gpu_hours DESC, end_ts, job_id
+ORDER BY hung_gpu_h DESC, end_ts, job_id
 SETTINGS join_use_nulls = 1;

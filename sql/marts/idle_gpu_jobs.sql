@@ -14,8 +14,8 @@
 --                      no GPU indices, so the run's figure is its share of the node's samples at each time;
 --                      an idle run beside a busy one is not seen, nor a busy one beside an idle one
 -- Columns: job_id, submit_ts, user, account, project, state, nnodes, gpus, nodes, start_ts, end_ts (the
--- run); gpu_hours (its GPU time in the window: the GPU-hours held idle), telemetry_gpu_hours,
--- gpu_util_pct, observed_minutes, attribution; capex (gpu_hours at each node's write-off per GPU-hour,
+-- run); gpu_h (its GPU time in the window: the GPU-hours held idle), observed_gpu_h,
+-- gpu_util_pct, observed_minutes, attribution; capex (gpu_h at each node's write-off per GPU-hour,
 -- capex_per_gpu_hour with the cost model of its GPU model: what the idle GPUs cost, energy aside;
 -- NULL where the model has no cost) and currency. idle_gpu_users.sql sums these per user and project.
 -- Why idle_min_minutes = 60: an idle run held its GPUs under the idle threshold for at least an hour of
@@ -24,7 +24,7 @@
 --- grain = "one row per run that held its GPUs idle"
 --- scope = "project"
 --- parameters = { idle_min_minutes = 60 }
---- columns = ["job_id", "submit_ts", "user", "account", "project", "state", "nnodes", "gpus", "nodes", "start_ts", "end_ts", "gpu_hours", "telemetry_gpu_hours", "gpu_util_pct", "observed_minutes", "attribution", "capex", "currency"]
+--- columns = ["job_id", "submit_ts", "user", "account", "project", "state", "nnodes", "gpus", "nodes", "start_ts", "end_ts", "gpu_h", "observed_gpu_h", "gpu_util_pct", "observed_minutes", "attribution", "capex", "currency"]
 --- user_columns = ["user"]
 --- export = 22
 WITH
@@ -57,8 +57,8 @@ held AS (
 ),
 per_run AS (
     SELECT job_id, submit_ts,
-           sum(gpu_s) / 3600 AS gpu_hours,
-           sum(covered_gpu_s) / 3600 AS telemetry_gpu_hours,
+           sum(gpu_s) / 3600 AS gpu_h,
+           sum(covered_gpu_s) / 3600 AS observed_gpu_h,
            sum(util_gpu_s) / nullIf(sum(covered_gpu_s), 0) * 100 AS gpu_util_pct,
            sum(capex) AS capex,
            any(currency) AS currency,
@@ -77,13 +77,13 @@ runs AS (
 SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, r.user AS user, r.account AS account, r.project AS project,
        r.state AS state, r.nnodes AS nnodes, r.gpus AS gpus, r.nodes AS nodes, r.start_ts AS start_ts,
        r.end_ts AS end_ts,
-       p.gpu_hours AS gpu_hours, p.telemetry_gpu_hours AS telemetry_gpu_hours, p.gpu_util_pct AS gpu_util_pct,
-       p.telemetry_gpu_hours / r.gpus * 60 AS observed_minutes,
+       p.gpu_h AS gpu_h, p.observed_gpu_h AS observed_gpu_h, p.gpu_util_pct AS gpu_util_pct,
+       p.observed_gpu_h / r.gpus * 60 AS observed_minutes,
        multiIf(p.own_gpus = 1, 'own GPUs', p.whole_nodes = 1, 'whole nodes', 'shared node: node share') AS attribution,
        p.capex AS capex, p.currency AS currency
 FROM per_run AS p
 INNER JOIN runs AS r ON r.job_id = p.job_id AND r.submit_ts = p.submit_ts
 WHERE p.gpu_util_pct < {idle_util_pct:Float64}
-  AND p.telemetry_gpu_hours / r.gpus * 60 >= {idle_min_minutes:Float64}
-ORDER BY gpu_hours DESC, start_ts, job_id
+  AND p.observed_gpu_h / r.gpus * 60 >= {idle_min_minutes:Float64}
+ORDER BY gpu_h DESC, start_ts, job_id
 SETTINGS join_use_nulls = 1;

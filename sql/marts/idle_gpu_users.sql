@@ -4,9 +4,9 @@
 -- levels: 'all' (every run in scope: project '' and user ''; there is always this row, with 0 runs when
 -- nothing was idle), 'project' (user '') and 'user'.
 --   runs                  idle runs
---   gpu_hours             the GPU-hours they held in the window (idle)
---   whole_node_gpu_hours  of those, runs on whole nodes (attribution exact)
---   shared_gpu_hours      of those, runs on shared nodes (node-level mean: see idle_gpu_jobs.sql)
+--   gpu_h             the GPU-hours they held in the window (idle)
+--   whole_node_gpu_h  of those, runs on whole nodes (attribution exact)
+--   shared_gpu_h      of those, runs on shared nodes (node-level mean: see idle_gpu_jobs.sql)
 --   capex                 their write-off cost (idle_gpu_jobs.sql's capex), currency
 --   share_of_project      the row's GPU-hours ÷ its project's (1 for a project row, NULL for 'all')
 --   rank_in_project       user rows: 1 for the user with the most idle GPU-hours in the project (ties
@@ -17,33 +17,33 @@
 --- grain = "one row per user, per project, and the scope ('all')"
 --- scope = "project"
 --- depends = ["idle_gpu_jobs"]
---- columns = ["level", "project", "user", "runs", "gpu_hours", "whole_node_gpu_hours", "shared_gpu_hours", "capex", "currency", "share_of_project", "rank_in_project", "worst_job_id"]
+--- columns = ["level", "project", "user", "runs", "gpu_h", "whole_node_gpu_h", "shared_gpu_h", "capex", "currency", "share_of_project", "rank_in_project", "worst_job_id"]
 --- user_columns = ["user"]
 --- export = 23
 WITH
-jobs AS (SELECT job_id, user, project, start_ts, gpu_hours AS run_gpu_hours, attribution, capex AS run_capex, currency
+jobs AS (SELECT job_id, user, project, start_ts, gpu_h AS run_gpu_h, attribution, capex AS run_capex, currency
          FROM ({{mart idle_gpu_jobs}})),
 grouped AS (
     SELECT multiIf(grouping(project) = 1, 'all', grouping(user) = 1, 'project', 'user') AS level,
            if(grouping(project) = 1, '', project) AS project_key,
            if(grouping(user) = 1, '', user) AS user_key,
            count() AS runs,
-           sum(run_gpu_hours) AS gpu_hours,
-           sumIf(run_gpu_hours, attribution = 'whole nodes') AS whole_node_gpu_hours,
-           sumIf(run_gpu_hours, attribution != 'whole nodes') AS shared_gpu_hours,
+           sum(run_gpu_h) AS gpu_h,
+           sumIf(run_gpu_h, attribution = 'whole nodes') AS whole_node_gpu_h,
+           sumIf(run_gpu_h, attribution != 'whole nodes') AS shared_gpu_h,
            sum(run_capex) AS capex,
            any(currency) AS currency,
-           argMin(job_id, (-run_gpu_hours, start_ts)) AS worst_job_id
+           argMin(job_id, (-run_gpu_h, start_ts)) AS worst_job_id
     FROM jobs
     GROUP BY GROUPING SETS ((), (project), (project, user))
 )
-SELECT level, project_key AS project, user_key AS user, runs, gpu_hours, whole_node_gpu_hours, shared_gpu_hours,
+SELECT level, project_key AS project, user_key AS user, runs, gpu_h, whole_node_gpu_h, shared_gpu_h,
        capex, currency,
        if(level = 'all', NULL,
-          gpu_hours / nullIf(sumIf(gpu_hours, level = 'project') OVER (PARTITION BY project_key), 0))
+          gpu_h / nullIf(sumIf(gpu_h, level = 'project') OVER (PARTITION BY project_key), 0))
            AS share_of_project,
        if(level = 'user',
-          row_number() OVER (PARTITION BY project_key, level = 'user' ORDER BY gpu_hours DESC, user_key), 0)
+          row_number() OVER (PARTITION BY project_key, level = 'user' ORDER BY gpu_h DESC, user_key), 0)
            AS rank_in_project,
        worst_job_id
 FROM grouped

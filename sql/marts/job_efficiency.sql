@@ -20,7 +20,7 @@
 --- grain = "one row per run with GPU time in the window"
 --- scope = "project"
 --- parameters = { runs_limit = 0 }
---- columns = ["job_id", "submit_ts", "user", "account", "project", "partition", "state", "gpus", "nnodes", "start_ts", "end_ts", "wall_s", "is_superseded", "nodes", "gpu_model", "gpu_hours", "telemetry_gpu_hours", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_energy_kwh", "nic_rx_bytes", "nic_tx_bytes", "storage_read_bytes", "storage_write_bytes", "delivered_pflop", "slowest_node_util_pct", "median_node_util_pct", "slowest_node"]
+--- columns = ["job_id", "submit_ts", "user", "account", "project", "partition", "state", "gpus", "nnodes", "start_ts", "end_ts", "wall_s", "is_superseded", "nodes", "gpu_model", "gpu_h", "observed_gpu_h", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_energy_kwh", "nic_rx_bytes", "nic_tx_bytes", "storage_read_bytes", "storage_write_bytes", "delivered_pflop", "slowest_node_util_pct", "median_node_util_pct", "slowest_node"]
 --- user_columns = ["user"]
 --- export = 8
 WITH largest AS (
@@ -72,8 +72,8 @@ shared AS (
 per_run AS (
     SELECT cluster, job_id, submit_ts,
            any(gpu_model) AS gpu_model,
-           sum(gpu_s) / 3600 AS gpu_hours,
-           sum(covered_gpu_s) / 3600 AS telemetry_gpu_hours,
+           sum(gpu_s) / 3600 AS gpu_h,
+           sum(covered_gpu_s) / 3600 AS observed_gpu_h,
            sum(util_gpu_s) / nullIf(sum(covered_gpu_s), 0) * 100 AS gpu_util_pct,
            sum(sm_gpu_s) / nullIf(sum(covered_gpu_s), 0) AS sm_active,
            sum(tensor_gpu_s) / nullIf(sum(covered_gpu_s), 0) AS tensor_active,
@@ -93,7 +93,7 @@ SELECT
     r.job_id AS job_id, r.submit_ts AS submit_ts, r.user AS user, r.account AS account, r.project AS project,
     r.partition AS partition, r.state AS state, r.gpus AS gpus, r.nnodes AS nnodes, r.start_ts AS start_ts,
     r.end_ts AS end_ts, r.wall_s AS wall_s, r.is_superseded AS is_superseded, r.nodes AS nodes,
-    p.gpu_model AS gpu_model, p.gpu_hours AS gpu_hours, p.telemetry_gpu_hours AS telemetry_gpu_hours,
+    p.gpu_model AS gpu_model, p.gpu_h AS gpu_h, p.observed_gpu_h AS observed_gpu_h,
     p.gpu_util_pct AS gpu_util_pct, p.sm_active AS sm_active, p.tensor_active AS tensor_active,
     p.dram_active AS dram_active, p.gpu_energy_kwh AS gpu_energy_kwh, p.nic_rx_bytes AS nic_rx_bytes,
     p.nic_tx_bytes AS nic_tx_bytes, p.storage_read_bytes AS storage_read_bytes,
@@ -103,5 +103,5 @@ SELECT
     p.median_node_util_pct AS median_node_util_pct, p.slowest_node AS slowest_node
 FROM runs AS r
 LEFT JOIN per_run AS p ON r.cluster = p.cluster AND r.job_id = p.job_id AND r.submit_ts = p.submit_ts
-ORDER BY gpu_hours DESC
+ORDER BY gpu_h DESC
 SETTINGS join_use_nulls = 1;

@@ -10,7 +10,7 @@
 -- capacity_node_hour.allocated_gpu_s), as the efficiency marts share the GPUs' activity: the energy of a node's
 -- unallocated GPUs is shared by the runs on it (they held the node), and a node-hour with no run is nobody's
 -- (energy.sql counts it as idle).
--- Columns: job_id, submit_ts, user, account, project, gpus, gpu_model, gpu_hours (in the window);
+-- Columns: job_id, submit_ts, user, account, project, gpus, gpu_model, gpu_h (in the window);
 --   gpu_kwh (gpu_counter_kwh of it from counters), rest_kwh (the rest of its nodes), it_kwh = gpu_kwh + rest_kwh;
 --   facility_kwh   it_kwh × the GPU model's PUE (cost_model: [cost.<model>] pue)
 --   kg_co2e        each hour's facility energy × that hour's grid carbon intensity ÷ 1000: the hourly intensity
@@ -25,7 +25,7 @@
 --- [mart]
 --- grain = "one row per run with GPU time in the window"
 --- scope = "project"
---- columns = ["job_id", "submit_ts", "user", "account", "project", "gpus", "gpu_model", "gpu_hours", "gpu_kwh", "gpu_counter_kwh", "rest_kwh", "it_kwh", "facility_kwh", "kg_co2e", "gpu_energy_source", "node_power", "carbon_source", "carbon_hourly_kwh"]
+--- columns = ["job_id", "submit_ts", "user", "account", "project", "gpus", "gpu_model", "gpu_h", "gpu_kwh", "gpu_counter_kwh", "rest_kwh", "it_kwh", "facility_kwh", "kg_co2e", "gpu_energy_source", "node_power", "carbon_source", "carbon_hourly_kwh"]
 --- user_columns = ["user"]
 --- export = 26
 WITH
@@ -87,7 +87,7 @@ priced AS (
     FROM shared
 ),
 per_run AS (
-    SELECT job_id, submit_ts, any(gpu_model) AS gpu_model, sum(gpu_s) / 3600 AS gpu_hours,
+    SELECT job_id, submit_ts, any(gpu_model) AS gpu_model, sum(gpu_s) / 3600 AS gpu_h,
            sum(ifNull(counter_j, 0)) AS counter_j, sum(ifNull(power_j, 0)) AS power_j, sum(ifNull(rest_j, 0)) AS rest_j,
            min(node_measured) AS all_measured, max(node_measured) AS any_measured,
            -- Σ IT energy (J) × the hour's intensity (g/kWh); the energy of the node-hours priced hourly
@@ -98,7 +98,7 @@ per_run AS (
     GROUP BY job_id, submit_ts
 )
 SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, j.user AS user, j.account AS account, j.project AS project,
-       j.gpus AS gpus, r.gpu_model AS gpu_model, r.gpu_hours AS gpu_hours,
+       j.gpus AS gpus, r.gpu_model AS gpu_model, r.gpu_h AS gpu_h,
        (r.counter_j + r.power_j) / 3.6e6 AS gpu_kwh,
        r.counter_j / 3.6e6 AS gpu_counter_kwh,
        r.rest_j / 3.6e6 AS rest_kwh,

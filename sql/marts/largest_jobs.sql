@@ -7,9 +7,9 @@
 --- scope = "project"
 --- parameters = { top_jobs = 15 }
 --- depends = ["job_efficiency"]
---- columns = ["job_id", "user", "account", "project", "partition", "state", "gpus", "nnodes", "start_ts", "end_ts", "wall_s", "is_superseded", "nodes", "gpu_model", "gpu_hours", "telemetry_gpu_hours", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_energy_kwh", "nic_rx_bytes", "nic_tx_bytes", "storage_read_bytes", "storage_write_bytes", "delivered_pflop", "slowest_node_util_pct", "median_node_util_pct", "slowest_node"]
+--- columns = ["job_id", "user", "account", "project", "partition", "state", "gpus", "nnodes", "start_ts", "end_ts", "wall_s", "is_superseded", "nodes", "gpu_model", "gpu_h", "observed_gpu_h", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_energy_kwh", "nic_rx_bytes", "nic_tx_bytes", "storage_read_bytes", "storage_write_bytes", "delivered_pflop", "slowest_node_util_pct", "median_node_util_pct", "slowest_node"]
 --- user_columns = ["user"]
 SELECT j.* EXCEPT (submit_ts)
 FROM ({{mart job_efficiency}}) AS j  -- (with runs_limit = top_jobs: the efficiency of those runs alone)
-ORDER BY j.gpu_hours DESC, j.start_ts, j.job_id
+ORDER BY j.gpu_h DESC, j.start_ts, j.job_id
 LIMIT {top_jobs:UInt32};

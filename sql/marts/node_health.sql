@@ -38,6 +38,7 @@
 -- planned work, never a fault. reservation '' scores every node, a name only that reservation's.
 --- [mart]
 --- grain = "one row per in-service node (the scorecard)"
+--- rule = "Points: 3 a hardware fault (a DOWN, a DRAIN for an Xid, a lone hardware Xid; an Xid and its DOWN are one), 1 another unplanned DRAIN, 1 a day throttled in 30 days, 2 a run behind its peers beyond the second, and the whole score (swap_min_score) for failed multi-node runs or hangs significantly above the node's share (Poisson, Bonferroni over the nodes). Planned drains (maintenance, firmware) score nothing: one fault in a month is chance, two a repeater."
 --- scope = "cluster"
 --- parameters = { planned_drain_reasons = "(?i)maint|firmware|upgrade|planned|scheduled", reservation = "", swap_alpha = 0.01, swap_min_score = 6.0 }
 --- depends = ["hang_suspect_nodes", "hung_jobs", "node_failures", "stragglers", "throttling"]

@@ -105,7 +105,7 @@ SELECT
     sum(started) AS jobs_started,
     sum(cancelled_before_start) AS jobs_cancelled_before_start,
     sum(cpu_s) / 3600 AS cpu_hours,
-    sum(gpu_s) / 3600 AS gpu_hours,
+    sum(gpu_s) / 3600 AS gpu_h,
     sum(node_s) / 3600 AS node_hours,
     sum(wall_s_sum) / 3600 AS wall_hours,
     sum(wait_s) / 3600 AS wait_hours,

@@ -3,13 +3,13 @@
 --- [mart]
 --- grain = "one row per user of the project"
 --- scope = "project"
---- columns = ["user", "jobs_started", "gpu_hours", "completed", "failed"]
+--- columns = ["user", "jobs_started", "gpu_h", "completed", "failed"]
 --- user_columns = ["user"]
 --- export = 29
 --- project_only = true
 SELECT user,
        countIf(NOT is_superseded AND start_ts >= {from_ts:DateTime('UTC')} AND start_ts < {to_ts:DateTime('UTC')}) AS jobs_started,
-       sum(gpus * overlap_s(usage_start_ts, usage_end_ts, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})) / 3600 AS gpu_hours,
+       sum(gpus * overlap_s(usage_start_ts, usage_end_ts, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})) / 3600 AS gpu_h,
        countIf(is_final AND end_ts >= {from_ts:DateTime('UTC')} AND end_ts < {to_ts:DateTime('UTC')} AND state = 'COMPLETED') AS completed,
        countIf(is_final AND end_ts >= {from_ts:DateTime('UTC')} AND end_ts < {to_ts:DateTime('UTC')}
                AND state IN ('FAILED', 'NODE_FAIL', 'TIMEOUT', 'OUT_OF_MEMORY')) AS failed
@@ -17,4 +17,4 @@ FROM fct_job_run
 WHERE cluster = {cluster:String} AND project = {project:String} AND NOT never_ran
   AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
 GROUP BY user
-ORDER BY gpu_hours DESC, user;
+ORDER BY gpu_h DESC, user;

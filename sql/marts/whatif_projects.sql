@@ -7,11 +7,11 @@
 --- scope = "project"
 SELECT scenario, project,
        sum(gpus * if(start_ts IS NULL, 0, overlap_s({from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')},
-                                                    assumeNotNull(start_ts), assumeNotNull(end_ts)))) / 3600 AS gpu_hours,
+                                                    assumeNotNull(start_ts), assumeNotNull(end_ts)))) / 3600 AS gpu_h,
        countIf(submit_ts >= {from_ts:DateTime('UTC')}) AS jobs,
        quantileExactIf(0.5)(toInt64(start_ts) - toInt64(submit_ts),
                             submit_ts >= {from_ts:DateTime('UTC')} AND start_ts < {to_ts:DateTime('UTC')}) / 3600 AS wait_p50_hours
 FROM whatif_run
 WHERE submit_ts < {to_ts:DateTime('UTC')} AND ({project:String} = '' OR project = {project:String})
 GROUP BY scenario, project
-ORDER BY scenario = 'observed' DESC, scenario = 'replay' DESC, scenario, gpu_hours DESC, project;
+ORDER BY scenario = 'observed' DESC, scenario = 'replay' DESC, scenario, gpu_h DESC, project;

@@ -6,11 +6,11 @@
 --                 the others a changed cluster or load
 --   whatif_node   one row a node and scenario: gpu_model, gpus, in_service_ts, retired_ts
 -- Columns:
---   nodes, capacity_gpu_hours   the nodes in service during the window, and their GPUs × that time
---   allocated_gpu_hours         the jobs' GPUs × the part of their run inside the window
+--   nodes, capacity_gpu_h   the nodes in service during the window, and their GPUs × that time
+--   allocated_gpu_h         the jobs' GPUs × the part of their run inside the window
 --   allocated_of_capacity       allocated ÷ capacity GPU-hours (not the report's utilization, allocated ÷
 --                               available: the replay does not count down or drained time as unavailable)
---   unallocated_gpu_hours       capacity − allocated (not the report's idle GPU-hours: those are the idle-GPU
+--   unallocated_gpu_h       capacity − allocated (not the report's idle GPU-hours: those are the idle-GPU
 --                               runs' allocated hours, idle_gpu_users.sql)
 --   jobs, jobs_started          jobs submitted in the window; of them, those that started in it
 --   jobs_not_started            jobs submitted before the window's end (in it, or earlier and still waiting at its
@@ -18,7 +18,7 @@
 --                               leaves more); jobs still pending when the history was last seen among them
 --   wait_hours                  the jobs' waits summed: start − submit, or to_ts − submit for those still waiting
 --   wait_p50_hours, wait_p90_hours  of the jobs that started (all sizes; whatif_waits.sql by size class)
---   capex, capex_per_allocated_gpu_hour  capacity GPU-hours × capex_per_gpu_hour (cost_model, as cost.sql),
+--   capex, capex_per_allocated_gpu_h  capacity GPU-hours × capex_per_gpu_hour (cost_model, as cost.sql),
 --                               and that ÷ allocated GPU-hours: capex only (the report's cost per allocated
 --                               GPU-hour, cost.sql, adds the energy; a replay has no telemetry)
 --   added_nodes, wait_hours_saved, wait_hours_saved_per_added_node, added_capex, cost_per_wait_hour_saved
@@ -64,13 +64,13 @@ runs AS (
     GROUP BY scenario
 ),
 s AS (
-    SELECT n.scenario AS scenario, n.n_nodes AS nodes, n.cap_h AS capacity_gpu_hours, ifNull(r.alloc_h, 0) AS allocated_gpu_hours,
-           allocated_gpu_hours / nullIf(capacity_gpu_hours, 0) AS allocated_of_capacity,
-           capacity_gpu_hours - allocated_gpu_hours AS unallocated_gpu_hours,
+    SELECT n.scenario AS scenario, n.n_nodes AS nodes, n.cap_h AS capacity_gpu_h, ifNull(r.alloc_h, 0) AS allocated_gpu_h,
+           allocated_gpu_h / nullIf(capacity_gpu_h, 0) AS allocated_of_capacity,
+           capacity_gpu_h - allocated_gpu_h AS unallocated_gpu_h,
            ifNull(r.n_jobs, 0) AS jobs, ifNull(r.n_started, 0) AS jobs_started,
            ifNull(r.n_not_started, 0) AS jobs_not_started,
            ifNull(r.wait_h, 0) AS wait_hours, r.p50_h AS wait_p50_hours, r.p90_h AS wait_p90_hours,
-           n.capex_total AS capex, capex / nullIf(allocated_gpu_hours, 0) AS capex_per_allocated_gpu_hour
+           n.capex_total AS capex, capex / nullIf(allocated_gpu_h, 0) AS capex_per_allocated_gpu_h
     FROM nodes AS n LEFT JOIN runs AS r ON r.scenario = n.scenario
 )
 SELECT s.*,
