@@ -26,6 +26,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
+from ops_warehouse.analytics import declarations
 from ops_warehouse.analytics.periods import (
     Period,
     history_span,
@@ -38,6 +39,7 @@ from ops_warehouse.analytics.periods import (
 )
 from ops_warehouse.config import Config, load_config
 from ops_warehouse.errors import OpsError
+from ops_warehouse.planning.changes import parse_change
 from ops_warehouse.warehouse import embedded_path, open_warehouse
 
 if TYPE_CHECKING:
@@ -52,7 +54,7 @@ def _analysis() -> SimpleNamespace:
 
     return SimpleNamespace(run_mart=marts.run_mart, PARAMETERS=marts.PARAMETERS, run_checks=checks.run_checks,
                            summary=summary.summary, telemetry=telemetry.telemetry, monthly_report=monthly.monthly_report, export_month=export.export_month,
-                           whatif=whatif.whatif, parse_change=whatif.parse_change)
+                           whatif=whatif.whatif)
 
 
 class Connection:
@@ -187,6 +189,30 @@ class Connection:
             m = parse_month(str(month))
         start_m, end_m = month_window(m)
         return Period(c, start_m, end_m, f"{m:%Y-%m}")
+
+    def __getattr__(self, name: str):
+        """A declared mart without a method of its own (a new statistic: its SQL file and declaration are all
+        it takes) is ``wh.<mart>(month, project=..., cluster=..., start=..., end=..., **filters)``, as
+        :meth:`mart` runs it; the methods below are the same with their own documentation."""
+        m = None if name.startswith("_") else declarations.marts().get(name)
+        if m is None or m.kind != "window":
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+        def call(month=None, *, project: str | None = None, cluster: str | None = None, start=None, end=None,
+                 params: dict | None = None, **filters):
+            if project is not None and m.scope != "project":
+                raise OpsError(f"mart {name} is the cluster's (scope cluster): it takes no project")
+            if m.project_only and not project:
+                raise OpsError(f"mart {name} is per project: give project=")
+            return self.mart(name, month, project=project, cluster=cluster, start=start, end=end, params=params,
+                             **filters)
+
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = f"{m.grain[0].upper()}{m.grain[1:]}: sql/marts/{name}.sql, as declared there."
+        return call
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | {n for n, m in declarations.marts().items() if m.kind == "window"})
 
     def mart(self, name: str, month=None, *, project: str | None = None, cluster: str | None = None,
              start=None, end=None, params: dict | None = None, **filters) -> pl.DataFrame:
@@ -414,7 +440,7 @@ class Connection:
         >>> w["scenarios"], bool(abs(w["summary"]["allocated_of_capacity_error_pts"][1]) < 2)
         (['observed', 'replay', '+16 h200'], True)
         """
-        change = _analysis().parse_change(add, remove, reservation, scale_load, name)
+        change = parse_change(add, remove, reservation, scale_load, name)
         with self.session() as w:
             p = self.period(month, start=start, end=end, cluster=cluster)
             return _analysis().whatif(w, cluster=p.cluster, window=(p.start, p.end), changes=[change],

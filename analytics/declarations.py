@@ -10,6 +10,7 @@ models/*.yml describe jaffle-shop's models:
     --- user_columns = ["user"]           # pseudonymized with --anonymize-users
     --- filters = { level = "level" }     # the API's keyword -> the column it keeps rows on
     --- export = 21                       # its place in `ops-report export` (absent: not exported)
+    --- report = true                     # a key of its name in the monthly report (analytics/monthly.py)
     --- project_only = true               # only for a project (users): the API requires one
     --- rule = "Points: 3 a fault, ..."   # the rule in a sentence for readers of the report (node_health)
 
@@ -36,7 +37,7 @@ SCOPES = ("cluster", "project")
 # the site's settings (config [reports] idle_util_pct, [energy] carbon_g_per_kwh)
 GIVEN = frozenset({"cluster", "from_ts", "to_ts", "project", "idle_util_pct", "carbon_g_per_kwh"})
 _KEYS = {"grain", "kind", "scope", "takes", "parameters", "depends", "columns", "user_columns", "filters", "export",
-         "project_only", "rule"}
+         "project_only", "rule", "report"}
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,12 @@ class Mart:
     export: int | None = None
     project_only: bool = False
     rule: str = ""
+    report: bool = False
 
 
-def _parse(name: str, text: str) -> Mart:
+def declaration(name: str, text: str) -> Mart:
+    """The declaration in the `--- ` lines of a mart's text (``name``: its file's stem), refused in one line where
+    it is not one."""
     block = "\n".join(line[4:] for line in text.splitlines() if line.startswith("--- "))
     try:
         doc = tomllib.loads(block)["mart"]
@@ -75,13 +79,13 @@ def _parse(name: str, text: str) -> Mart:
                 depends=tuple(doc.get("depends", ())), columns=tuple(doc.get("columns", ())),
                 user_columns=tuple(doc.get("user_columns", ())), filters=dict(doc.get("filters", {})),
                 export=doc.get("export"), project_only=bool(doc.get("project_only", False)),
-                rule=doc.get("rule", ""))
+                rule=doc.get("rule", ""), report=bool(doc.get("report", False)))
 
 
 @lru_cache(maxsize=None)
 def marts() -> dict[str, Mart]:
     """Every mart's declaration, by name (sql/marts/*.sql)."""
-    return {n[:-4]: _parse(n[:-4], text) for n, text in sql_files("marts")}
+    return {n[:-4]: declaration(n[:-4], text) for n, text in sql_files("marts")}
 
 
 def mart(name: str) -> Mart:
@@ -124,3 +128,8 @@ def parameters() -> dict:
 def exported() -> list[str]:
     """The marts `ops-report export` writes, in their declared order."""
     return [m.name for m in sorted((m for m in marts().values() if m.export is not None), key=lambda m: m.export)]
+
+
+def reported() -> list[str]:
+    """The marts the monthly report holds, each under a key of its name (analytics/monthly.py)."""
+    return sorted(n for n, m in marts().items() if m.report)

@@ -23,9 +23,10 @@ from ops_warehouse.analytics import declarations
 from ops_warehouse.analytics.marts import PARAMETERS, each_mart_once
 from ops_warehouse.analytics.periods import Period, history_span, last_complete_month, month_window, resolve_cluster
 from ops_warehouse.analytics.pseudonyms import pseudonym_key, pseudonymize
-from ops_warehouse.analytics.whatif import parse_change, whatif_report
+from ops_warehouse.analytics.whatif import whatif_report
 from ops_warehouse.errors import OpsError
 from ops_warehouse.migrations import warehouse_cost_model
+from ops_warehouse.planning.changes import parse_change
 
 SCHEMA_VERSION = "5.0"
 SIZE_CLASSES = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
@@ -152,7 +153,7 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
     # the idle threshold the capacity grain was computed with (the config's when the month has no hours)
     idle_util_pct = cl["idle_util_pct"].item() if cl.height and cl["idle_util_pct"].item() is not None \
         else wh.cfg.idle_util_pct
-    return {
+    doc = {
         "schema_version": SCHEMA_VERSION,
         "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "cluster": cluster,
@@ -220,4 +221,17 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "carbon_g_per_kwh": wh.cfg.carbon_g_per_kwh,
         "cost_model": warehouse_cost_model(wh),  # the one the cost marts used
     }
+    # a mart declared `report = true` that the report does not shape itself above (a new statistic): its rows
+    # as the mart gives them, for the report's scope (a project-scoped mart gets the project), its declared
+    # user columns pseudonymized with the others; a renderer shows it once it has a section
+    for name in declarations.reported():
+        if name in doc:
+            continue
+        m = declarations.mart(name)
+        df = pl.DataFrame() if m.project_only and project is None else \
+            run(name, api.mart, name, per, project=proj if m.scope == "project" else None)
+        if anonymize_users and m.user_columns:
+            df = pseudonymize(df, key, m.user_columns)
+        doc[name] = _rows(df)
+    return doc
 

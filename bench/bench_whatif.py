@@ -52,7 +52,8 @@ def prepare(work: Path, days: int) -> float:
 
 
 def measure(name: str, dsn: str, days: int, goal_s: float, baseline_s: float | None) -> None:
-    from ops_warehouse.analytics.whatif import parse_change, whatif
+    from ops_warehouse.analytics.whatif import whatif
+    from ops_warehouse.planning.changes import parse_change
     from ops_warehouse.config import Config
     from ops_warehouse.warehouse import close_embedded, open_warehouse
 

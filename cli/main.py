@@ -19,6 +19,7 @@ from ops_warehouse.etl.retry import Retry
 from ops_warehouse.etl.watermarks import days_since, extract_end
 from ops_warehouse.files import write_file
 from ops_warehouse.migrations import Deployment, rendered_schema, restore_missing_objects
+from ops_warehouse.planning.changes import parse_change
 from ops_warehouse.progress import count_progress, file_progress, step_progress
 from ops_warehouse.warehouse import bring_up_to_date, open_warehouse, redact
 
@@ -131,7 +132,7 @@ def _analytics() -> SimpleNamespace:
 
     return SimpleNamespace(checks=checks, export_month=export.export_month, monthly_report=monthly.monthly_report,
                            summary=summary.summary, parse_by=summary.parse_by, telemetry=telemetry.telemetry,
-                           whatif_report=whatif.whatif_report, parse_change=whatif.parse_change)
+                           whatif_report=whatif.whatif_report)
 
 
 def _render(df, fmt: str, max_str: int = 60) -> str:
@@ -166,6 +167,24 @@ def _count(value: int, option: str, lo: int, hi: int, unit: str = "") -> int:
     return value
 
 
+def _choice(value: str, flag: str, choices: tuple[str, ...]) -> str:
+    """An option with a fixed set of values (each command's choices stand beside its option): anything else is
+    refused in one line that names them."""
+    if value not in choices:
+        raise OpsError(f"{flag} must be {', '.join(choices[:-1])} or {choices[-1]}, not {value!r}")
+    return value
+
+
+def _month_or_days(month: str | None, date_from: str | None, date_to: str | None):
+    """A report's period: --month, or the --from/--to pair (whole days, --to inclusive) as [start, end) in
+    UTC, or neither ((None, None): the last complete month)."""
+    if (date_from is None) != (date_to is None):
+        raise OpsError("give both --from and --to (or --month)")
+    if month and date_from:
+        raise OpsError("choose one: --month or --from/--to")
+    return _day_window(date_from, date_to) if date_from else (None, None)
+
+
 def _date(value: str, flag: str) -> date:
     try:
         return date.fromisoformat(value)
@@ -195,8 +214,7 @@ def schema(
 ):
     """Print the schema DDL as rendered for a deployment (review it before running it on a cluster)."""
 
-    if deployment not in ("single", "cluster"):
-        raise OpsError("--deployment must be single or cluster")
+    _choice(deployment, "--deployment", ("single", "cluster"))
     for s in rendered_schema(Deployment(deployment, cluster_name)):
         print(s.rstrip().rstrip(";") + ";\n")
 
@@ -219,8 +237,7 @@ def etl_sacct(
     """Load Slurm job records (jobs, steps, requeued runs) from sacct output or by running sacct."""
 
     cfg = _state["cfg"]
-    if fmt not in ("auto", "text", "json"):
-        raise OpsError(f"--format must be auto, text or json, not {fmt!r}")
+    _choice(fmt, "--format", ("auto", "text", "json"))
     if timezone is not None and not timezone.strip():
         raise OpsError("--timezone is empty: give the zone sacct printed times in (an IANA name such as UTC or "
                        "Europe/Berlin), or leave it out for the config's")
@@ -634,13 +651,8 @@ def nodes(
     its share (counted only when significant), one score with its reasons, ranked (docs/monthly.md,
     Definitions, "node health")."""
 
-    if fmt not in ("table", "json", "csv"):
-        raise OpsError("--format must be table, json or csv")
-    if (date_from is None) != (date_to is None):
-        raise OpsError("give both --from and --to (or --month)")
-    if month and date_from:
-        raise OpsError("choose one: --month or --from/--to")
-    start, end = _day_window(date_from, date_to) if date_from else (None, None)
+    _choice(fmt, "--format", ("table", "json", "csv"))
+    start, end = _month_or_days(month, date_from, date_to)
     api = Connection(_wh())
     with api.session() as w:
         if reservation is not None:
@@ -680,19 +692,14 @@ def whatif(
     it) and the changed one side by side: utilization, idle GPU-hours, queue waits by size class, GPU-hours per
     project, jobs not started, cost per allocated GPU-hour, wait-hours saved per added node (docs/whatif.md)."""
 
-    if fmt not in ("table", "json", "md", "html"):
-        raise OpsError("--format must be table, json, md or html")
+    _choice(fmt, "--format", ("table", "json", "md", "html"))
     if fmt == "html" and out is None:
         raise OpsError("--format html needs --out FILE")
     if out is not None:
         _out_file(out)
-    if (date_from is None) != (date_to is None):
-        raise OpsError("give both --from and --to (or --month)")
-    if month and date_from:
-        raise OpsError("choose one: --month or --from/--to")
+    start, end = _month_or_days(month, date_from, date_to)
     an = _analytics()
-    change = an.parse_change(add or [], remove or [], reservation or [], scale_load)
-    start, end = _day_window(date_from, date_to) if date_from else (None, None)
+    change = parse_change(add or [], remove or [], reservation or [], scale_load)
     api = Connection(_wh())
     with api.session() as w, _steps("what-if replay"):
         p = api.period(parse_month(month) if month else None, start=start, end=end, cluster=slurm_cluster)
@@ -743,14 +750,9 @@ def check(
     broken, 1 when one is (or could not be run). Reads only; runs the what-if's unchanged replay for the laws
     that need it."""
 
-    if fmt not in ("text", "json"):
-        raise OpsError("--format must be text or json")
-    if (date_from is None) != (date_to is None):
-        raise OpsError("give both --from and --to (or --month)")
-    if month and date_from:
-        raise OpsError("choose one: --month or --from/--to")
+    _choice(fmt, "--format", ("text", "json"))
+    start, end = _month_or_days(month, date_from, date_to)
     _count(max_rows, "--max-rows", 0, 1_000_000, "rows")
-    start, end = _day_window(date_from, date_to) if date_from else (None, None)
     api = Connection(_wh())
     with api.session(), _steps("laws"):
         p = api.period(parse_month(month) if month else None, start=start, end=end, cluster=slurm_cluster)
@@ -802,8 +804,7 @@ def telemetry(
 ):
     """A quick look at the loaded telemetry: utilization, activity, power, energy, temperature, throttling, bytes, Xids."""
 
-    if fmt not in ("table", "json", "csv"):
-        raise OpsError("--format must be table, json or csv")
+    _choice(fmt, "--format", ("table", "json", "csv"))
     df = _analytics().telemetry(_wh(), _date(date_from, "--from"), _date(date_to, "--to"), by)
     sys.stdout.write(_render(df, fmt))
 
@@ -825,8 +826,7 @@ def summary(
     reports = _analytics()
     keys = reports.parse_by(by)
     d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
-    if fmt not in ("table", "json", "csv"):
-        raise OpsError("--format must be table, json or csv")
+    _choice(fmt, "--format", ("table", "json", "csv"))
     df = reports.summary(_wh(), d0, d1, keys, period, timezone)
     sys.stdout.write(_render(df, fmt))
 

@@ -148,3 +148,26 @@ def test_the_package_root_imports_nothing_heavy():
     p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, cwd="/")
     assert p.returncode == 0, p.stderr
     assert p.stdout.split() == ["[]", "ops_warehouse.analytics.api"], p.stdout
+
+
+def test_the_readmes_layout_table_is_the_tree():
+    """README's layout table names every folder of the package with its import name, and in its row every
+    module that folder holds (a new module is added to the table, or this fails); each folder is a layer of
+    .importlinter's layers contract."""
+    import re
+
+    rows = {}
+    for line in (REPO / "README.md").read_text().splitlines():
+        m = re.match(r"\| `([a-z]+)/` \| `(ops_warehouse[a-z_.]*)` \| (.*?) \| [^|]* \|$", line)
+        if m:
+            rows[m.group(1)] = (m.group(2), set(re.findall(r"`([a-z_]+)`", m.group(3))))
+    layers = (REPO / ".importlinter").read_text().split("[importlinter:contract:layers]")[1].split("[importlinter:")[0]
+    folders = {folder.relative_to(REPO).parts[0]: pkg for pkg, folder in package_dirs().items() if "." not in
+               pkg.removeprefix("ops_warehouse.") and pkg != "ops_warehouse.sql"}
+    assert set(folders) <= set(rows), sorted(set(folders) - set(rows))
+    for folder, pkg in folders.items():
+        name, named = rows[folder]
+        assert name == pkg, (folder, name, pkg)
+        files = {f.stem for f in (REPO / folder).glob("*.py") if f.stem != "__init__"}
+        assert files - named == set(), f"README's layout row for {folder}/ does not name {sorted(files - named)}"
+        assert pkg == "ops_warehouse" or re.search(rf"\b{re.escape(pkg)}\b", layers), pkg

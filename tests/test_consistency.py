@@ -15,7 +15,8 @@ import pytest
 from ops_warehouse.analytics.api import Connection
 from ops_warehouse.analytics.marts import run_mart
 from ops_warehouse.analytics.monthly import monthly_report
-from ops_warehouse.analytics.whatif import parse_change, whatif, whatif_report
+from ops_warehouse.analytics.whatif import whatif, whatif_report
+from ops_warehouse.planning.changes import parse_change
 from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.grains import refresh_capacity
 from ops_warehouse.etl.sacct_load import load_sacct

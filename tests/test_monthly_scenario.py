@@ -399,6 +399,8 @@ def test_one_name_per_statistic(scenario, tmp_path):
     names = {k.removesuffix("_previous") for k, v in r.items() if isinstance(v, list)}
     names.discard("efficiency_by_project")  # the per-project rows of the efficiency mart (cluster reports)
     assert names <= marts and all(callable(getattr(Connection, n, None)) for n in names), names - marts
+    # the report holds exactly the marts declared `report = true` (the one row of fine_telemetry as an object)
+    assert names | {"fine_telemetry"} == set(declarations.reported()), names ^ set(declarations.reported())
     files = export_month(Connection(scenario), tmp_path, "2026-10", project="A", cluster="t1")["files"]
     assert {f["file"] for f in files.values()} == {f"{n}.parquet" for n in files}
     assert set(files) <= marts and all(callable(getattr(Connection, n, None)) for n in files), set(files) - marts
@@ -447,25 +449,35 @@ def test_declared_parameters_are_the_report_parameters():
     assert declarations.exported()[0] == "utilization" and "largest_jobs" not in declarations.exported()
 
 
-# marts the API serves no method of its own, with why (Connection.mart serves every one by name)
-NO_API_METHOD = {"data_through": "where the loaded history ends: the report's period, not a statistic"}
-
-
 @pytest.mark.parametrize("name", DECLARED)
-def test_every_declared_mart_has_the_api_method_its_declaration_says(name):
-    """A notebook calls each mart by its name (Connection.<mart>), with the keywords its declaration implies:
+def test_every_declared_mart_is_an_api_method_as_its_declaration_says(name, tmp_path):
+    """A notebook calls each mart by its name (``wh.<mart>``): a method written out with its docstring (so
+    that help() and an editor's go-to-definition find it), with the keywords its declaration implies:
     ``project`` exactly when the mart's scope is a project (required when it is only for a project), each
-    declared filter, and the window (``start``/``end``, ``cluster``) for a window mart; the what-if's marts
-    are the frames of Connection.whatif. A method is written out, with its docstring, so that help() and an
-    editor's go-to-definition find it: this test keeps it to the declaration."""
+    declared filter, and the window (``start``/``end``, ``cluster``) for a window mart; or, for a mart
+    with no method of its own (a new statistic is its SQL file alone), Connection.__getattr__'s, which
+    refuses a project where the declaration takes none. The what-if's marts are the frames of
+    Connection.whatif."""
     import inspect
 
+    from ops_warehouse.errors import OpsError
+
     m = declarations.mart(name)
-    if m.kind == "whatif" or name in NO_API_METHOD:
-        assert m.kind == "whatif" or not callable(getattr(Connection, name, None)), name
+    wh = Connection(Config(dsn=f"chdb://{tmp_path / 'none'}"))  # never opened: attribute lookups only
+    if m.kind == "whatif":
+        assert not hasattr(wh, name), name
         return
+    assert name in dir(wh) or m.kind != "window", name
     fn = getattr(Connection, name, None)
-    assert callable(fn) and (fn.__doc__ or "").strip(), f"Connection.{name}: no method, or no docstring"
+    if fn is None:  # served by __getattr__
+        assert m.kind == "window", name
+        call = getattr(wh, name)
+        assert name in call.__doc__ and m.grain[1:] in call.__doc__
+        if m.scope == "cluster":
+            with pytest.raises(OpsError, match="takes no project"):
+                call("2026-10", project="A")
+        return
+    assert callable(fn) and (fn.__doc__ or "").strip(), f"Connection.{name}: no docstring"
     kw = {p.name: p for p in inspect.signature(fn).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
     if m.kind == "window":
         assert {"cluster", "start", "end"} <= set(kw), (name, sorted(kw))
@@ -473,3 +485,50 @@ def test_every_declared_mart_has_the_api_method_its_declaration_says(name):
         if m.project_only:
             assert kw["project"].default is inspect.Parameter.empty, name
     assert set(m.filters) <= set(kw), (name, sorted(m.filters), sorted(kw))
+
+
+def test_a_mart_declared_for_the_report_is_in_it_without_python(scenario, monkeypatch):
+    """A new statistic reaches the report by its declaration alone (`report = true`): here job_efficiency,
+    which the report does not list, declared so; the project's report then holds its rows as the API gives
+    them for the project, and the cluster's report for the cluster."""
+    import dataclasses
+
+    declared = declarations.marts()
+    assert not declared["job_efficiency"].report and declared["job_efficiency"].scope == "project"
+    patched = {**declared, "job_efficiency": dataclasses.replace(declared["job_efficiency"], report=True)}
+    monkeypatch.setattr(declarations, "marts", lambda: patched)
+    wh = Connection(scenario)
+    for project in ("A", None):
+        r = monthly_report(wh, project=project, cluster="t1")
+        want = wh.job_efficiency("2026-10", project=project, cluster="t1").to_dicts()
+        assert r["job_efficiency"] == want and len(want) >= 3, (project, len(want))
+
+
+def test_the_docs_new_statistic_end_to_end(scenario, monkeypatch, tmp_path):
+    """docs/sql.md's example, as written there: partition_hours.sql (its SQL and declaration), added to the
+    installed marts for this test. The API serves it by name, the report holds it, the export writes it,
+    and its figures are the hand-built month's: every run is on one partition (the sacct lines), so project
+    A's 226 GPU-h (J0 32 in October, J1 192, J3 2) over 3 runs, and the cluster's 394 over 6."""
+    import re
+
+    from ops_warehouse import sqlfiles
+    from ops_warehouse.analytics.export import export_month
+    from tests.conftest import REPO
+
+    doc = (REPO / "docs" / "sql.md").read_text()
+    sql = re.search(r"`sql/marts/partition_hours\.sql`:\n\n```sql\n(.*?)```", doc, re.S).group(1)
+    declared = {**declarations.marts(), "partition_hours": declarations.declaration("partition_hours", sql)}
+    monkeypatch.setattr(declarations, "marts", lambda: declared)
+    shipped = sqlfiles.sql_text
+    monkeypatch.setattr(sqlfiles, "sql_text", lambda rel: sql if rel == "marts/partition_hours.sql" else shipped(rel))
+    assert declarations.check(declared["partition_hours"], sql) == []
+    wh = Connection(scenario)
+    a = wh.partition_hours("2026-10", project="A", cluster="t1").to_dicts()
+    assert [x["runs"] for x in a] == [3] and a[0]["gpu_h"] == pytest.approx(226), a
+    everyone = wh.partition_hours("2026-10", cluster="t1").to_dicts()
+    assert sum(x["runs"] for x in everyone) == 6 and sum(x["gpu_h"] for x in everyone) == pytest.approx(394)
+    assert monthly_report(wh, project="A", cluster="t1")["partition_hours"] == a
+    m = export_month(wh, tmp_path, "2026-10", project="A", cluster="t1")
+    from pathlib import Path
+
+    assert pl.read_parquet(Path(m["folder"]) / m["files"]["partition_hours"]["file"]).to_dicts() == a

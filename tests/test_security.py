@@ -183,7 +183,7 @@ def test_counts_out_of_range_are_refused_in_one_line(tmp_path, args, shown, allo
 
 
 def test_whatif_scenarios_of_the_config_are_bounded_too():
-    from ops_warehouse.analytics.whatif import MAX_NODES, parse_change
+    from ops_warehouse.planning.changes import MAX_NODES, parse_change
 
     assert parse_change(add=[f"h200:{MAX_NODES}"]).add == (("h200", MAX_NODES),)
     assert parse_change(add=["h200:0000016"]).add == (("h200", 16),)

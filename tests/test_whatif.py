@@ -28,7 +28,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from ops_warehouse.analytics.whatif import Change, parse_change, whatif
+from ops_warehouse.analytics.whatif import whatif
+from ops_warehouse.planning.changes import Change, parse_change
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.sacct_load import load_sacct

@@ -16,7 +16,9 @@ from datetime import datetime, timezone
 import polars as pl
 import pytest
 
-from ops_warehouse.analytics.whatif import parse_change, read_inputs, replay_scenarios, whatif
+from ops_warehouse.analytics.whatif import read_inputs, whatif
+from ops_warehouse.planning.changes import parse_change
+from ops_warehouse.planning.scenarios import replay_scenarios
 from ops_warehouse.warehouse import close_embedded
 from tests.sites import built_site, generated_site, open_site
 

@@ -46,7 +46,8 @@ WORKLOAD = {  # name: (sbatch arguments, seconds it runs)
 
 @pytest.fixture(scope="module")
 def scheduled(tmp_path_factory, slurm):
-    from ops_warehouse.analytics.whatif import read_inputs, replay_scenarios
+    from ops_warehouse.analytics.whatif import read_inputs
+    from ops_warehouse.planning.scenarios import replay_scenarios
     from ops_warehouse.config import Config
     from ops_warehouse.warehouse import close_embedded, open_warehouse
 

@@ -4,6 +4,7 @@
 --- [mart]
 --- grain = "one row per project"
 --- scope = "project"
+--- report = true
 --- depends = ["chargeback", "utilization"]
 --- columns = ["project", "allocated_gpu_h", "share_of_available", "cost", "currency"]
 --- export = 18

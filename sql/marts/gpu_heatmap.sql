@@ -6,6 +6,7 @@
 --- [mart]
 --- grain = "one row per GPU (rack, node, index)"
 --- scope = "cluster"
+--- report = true
 --- depends = ["data_through"]
 --- columns = ["rack", "node", "gpu", "gpu_util_pct", "power_w"]
 --- export = 15

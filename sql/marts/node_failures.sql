@@ -9,6 +9,7 @@
 --- [mart]
 --- grain = "one row per node with a DOWN or DRAIN event"
 --- scope = "cluster"
+--- report = true
 --- parameters = { planned_drain_reasons = "(?i)maint|firmware|upgrade|planned|scheduled" }
 --- depends = ["data_through"]
 --- columns = ["node", "down_events", "drain_events", "planned_drain_events", "down_hours", "drained_hours", "reasons", "repeated", "cluster_down_per_1000_node_days"]

@@ -12,6 +12,7 @@
 --- [mart]
 --- grain = "one row per reservation"
 --- scope = "project"
+--- report = true
 --- depends = ["data_through"]
 --- columns = ["reservation", "accounts", "partition", "start_ts", "end_ts", "reserved_gpu_h", "used_gpu_h", "idle_gpu_h", "use_ratio"]
 --- export = 19

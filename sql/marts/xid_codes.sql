@@ -3,6 +3,7 @@
 --- [mart]
 --- grain = "one row per Xid code"
 --- scope = "cluster"
+--- report = true
 --- depends = ["xid_events"]
 --- columns = ["xid", "hardware", "events", "nodes", "gpus", "first_ts", "last_ts"]
 --- filters = { hardware = "hardware" }
