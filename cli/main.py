@@ -466,20 +466,26 @@ def etl_nightly(
 @etl_app.command("capacity")
 def etl_capacity(
     inventory: Annotated[Optional[Path], typer.Option(
-        help="Node inventory: a CSV (node,gpu_model,gpus,partition,rack,in_service_date[,cpus,retired_date]) "
-             "or saved `scontrol show node` output")] = None,
+        help="Node inventory: a CSV (node,gpu_model,gpus,partition,rack,in_service_date[,cpus,retired_date]), "
+             "saved `scontrol show node` output (with or without -o) or slurmrestd's /slurm/v0.0.4x/nodes "
+             "response")] = None,
     events: Annotated[Optional[Path], typer.Option(
         help="Node DOWN/DRAIN events: saved `sacctmgr list event --parsable2` output")] = None,
     reservations: Annotated[Optional[Path], typer.Option(
-        help="Reservations: saved `scontrol show reservation` output")] = None,
+        help="Reservations: saved `scontrol show reservation` output (with or without -o) or slurmrestd's "
+             "/slurm/v0.0.4x/reservations response")] = None,
     cluster: Annotated[Optional[str], typer.Option(
         help="Slurm cluster the files describe (default: config; events name their own)")] = None,
+    timezone: Annotated[Optional[str], typer.Option(
+        "--timezone", help="Zone scontrol and sacctmgr printed times in (default: config, else UTC; "
+                           "slurmrestd's times are absolute)")] = None,
 ):
     """Load what capacity is made of: the node inventory, node state events and reservations (idempotent)."""
 
     if not (inventory or events or reservations):
         raise OpsError("give at least one of --inventory, --events, --reservations")
-    c = _etl().load_capacity(_wh(), inventory=inventory, events=events, reservations=reservations, cluster=cluster)
+    c = _etl().load_capacity(_wh(), inventory=inventory, events=events, reservations=reservations, cluster=cluster,
+                             tz=timezone)
     print(", ".join(f"{t}: {n} rows" for t, n in c.items()))
 
 

@@ -1,11 +1,16 @@
 """Capacity sources: the node inventory, node state events and reservations, from the text Slurm prints.
 
 - inventory: a site CSV (``node,gpu_model,gpus,partition,rack,in_service_date[,cpus,retired_date]``, the
-  generator's ``inventory.csv``) or ``scontrol show node`` output (GPUs and model from ``Gres=gpu:MODEL:N``,
-  the rack from a ``rack*`` feature);
+  generator's ``inventory.csv``), ``scontrol show node`` output (blank-line separated or ``-o``, one node a
+  line; GPUs and model from ``Gres=gpu:MODEL:N``, the rack from a ``rack*`` feature) or slurmrestd's
+  ``/slurm/v0.0.4x/nodes`` response (etl/slurmrestd_json.py);
 - events: ``sacctmgr list event --parsable2`` (``Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User``;
   add ``Event=Node`` to leave out cluster-level rows, which are skipped here anyway);
-- reservations: ``scontrol show reservation`` output.
+- reservations: ``scontrol show reservation`` output (either layout) or slurmrestd's
+  ``/slurm/v0.0.4x/reservations`` response.
+
+A form given to the wrong option (a reservations response to --inventory, node text to --reservations) is
+refused in one line that names the option that takes it.
 
 These are small (hundreds of nodes, thousands of events): parsed with plain string handling, loaded through
 the same staged-Parquet path as everything else. A record that cannot be read is a one-line error naming
@@ -17,9 +22,11 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import polars as pl
 from ops_warehouse.errors import OpsError
+from ops_warehouse.etl import slurmrestd_json as rest
 from ops_warehouse.etl.grains import refresh_history
 from ops_warehouse.etl.hostlist import expand_one as expand_hostlist
 from ops_warehouse.etl.row_cluster import cluster_for_rows
@@ -62,35 +69,104 @@ def _count(value: str, what: str, top: int) -> int:
     return n
 
 
+# a record's first key, in either layout of scontrol: blank lines between records, or `-o` (one a line)
+_RECORD_START = re.compile(r"(NodeName|ReservationName)=")
+# a reason runs to its "[user@time]" (what scontrol appends when one was set), else to the end of its line
+_REASON = re.compile(r"(?<!\S)Reason=(.*?\[[^\]\s@]*@[^\]\s]*\]|.*$)")
+
+
 def _blocks(text: str) -> list[dict[str, str]]:
-    """scontrol's ``Key=Value`` records, one per blank-line separated block (values may hold spaces only
-    in the Reason field, which scontrol prints last on its line)."""
+    """scontrol's ``Key=Value`` records: one per blank-line separated block, or one per line of ``scontrol -o``
+    (a line that starts with NodeName= or ReservationName= starts a record). Values hold no spaces except the
+    Reason, which runs to its ``[user@time]`` or the end of its line."""
     out = []
     for block in re.split(r"\n\s*\n", text.strip()):
         if "=" not in block:  # "No reservations in the system"
             continue
-        rec: dict[str, str] = {}
+        rec: dict[str, str] | None = None
         for line in block.splitlines():
             line = line.strip()
-            m = re.match(r"Reason=(.*)$", line)
-            if m:
-                rec["Reason"] = m.group(1)
+            if not line:
                 continue
+            if rec is None or _RECORD_START.match(line):
+                rec = {}
+                out.append(rec)
+            m = _REASON.search(line)
+            if m:
+                rec["Reason"] = m.group(1).strip()
+                line = line[:m.start()] + line[m.end():]
             # a key starts a token: tried at every offset of a long word, \w+ backtracks quadratically (a 90 kB
             # line of the fuzz corpus took 27 s)
             for k, v in re.findall(r"(?<!\S)(\w+)=(\S*)", line):
                 rec.setdefault(k, v)
-        out.append(rec)
     return out
 
 
-def _ts(value: str | None, what: str) -> datetime | None:
+def _form(text: str) -> str:
+    """Which capacity form a file's text is, read from its start: "slurmrestd:<what it holds>", "scontrol
+    nodes", "scontrol reservations", "sacctmgr events", or "" (a CSV, or something else)."""
+    head = text.lstrip()[:4096]
+    if rest.is_json(head):
+        return "slurmrestd"
+    if head.startswith("NodeName="):
+        return "scontrol nodes"
+    if head.startswith("ReservationName=") or head.startswith("No reservations in the system"):
+        return "scontrol reservations"
+    first = head.splitlines()[0] if head else ""
+    if "|" in first and "NodeName" in first and "TimeStart" in first:
+        return "sacctmgr events"
+    return ""
+
+
+# which option of `ops-report etl capacity` takes each form
+_OPTION = {"scontrol nodes": "--inventory", "scontrol reservations": "--reservations",
+           "sacctmgr events": "--events", "slurmrestd:nodes": "--inventory",
+           "slurmrestd:reservations": "--reservations"}
+
+
+def _refuse_other_form(path: Path, form: str, option: str) -> None:
+    """A form the option does not take: one line naming the option that does."""
+    if form and _OPTION.get(form, option) != option:
+        what = {"scontrol nodes": "`scontrol show node` output", "scontrol reservations":
+                "`scontrol show reservation` output", "sacctmgr events": "`sacctmgr list event` output",
+                "slurmrestd:nodes": "slurmrestd's nodes response", "slurmrestd:reservations":
+                "slurmrestd's reservations response"}[form]
+        raise OpsError(f"{path.name}: {what}, which {option} does not take: give it to {_OPTION[form]}")
+
+
+def _rest_records(path: Path, text: str, want: str) -> tuple[list[dict[str, str]], str]:
+    """A slurmrestd response's records as scontrol's (``want``: nodes or reservations), and the source label."""
+    kind, doc = rest.response(text, path.name)
+    if kind != want:
+        if kind in rest.OPTION_OF:
+            _refuse_other_form(path, f"slurmrestd:{kind}", rest.OPTION_OF[want])
+        raise OpsError(f"{path.name}: {rest.OTHER_RESPONSES[kind]}")
+    parser = rest.data_parser(doc)
+    label = f"slurmrestd:{path.name}" + (f" ({parser})" if parser else "")
+    if want == "nodes":
+        return rest.node_records(doc, path.name), label
+    return rest.reservation_records(doc, path.name), label
+
+
+def zone(tz: str) -> ZoneInfo:
+    """The zone Slurm's text times are in (the config's `timezone`, as for sacct: scontrol and sacctmgr print
+    local times, in the zone of the host that ran them), refused in one line when it is not one."""
+    try:
+        return ZoneInfo(tz)
+    except Exception:
+        raise OpsError(f"timezone {tz!r}: not a time zone (an IANA name such as UTC or Europe/Berlin)") from None
+
+
+def _ts(value: str | None, what: str, tz: ZoneInfo | None = None) -> datetime | None:
+    """A text time: one without an offset is a local time of ``tz`` (default UTC), as scontrol and sacctmgr
+    print them; one with an offset (slurmrestd's, converted from epoch seconds) is that instant."""
     if value in (None, "", "Unknown", "None", "(null)", "N/A"):
         return None
     try:
         # a trailing Z: Python 3.11 reads it, 3.10 does not
         d = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
-        d = d.replace(tzinfo=timezone.utc) if d.tzinfo is None else d.astimezone(timezone.utc)
+        d = d.replace(tzinfo=tz or timezone.utc) if d.tzinfo is None else d
+        d = d.astimezone(timezone.utc)
     except (ValueError, OverflowError):
         raise OpsError(f"{what}: cannot read time {value!r}") from None
     if not 1970 <= d.year <= 2105:  # the warehouse's DateTime (to 2106) would wrap it silently
@@ -99,12 +175,17 @@ def _ts(value: str | None, what: str) -> datetime | None:
 
 
 def read_inventory(path: str | Path, cluster: str) -> pl.DataFrame:
-    """A site inventory CSV or ``scontrol show node`` text -> node_inventory rows."""
+    """A site inventory CSV, ``scontrol show node`` text or slurmrestd's nodes response -> node_inventory rows."""
     path = Path(path)
     check_readable(path)
     text = _read_text(path)
-    if text.lstrip().startswith("NodeName="):
-        return _scontrol_nodes(text, cluster, f"scontrol:{path.name}")
+    form = _form(text)
+    if form == "slurmrestd":
+        records, label = _rest_records(path, text, "nodes")
+        return _scontrol_nodes(records, cluster, label)
+    if form == "scontrol nodes":
+        return _scontrol_nodes(_blocks(text), cluster, f"scontrol:{path.name}")
+    _refuse_other_form(path, form, "--inventory")
     try:
         df = pl.read_csv(text.encode(), infer_schema_length=0)
     except (pl.exceptions.PolarsError, UnicodeDecodeError) as e:  # empty, ragged: raised past the loader before
@@ -150,20 +231,29 @@ def read_inventory(path: str | Path, cluster: str) -> pl.DataFrame:
     )
 
 
-def _scontrol_nodes(text: str, cluster: str, source: str) -> pl.DataFrame:
+def _scontrol_nodes(records: list[dict[str, str]], cluster: str, source: str) -> pl.DataFrame:
     rows = []
-    for rec in _blocks(text):
+    for rec in records:
         node = rec.get("NodeName")
         if not node:  # skipped before: a node record cut or garbled above its NodeName
             raise OpsError(f"{source}: a record without NodeName= ({' '.join(list(rec)[:3])} ...)")
-        gpus, model = 0, ""
+        gpus, model, models = 0, "", {}
         for g in rec.get("Gres", "").split(","):
             m = re.match(r"gpu(?::([^:(]+))?:(\d+)", g)
             if re.match(r"gpu(:|$)", g) and not m:  # read as no GPUs before (gpu:h100:eight)
                 raise OpsError(f"{source}: node {node}: cannot read Gres {g[:100]!r}")
             if m:
-                gpus += _count(m.group(2), f"{source}: node {node}: Gres gpu count", _U16)
+                n = _count(m.group(2), f"{source}: node {node}: Gres gpu count", _U16)
+                gpus += n
                 model = m.group(1) or model
+                if n:
+                    models[m.group(1) or ""] = models.get(m.group(1) or "", 0) + n
+        if len(models) > 1:
+            # read as all of the last model's before (gpu:h100:2,gpu:h200:4 loaded as 6 h200): capacity and cost
+            # per model would be wrong on both sides; the inventory holds one GPU model a node
+            raise OpsError(f"{source}: node {node} has GPUs of {len(models)} models (Gres "
+                           f"{rec.get('Gres', '')[:100]}): the inventory holds one GPU model a node, so "
+                           "its capacity cannot be counted by model; nothing was loaded (docs/sources.md)")
         if gpus > _U16:
             raise OpsError(f"{source}: node {node}: {gpus} GPUs is not a count")
         feats = rec.get("AvailableFeatures", "").split(",")
@@ -192,11 +282,21 @@ def _event_state(state: str) -> str:
     return s.split("+")[0].rstrip("*~#$@%!") or "UNKNOWN"
 
 
-def read_events(path: str | Path, default_cluster: str) -> pl.DataFrame:
-    """``sacctmgr list event --parsable2`` (header line; ``|`` separated) -> node_event rows."""
+def read_events(path: str | Path, default_cluster: str, tz: str = "UTC") -> pl.DataFrame:
+    """``sacctmgr list event --parsable2`` (header line; ``|`` separated) -> node_event rows; its times are
+    local times of ``tz``."""
     path = Path(path)
+    local = zone(tz)
     check_readable(path)
-    lines = [(n, ln) for n, ln in enumerate(_read_text(path).splitlines(), start=1) if ln.strip()]
+    text = _read_text(path)
+    form = _form(text)
+    if form == "slurmrestd":
+        kind = rest.response(text, path.name)[0]
+        _refuse_other_form(path, f"slurmrestd:{kind}", "--events")
+        raise OpsError(f"{path.name}: a slurmrestd response; node events come from `sacctmgr list event "
+                       "--parsable2` (or `etl slurmdbd`), which slurmrestd does not serve")
+    _refuse_other_form(path, form, "--events")
+    lines = [(n, ln) for n, ln in enumerate(text.splitlines(), start=1) if ln.strip()]
     if not lines or "NodeName" not in lines[0][1] or "TimeStart" not in lines[0][1]:
         raise OpsError(f"{path}: not `sacctmgr list event --parsable2` output (its header names NodeName and "
                        "TimeStart)")
@@ -216,12 +316,12 @@ def read_events(path: str | Path, default_cluster: str) -> pl.DataFrame:
         if not node:  # a cluster-level event (TRES change, controller restart): not about a node
             continue
         where = f"{path.name} line {n}"
-        start = _ts(rec.get("TimeStart"), where)
+        start = _ts(rec.get("TimeStart"), where, local)
         if start is None:
             raise OpsError(f"{where}: event without a start time")
         for one in _nodes(node, where):
             rows.append({"cluster": rec.get("Cluster") or default_cluster, "node": one, "start_ts": start,
-                         "end_ts": _ts(rec.get("TimeEnd"), where), "state": _event_state(rec.get("State", "")),
+                         "end_ts": _ts(rec.get("TimeEnd"), where, local), "state": _event_state(rec.get("State", "")),
                          "reason": rec.get("Reason", ""), "user": rec.get("User", ""),
                          "source": f"sacctmgr:{path.name}"})
     return pl.DataFrame(rows, schema={"cluster": pl.String, "node": pl.String, "start_ts": TS, "end_ts": TS,
@@ -229,17 +329,24 @@ def read_events(path: str | Path, default_cluster: str) -> pl.DataFrame:
                                       "source": pl.String})
 
 
-def read_reservations(path: str | Path, cluster: str) -> pl.DataFrame:
-    """``scontrol show reservation`` text -> reservation rows."""
+def read_reservations(path: str | Path, cluster: str, tz: str = "UTC") -> pl.DataFrame:
+    """``scontrol show reservation`` text (its times local times of ``tz``) or slurmrestd's reservations
+    response (epoch seconds) -> reservation rows."""
     path = Path(path)
+    local = zone(tz)
     check_readable(path)
+    text = _read_text(path)
+    form = _form(text)
+    _refuse_other_form(path, "" if form == "slurmrestd" else form, "--reservations")
+    records, label = _rest_records(path, text, "reservations") if form == "slurmrestd" else \
+        (_blocks(text), f"scontrol:{path.name}")
     rows = []
-    for rec in _blocks(_read_text(path)):
+    for rec in records:
         name = rec.get("ReservationName")
         if not name:  # skipped before, as a record cut above its name would have been
             raise OpsError(f"{path.name}: a record without ReservationName= ({' '.join(list(rec)[:3])} ...)")
         where = f"{path.name} reservation {name}"
-        start, end = _ts(rec.get("StartTime"), where), _ts(rec.get("EndTime"), where)
+        start, end = _ts(rec.get("StartTime"), where, local), _ts(rec.get("EndTime"), where, local)
         if start is None or end is None:
             raise OpsError(f"{where}: needs StartTime and EndTime")
 
@@ -252,7 +359,7 @@ def read_reservations(path: str | Path, cluster: str) -> pl.DataFrame:
                      "nodes": [] if nodes in ("", "(null)") else _nodes(nodes, where),
                      "partition": "" if rec.get("PartitionName") in (None, "(null)") else rec["PartitionName"],
                      "accounts": names("Accounts"), "users": names("Users"),
-                     "flags": rec.get("Flags", ""), "source": f"scontrol:{path.name}"})
+                     "flags": rec.get("Flags", ""), "source": label})
     return pl.DataFrame(rows, schema={"cluster": pl.String, "name": pl.String, "start_ts": TS, "end_ts": TS,
                                       "nodes": pl.List(pl.String), "partition": pl.String,
                                       "accounts": pl.List(pl.String), "users": pl.List(pl.String),
@@ -269,8 +376,13 @@ def _capacity_counts(c: dict) -> tuple[int, int, int]:
 
 @logged_load("capacity", _capacity_source, _capacity_counts)
 def load_capacity(wh, *, inventory: str | Path | None = None, events: str | Path | None = None,
-                  reservations: str | Path | None = None, cluster: str | None = None) -> dict:
-    """Load whichever sources are given; returns rows per table. Reloading the same files changes nothing."""
+                  reservations: str | Path | None = None, cluster: str | None = None,
+                  tz: str | None = None) -> dict:
+    """Load whichever sources are given; returns rows per table. Reloading the same files changes nothing.
+    Text times are local times of ``tz`` (default: the config's `timezone`, which sacct's text follows too:
+    a site in Europe or Japan prints every Slurm time in its zone)."""
+    tz = tz or wh.cfg.timezone
+    zone(tz)  # refused before anything is read
 
     cluster = cluster_for_rows(wh, cluster)
     now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
@@ -278,9 +390,9 @@ def load_capacity(wh, *, inventory: str | Path | None = None, events: str | Path
     if inventory:
         frames["node_inventory"] = read_inventory(inventory, cluster).with_columns(now)
     if events:
-        frames["node_event"] = read_events(events, cluster).with_columns(now)
+        frames["node_event"] = read_events(events, cluster, tz).with_columns(now)
     if reservations:
-        frames["reservation"] = read_reservations(reservations, cluster).with_columns(now)
+        frames["reservation"] = read_reservations(reservations, cluster, tz).with_columns(now)
     load_frames(wh, frames)
     # the inventory, events and reservations change every hour they cover: the loaded history's hours (none
     # when nothing was read: a file without a record, or the wrong file)

@@ -97,6 +97,34 @@ def test_node_exporter_infiniband_ports_are_device_and_port(wh, tmp_path):
     assert got[0][0] == "ib01" and got[1][3] == [0.0, 2.0**20]
 
 
+def test_a_node_without_gpus_counts_in_telemetry_and_the_clusters_nic_bytes(wh, tmp_path):
+    """A node with NIC samples and no GPU samples (issue 31: it never appeared in `ops-report telemetry`, nor
+    in the cluster's NIC totals): node_exporter's infiniband ports on ib01, 1 MiB more received on port 2 a
+    minute later (derived from the real file, as above), beside dcgm-exporter's T4 scrape of GPU host
+    424773df46e0 (GPU 0 at 0%), which has no node samples."""
+    from ops_warehouse.analytics.telemetry import telemetry
+
+    rx = "node_infiniband_port_data_received_bytes_total"
+    later = tmp_path / "later.txt"
+    t1 = int((AT + timedelta(minutes=1)).timestamp() * 1000)
+    later.write_text("".join(f'{rx}{{device="{d}",port="{p}"}} {v + (2**20 if p == "2" else 0):.0f} {t1}\n'
+                             for n, lab, v in _raw(IB) if n == rx for d, p in [(lab["device"], lab["port"])]))
+    load_text_files(wh, [IB, later], DAY, DAY, at=AT, cluster="c", instance="ib01.example.org:9100")
+    load_text_files(wh, [DCGM_T4], DAY, DAY, at=AT, cluster="c")
+    gpu_hosts = sorted({lab["Hostname"] for _, lab, _ in _raw(DCGM_T4) if "Hostname" in lab})
+    assert gpu_hosts == ["424773df46e0", "551bdf382151", "ip-11111"]  # GPU 0 of each
+    by_node = {r["node"]: r for r in telemetry(wh, DAY, DAY, "node").to_dicts()}
+    assert set(by_node) == {"ib01", *gpu_hosts}
+    assert by_node["ib01"]["nic_rx_bytes"] == 2**20 and by_node["ib01"]["gpu_util_mean"] is None
+    assert [by_node[h]["nic_rx_bytes"] for h in gpu_hosts] == [None] * 3
+    assert by_node["424773df46e0"]["gpu_util_mean"] == 0  # the one host whose scrape has DCGM_FI_DEV_GPU_UTIL
+    assert [(r["cluster"], r["nic_rx_bytes"], r["gpu_util_mean"]) for r in telemetry(wh, DAY, DAY, "cluster").to_dicts()
+            ] == [("c", 2**20, 0)]
+    models = {r["gpu_model"]: r["nic_rx_bytes"] for r in telemetry(wh, DAY, DAY, "gpu_model").to_dicts()}
+    assert models.pop("(no GPUs)") == 2**20 and set(models.values()) == {None}
+    assert [r["gpu"] for r in telemetry(wh, DAY, DAY, "gpu").to_dicts()] == [f"{h}:0" for h in gpu_hosts]
+
+
 def test_hpe_lustre_exporter_client_bytes_count_client_series_only(wh, tmp_path):
     # lustre_write_bytes_total comes for the client (component="client") and for the OST: a node's I/O is
     # the client's. A minute later every series has written 1 MiB more (derived from the real file).

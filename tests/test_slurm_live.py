@@ -6,6 +6,7 @@ and for the capacity sources through `scontrol show node` / `scontrol show reser
 from __future__ import annotations
 
 import os
+import subprocess
 from datetime import datetime, timedelta, timezone
 
 import polars as pl
@@ -35,9 +36,20 @@ def live(tmp_path_factory, slurm):
     files["json"].write_text(sc.run(["sacct", "--json", "--allusers", "--duplicates", *window]))
     files["nodes"].write_text(sc.run(["scontrol", "show", "node"]))
     files["resv"].write_text(sc.run(["scontrol", "show", "reservation"]))
+    # the same, one record a line (`scontrol -o`, a common way to run it: no blank line between records)
+    files["nodes_o"], files["resv_o"] = base / "nodes-o.txt", base / "resv-o.txt"
+    files["nodes_o"].write_text(sc.run(["scontrol", "-o", "show", "node"]))
+    files["resv_o"].write_text(sc.run(["scontrol", "-o", "show", "reservation"]))
     files["events"] = base / "events.psv"
-    files["events"].write_text(sc.run(["sacctmgr", "-P", "show", "event", "Event=Node",
-                                       f"Start={today - timedelta(days=1)}T00:00:00"]))
+    events_cmd = ["sacctmgr", "-P", "show", "event", "Event=Node", f"Start={today - timedelta(days=1)}T00:00:00"]
+    files["events"].write_text(sc.run(events_cmd))
+    # the same, printed at a site in Japan: scontrol and sacctmgr print local times (TZ), and no offset
+    tokyo = {**sc.env, "TZ": "Asia/Tokyo"}
+    for key, argv in (("resv_tokyo", ["scontrol", "show", "reservation"]),
+                      ("events_tokyo", [*events_cmd[:-1], f"Start={today - timedelta(days=1)}T09:00:00"])):
+        files[key] = base / f"{key}.txt"
+        files[key].write_text(subprocess.run(argv, env=tokyo, capture_output=True, text=True, check=True,
+                                             timeout=60).stdout)
     cfg = base / "ops.toml"
     cfg.write_text(f'[sacct]\ncluster = "{slurm_harness.CLUSTER}"\n[projects]\nproja = "A"\nprojb = "B"\n')
     env = {"SLURM_CONF": sc.env["SLURM_CONF"], "OPS_CONFIG": str(cfg)}
@@ -156,6 +168,46 @@ def test_capacity_sources_from_the_live_cluster(live):
         close_embedded()
     assert inv == [(n, m, 8, m) for n, m in slurm_harness.NODES.items()]
     assert resv == [("resA", ["g2"], ["proja"])]
+
+
+def test_scontrol_one_line_output_loads_as_the_blank_line_form(live):
+    """`scontrol -o show node` and `scontrol -o show reservation` (issue 31: read as one node with 0 GPUs
+    before, exit 0): the four nodes with 8 GPUs each, their models and partitions, and resA on g2 for
+    proja, as the blank-line form gives them."""
+    from ops_warehouse.etl.capacity_sources import read_inventory, read_reservations
+
+    f = live["files"]
+    lines = f["nodes_o"].read_text().strip().splitlines()
+    assert len(lines) == 4 and all(line.startswith("NodeName=") for line in lines)  # the form under test
+    one, blank = read_inventory(f["nodes_o"], "c"), read_inventory(f["nodes"], "c")
+    cols = ["node", "gpu_model", "gpus", "partition", "cpus"]
+    assert one.select(cols).to_dicts() == blank.select(cols).to_dicts()
+    assert [tuple(r.values()) for r in one.select("node", "gpu_model", "gpus", "partition").to_dicts()] == [
+        (n, m, 8, m) for n, m in slurm_harness.NODES.items()]
+    r_one, r_blank = read_reservations(f["resv_o"], "c"), read_reservations(f["resv"], "c")
+    assert r_one.drop("source").to_dicts() == r_blank.drop("source").to_dicts()
+    assert [(r["name"], r["nodes"], r["accounts"]) for r in r_one.to_dicts()] == [("resA", ["g2"], ["proja"])]
+
+
+def test_reservation_and_event_times_are_read_in_the_sites_zone(live):
+    """scontrol and sacctmgr print local times without an offset (issue 31: read as UTC, a Japanese site's
+    reservations and DOWN/DRAIN windows shifted 9 h against its jobs). Printed by the live cluster with
+    TZ=Asia/Tokyo and read with that zone, they are the instants the UTC printout gives; read as UTC, 9 h
+    late."""
+    from ops_warehouse.errors import OpsError
+    from ops_warehouse.etl.capacity_sources import read_events, read_reservations
+
+    f = live["files"]
+    assert "T" in f["resv_tokyo"].read_text() and f["resv_tokyo"].read_text() != f["resv"].read_text()
+    for read, tokyo, utc in ((read_reservations, f["resv_tokyo"], f["resv"]),
+                             (read_events, f["events_tokyo"], f["events"])):
+        want = read(utc, "c").drop("source")
+        assert want.height >= 1, utc.read_text()
+        assert read(tokyo, "c", "Asia/Tokyo").drop("source").to_dicts() == want.to_dicts()
+        naive = read(tokyo, "c").drop("source")
+        assert (naive["start_ts"] - want["start_ts"]).dt.total_seconds().to_list() == [9 * 3600] * want.height
+    with pytest.raises(OpsError, match="timezone 'Asia/Tokio': not a time zone"):
+        read_reservations(f["resv_tokyo"], "c", "Asia/Tokio")
 
 
 def _table(path, table: str, order: str) -> pl.DataFrame:

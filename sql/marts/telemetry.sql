@@ -2,7 +2,9 @@
 -- {{key}} is the validated grouping expression (ops_warehouse.telemetry.BY_KEYS). Ratios are means over
 -- samples; energy and bytes are sums of the per-step amounts; "throttled" counts samples whose clock-event
 -- reasons carry a power or thermal slowdown bit (sql/functions/gpu_is_throttled.sql). A metric with no
--- samples is null.
+-- samples is null. A node with node samples and no GPU samples (a CPU, login or storage node) counts in its
+-- cluster's row and has a row of its own by node (by GPU model its row is "(no GPUs)"), its GPU metrics
+-- null: the cluster's NIC and storage bytes are every node's.
 --- [mart]
 --- grain = "one row per key (cluster, node, GPU or GPU model)"
 --- kind = "dates"
@@ -43,15 +45,15 @@ node_key AS (
 
 nodes AS (
     SELECT
-        nk.k AS k,
+        coalesce(nk.k, {{node_only_key}}) AS k,
         if(count() = 0, NULL, sum(toUInt64(arraySum(n.nic_rx_bytes)))) AS nic_rx_bytes,
         if(count() = 0, NULL, sum(toUInt64(arraySum(n.nic_tx_bytes)))) AS nic_tx_bytes,
         sum(toUInt64(n.lustre_read_bytes)) AS storage_read_bytes,
         sum(toUInt64(n.lustre_write_bytes)) AS storage_write_bytes
     FROM node_sample AS n FINAL
-    INNER JOIN node_key AS nk ON n.node = nk.node
+    LEFT JOIN node_key AS nk ON n.node = nk.node
     WHERE n.ts >= w_start AND n.ts < w_end
-    GROUP BY nk.k
+    GROUP BY k
 ),
 
 xids AS (
@@ -64,13 +66,13 @@ xids AS (
 )
 
 SELECT
-    g.k AS key,
+    coalesce(g.k, n.k) AS key,
     g.gpu_util_mean, g.sm_active_mean, g.tensor_active_mean, g.dram_active_mean,
     g.power_w_mean, g.power_w_max, g.energy_kwh, g.temp_c_max, g.throttled_hours,
     {{node_metrics}}
     coalesce(x.xid_events, 0) AS xid_events
 FROM gpu_stats AS g
-LEFT JOIN nodes AS n ON g.k = n.k
-LEFT JOIN xids AS x ON g.k = x.k
+{{nodes_join}} nodes AS n ON g.k = n.k
+LEFT JOIN xids AS x ON coalesce(g.k, n.k) = x.k
 ORDER BY key
 SETTINGS join_use_nulls = 1

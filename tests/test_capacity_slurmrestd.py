@@ -1,0 +1,123 @@
+"""Capacity from slurmrestd's JSON (issue 31): real /slurm/v0.0.4x/nodes and /slurm/v0.0.4x/reservations
+responses of Slurm 23.11 to 25.11 (data_parser v0.0.40 to v0.0.44), saved by Rackslab's Slurm-web for its
+tests (tests/data/capacity/slurmrestd, MIT; tests/data/README.md). Every figure below is read off the files
+by hand: node names, Gres strings, partitions, CPUs, reservation node lists and epoch times."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from ops_warehouse.errors import OpsError
+from ops_warehouse.etl.capacity_sources import read_events, read_inventory, read_reservations
+from tests.conftest import DATA, rows
+
+REST = DATA / "capacity" / "slurmrestd"
+UTC = timezone.utc
+
+# (Slurm release folder, data_parser) -> {node: (gpu_model, gpus, partition, cpus)} of the GPU nodes, and the
+# number of nodes in all (from each file's "nodes" list)
+NODES = {
+    ("23.11", "0.0.40"): (4, {}),
+    ("24.05", "0.0.41"): (100, {}),
+    ("25.05", "0.0.41"): (6, {"gpu1": ("h100", 4, "gpu", 32), "gpu2": ("h100", 4, "gpu", 32)}),
+    ("25.05", "0.0.42"): (6, {"gpu1": ("h100", 4, "gpu", 32), "gpu2": ("h100", 4, "gpu", 32)}),
+    ("25.05", "0.0.43"): (6, {"gpu1": ("h100", 4, "gpu", 32), "gpu2": ("h100", 4, "gpu", 32)}),
+    # gpu3 and gpu4: Gres=gpu:4, GPUs of no named model
+    **{("25.11", v): (8, {"gpu1": ("h100", 4, "gpu", 32), "gpu2": ("h100", 4, "gpu", 32),
+                          "gpu3": ("", 4, "gpu", 32), "gpu4": ("", 4, "gpu", 32)})
+       for v in ("0.0.41", "0.0.42", "0.0.43", "0.0.44")},
+}
+
+
+@pytest.mark.parametrize("release,parser", sorted(NODES))
+def test_nodes_response_is_the_inventory(release, parser):
+    n_nodes, gpu_nodes = NODES[(release, parser)]
+    path = REST / release / parser / "slurm-nodes.json"
+    df = read_inventory(path, "hpc")
+    assert df.height == n_nodes
+    got = {r["node"]: (r["gpu_model"], r["gpus"], r["partition"], r["cpus"]) for r in df.to_dicts() if r["gpus"]}
+    assert got == gpu_nodes
+    assert set(df["cpus"]) <= {32, 64} and df["source"].unique().to_list() == [
+        f"slurmrestd:slurm-nodes.json (v{parser})"]
+
+
+@pytest.mark.parametrize("parser", ["0.0.41", "0.0.42"])
+def test_a_node_with_two_gpu_models_is_refused_in_one_line(parser):
+    """Slurm 24.11's ia1 and ia2 have Gres gpu:h100:2,gpu:h200:4: loaded before as 6 H200 GPUs. The inventory
+    holds one model a node, so the file is refused, naming the node and its Gres."""
+    with pytest.raises(OpsError) as e:
+        read_inventory(REST / "24.11" / parser / "slurm-nodes.json", "hpc")
+    msg = str(e.value)
+    assert "\n" not in msg and "node ia1 has GPUs of 2 models (Gres gpu:h100:2,gpu:h200:4)" in msg
+
+
+def _t(epoch: int) -> datetime:
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+RESERVATIONS = {  # (release, parser): [(name, nodes, partition, accounts, users, start, end)]
+    ("23.11", "0.0.40"): [("training", [f"cn{i}" for i in range(1, 5)], "normal", ["biology"],
+                           ["dshaw", "sharrison"], _t(1732957200), _t(1732982400))],
+    ("24.05", "0.0.41"): [("training", [f"cn{i:03d}" for i in (*range(1, 81), *range(101, 533))], "batch",
+                           ["optic"], ["bparks", "bparks"], _t(1748250553), _t(1748336953))],
+    ("24.11", "0.0.41"): [("training2", [f"cn{i}" for i in range(1, 5)], "normal", ["biology"], [],
+                           _t(1805533200), _t(1805731200)),
+                          ("training", [f"cn{i}" for i in range(1, 5)], "normal", ["acoustic"],
+                           ["cpotter", "tpearson"], _t(1748249772), _t(1748336172))],
+    ("25.11", "0.0.42"): [("training", [f"cn{i}" for i in range(1, 5)], "normal", ["acoustic"],
+                           ["acuevas", "acuevas"], _t(1763216916), _t(1763303316))],
+    ("25.11", "0.0.44"): [],
+}
+
+
+@pytest.mark.parametrize("release,parser", sorted(RESERVATIONS))
+def test_reservations_response(release, parser):
+    df = read_reservations(REST / release / parser / "slurm-reservations.json", "hpc")
+    got = [(r["name"], r["nodes"], r["partition"], r["accounts"], r["users"], r["start_ts"], r["end_ts"])
+           for r in df.to_dicts()]
+    assert got == RESERVATIONS[(release, parser)]
+    # 2024-11-30 09:00 to 16:00 UTC, 7 hours; 24.05's: 512 nodes (cn001-080 and cn101-532) for a day
+    if release == "23.11":
+        assert got[0][5] == datetime(2024, 11, 30, 9, tzinfo=UTC) and got[0][6] - got[0][5] == (
+            datetime(2024, 11, 30, 16, tzinfo=UTC) - datetime(2024, 11, 30, 9, tzinfo=UTC))
+    if release == "24.05":
+        assert len(got[0][1]) == 512
+
+
+def test_a_response_given_to_the_wrong_option_names_the_right_one(tmp_path):
+    nodes, resv = REST / "25.11" / "0.0.44" / "slurm-nodes.json", REST / "24.11" / "0.0.41" / "slurm-reservations.json"
+    cases = [(read_reservations, nodes, "slurmrestd's nodes response, which --reservations does not take: give it "
+                                        "to --inventory"),
+             (read_inventory, resv, "slurmrestd's reservations response, which --inventory does not take: give "
+                                    "it to --reservations"),
+             (read_events, nodes, "give it to --inventory"),
+             (read_events, resv, "give it to --reservations")]
+    for read, path, message in cases:
+        with pytest.raises(OpsError, match=message.replace("(", r"\(").replace(")", r"\)")) as e:
+            read(path, "hpc")
+        assert "\n" not in str(e.value) and str(e.value).startswith(path.name)
+
+
+def test_the_command_loads_the_responses(tmp_path):
+    """`ops-report etl capacity --inventory <nodes response> --reservations <reservations response>`: the rows
+    in the warehouse, with the response's data_parser in their source."""
+    from tests.cli_runner import cli
+
+    dsn = f"chdb://{tmp_path / 'wh'}"
+    v = REST / "25.11"
+    out = cli("--warehouse", dsn, "etl", "capacity", "--inventory", str(v / "0.0.44" / "slurm-nodes.json"),
+              "--reservations", str(v / "0.0.42" / "slurm-reservations.json"), "--cluster", "hpc").stdout
+    assert "node_inventory: 8 rows" in out and "reservation: 1 rows" in out, out
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+    wh = open_warehouse(Config(dsn=dsn), migrate=False)
+    try:
+        assert rows(wh, "SELECT sum(gpus), countIf(gpu_model = 'h100'), any(source) FROM node_inventory FINAL "
+                        "WHERE cluster = 'hpc'") == [(16, 2, "slurmrestd:slurm-nodes.json (v0.0.44)")]
+        assert rows(wh, "SELECT name, length(nodes), start_ts FROM reservation FINAL") == [
+            ("training", 4, datetime(2025, 11, 15, 14, 28, 36))]  # the engine hands DateTime back naive, in UTC
+    finally:
+        close_embedded()
