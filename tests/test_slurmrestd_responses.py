@@ -1,6 +1,7 @@
-"""Capacity from slurmrestd's JSON (issue 31): real /slurm/v0.0.4x/nodes and /slurm/v0.0.4x/reservations
-responses of Slurm 23.11 to 25.11 (data_parser v0.0.40 to v0.0.44), saved by Rackslab's Slurm-web for its
-tests (tests/data/capacity/slurmrestd, MIT; tests/data/README.md). Every figure below is read off the files
+"""slurmrestd's JSON responses, saved (issue 31): real /slurm/v0.0.4x/nodes and /slurm/v0.0.4x/reservations
+responses of Slurm 23.11 to 25.11 (data_parser v0.0.40 to v0.0.44) for the capacity, and /slurmdb/v0.0.4x/job
+responses for the job history, saved by Rackslab's Slurm-web for its tests (tests/data/slurmrestd, MIT;
+tests/data/README.md). Every figure below is read off the files
 by hand: node names, Gres strings, partitions, CPUs, reservation node lists and epoch times."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.capacity_sources import read_events, read_inventory, read_reservations
 from tests.conftest import DATA, rows
 
-REST = DATA / "capacity" / "slurmrestd"
+REST = DATA / "slurmrestd"
 UTC = timezone.utc
 
 # (Slurm release folder, data_parser) -> {node: (gpu_model, gpus, partition, cpus)} of the GPU nodes, and the
@@ -121,3 +122,28 @@ def test_the_command_loads_the_responses(tmp_path):
             ("training", 4, datetime(2025, 11, 15, 14, 28, 36))]  # the engine hands DateTime back naive, in UTC
     finally:
         close_embedded()
+
+
+# (release, parser) -> the one completed job of slurmdb-job-completed.json: id, user, account, partition,
+# node, submit, start, end (epoch s), CPUs (its allocated cpu TRES; the cluster accounts no gres/gpu)
+JOBS = {
+    ("24.05", "0.0.41"): ("649718", "tpearson", "acoustic", "batch", "cn001", 1747754468, 1747754469, 1747754470, 1),
+    ("24.11", "0.0.41"): ("5965", "bparks", "optic", "normal", "cn1", 1747751518, 1747751520, 1747751522, 1),
+    ("24.11", "0.0.42"): ("6362", "jbeck", "biology", "standard", "cn1", 1762788774, 1762788776, 1762788837, 32),
+    ("25.05", "0.0.43"): ("4742", "progers", "biology", "normal", "cn3", 1762789014, 1762789017, 1762789077, 16),
+    ("25.11", "0.0.44"): ("5749", "vhartman", "biology", "normal", "cn1", 1762942474, 1762942475, 1762942505, 4),
+}
+
+
+@pytest.mark.parametrize("release,parser", sorted(JOBS))
+def test_slurmdb_job_response_loads_as_sacct_json(release, parser, wh):
+    """`ops-report etl sacct <slurmdb job response>`: slurmdbd's /slurmdb/v0.0.4x/job answer is sacct --json's
+    document, read by the same loader; the run as the file has it, and its batch step."""
+    from ops_warehouse.etl.sacct_load import load_sacct
+
+    job, user, account, partition, node, submit, start, end, cpus = JOBS[(release, parser)]
+    r = load_sacct(wh, REST / release / parser / "slurmdb-job-completed.json")
+    assert (r.jobs_loaded, r.steps_loaded, r.quarantined) == (1, 1, 0)
+    assert rows(wh, "SELECT job_id, user, account, partition, nodes, state, toUnixTimestamp(submit_ts), "
+                    "toUnixTimestamp(start_ts), toUnixTimestamp(end_ts), elapsed_s, ncpus, gpus FROM fct_job_run") == [
+        (job, user, account, partition, [node], "COMPLETED", submit, start, end, end - start, cpus, 0)]
