@@ -6,18 +6,18 @@ free, with sched_interval=1 and bf_interval=1; each hop of a chain can add that)
 
 The workload exercises what the replay models, on the two H200 nodes (8 GPUs each), all submitted at once:
 
-    A  8 GPUs, limit 1 min, runs 20 s      starts at once on one node
-    B  8 GPUs, limit 5 min, runs 60 s      starts at once on the other
+    A  8 GPUs, limit 1 min, runs 10 s      starts at once on one node
+    B  8 GPUs, limit 5 min, runs 40 s      starts at once on the other
     C  2 nodes x 8 GPUs, limit 1 min, 10 s blocked: Slurm plans it at B's start + 5 min (B's time limit)
     D  4 GPUs, limit 1 min, 10 s           backfilled when A ends (ends by its limit long before C's plan)
     E  8 GPUs, limit 2 min, 10 s           backfilled when D ends (still before C's plan)
     F  8 GPUs, limit 6 min, 10 s           may not go before C (its limit reaches past C's plan): after C
 
-C starts when B ends (about 60 s), F when C ends. A scheduler that planned by when jobs end (plan_by="end")
-would keep D and E behind C (20 s + 1 min and 30 s + 2 min are past B's end at 60 s): that replay must differ
-from Slurm's schedule, which shows the test can tell the two policies apart. Measured (2026-12-01), seconds
-after the first submission, Slurm / the replay: A 0/0, B 0/0, D 21/20, E 32/30, C 60/60, F 70/70; planned by
-run ends: D 70, E 70, F 80.
+C starts when B ends (about 40 s), F when C ends. A scheduler that planned by when jobs end (plan_by="end")
+would keep D and E behind C (10 s + 1 min and 20 s + 2 min are past B's end at 40 s): that replay must differ
+from Slurm's schedule, which shows the test can tell the two policies apart. Measured (2026-12-01, with A
+20 s and B 60 s; shortened on 2026-12-04 to wait 20 s less), seconds after the first submission, Slurm / the
+replay: A 0/0, B 0/0, D 21/20, E 32/30, C 60/60, F 70/70; planned by run ends: D 70, E 70, F 80.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ pytestmark = require(slurm_harness.available(), "Slurm (slurm-wlm slurmdbd munge
 
 RESOLUTION_S = 6  # Slurm's start latency over a chain of up to three hops (sched_interval=1, bf_interval=1)
 WORKLOAD = {  # name: (sbatch arguments, seconds it runs)
-    "A": (["--gpus=8", "--time=1"], 20),
-    "B": (["--gpus=8", "--time=5"], 60),
+    "A": (["--gpus=8", "--time=1"], 10),
+    "B": (["--gpus=8", "--time=5"], 40),
     "C": (["-N", "2", "--gpus-per-node=8", "--time=1"], 10),
     "D": (["--gpus=4", "--time=1"], 10),
     "E": (["--gpus=8", "--time=2"], 10),
@@ -95,10 +95,12 @@ def test_the_replay_starts_every_job_when_slurm_did(scheduled):
     # what Slurm did, from the raw accounting: A and B at once, D when A ended, E when D ended, C when B
     # ended, F when C ended (each within the harness' resolution of the run times above)
     obs = {k: v[0] for k, v in got.items()}
+    run = {k: secs for k, (_, secs) in WORKLOAD.items()}
     assert obs["A"] <= 2 and obs["B"] <= 2, got
-    assert obs["A"] + 20 <= obs["D"] <= obs["A"] + 20 + 3, got
-    assert obs["D"] + 10 <= obs["E"] <= obs["D"] + 10 + 3, got
-    assert obs["B"] + 60 <= obs["C"] <= obs["B"] + 60 + 3 and obs["C"] + 10 <= obs["F"] <= obs["C"] + 10 + 3, got
+    assert obs["A"] + run["A"] <= obs["D"] <= obs["A"] + run["A"] + 3, got
+    assert obs["D"] + run["D"] <= obs["E"] <= obs["D"] + run["D"] + 3, got
+    assert obs["B"] + run["B"] <= obs["C"] <= obs["B"] + run["B"] + 3, got
+    assert obs["C"] + run["C"] <= obs["F"] <= obs["C"] + run["C"] + 3, got
     # the replay: the same order, each start within the resolution
     assert sorted(got, key=lambda k: (got[k][0], k)) == sorted(got, key=lambda k: (got[k][1], k)), got
     for name, (o, r) in got.items():
@@ -107,7 +109,7 @@ def test_the_replay_starts_every_job_when_slurm_did(scheduled):
 
 def test_plans_by_run_ends_would_not_match_slurm(scheduled):
     """The policy difference the replay avoids, seen on the real schedule: planned by when B actually ends,
-    E (limit 2 min) may not go before C, so it starts after C, about 40 s later than Slurm started it."""
+    E (limit 2 min) may not go before C, so it starts after C, about 20 s later than Slurm started it."""
     s = {r["name"]: r for r in scheduled["end"].to_dicts()}
     assert s["E"]["replayed"] > s["C"]["replayed"]
     assert s["E"]["replayed"] - s["E"]["observed"] >= 20, s
