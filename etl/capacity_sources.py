@@ -228,6 +228,13 @@ def read_inventory(path: str | Path, cluster: str) -> pl.DataFrame:
         day("in_service_date").fill_null(pl.lit(_EPOCH, dtype=TS)).alias("in_service_ts"),
         day("retired_date").alias("retired_ts"),
         pl.lit(f"inventory:{path.name}").alias("source"),
+        (pl.col("state").fill_null("") if "state" in df.columns else pl.lit("")).alias("state"),
+        # every partition the node is in (a;b), else its one
+        (pl.when(pl.col("partitions").fill_null("").str.strip_chars() != "")
+         .then(pl.col("partitions").str.split(";").list.eval(pl.element().str.strip_chars())
+               .list.eval(pl.element().filter(pl.element() != "")))
+         .otherwise(pl.concat_list(pl.col("partition")))
+         if "partitions" in df.columns else pl.concat_list(pl.col("partition"))).alias("partitions"),
     )
 
 
@@ -259,14 +266,17 @@ def _scontrol_nodes(records: list[dict[str, str]], cluster: str, source: str) ->
         feats = rec.get("AvailableFeatures", "").split(",")
         rack = next((f for f in feats if f.lower().startswith("rack")), "")
         cpus = _count(rec.get("CPUTot", "0") or "0", f"{source}: node {node}: CPUTot", _U32)
+        partitions = [p for p in rec.get("Partitions", "").split(",") if p]
         rows.append({"cluster": cluster, "node": node, "gpu_model": model, "gpus": gpus,
-                     "cpus": cpus, "partition": rec.get("Partitions", "").split(",")[0],
-                     "rack": rack, "in_service_ts": _EPOCH, "retired_ts": None, "source": source})
+                     "cpus": cpus, "partition": partitions[0] if partitions else "",
+                     "rack": rack, "in_service_ts": _EPOCH, "retired_ts": None, "source": source,
+                     "state": rec.get("State", ""), "partitions": partitions})
     if not rows:
         raise OpsError(f"{source}: no NodeName= records")
     return pl.DataFrame(rows, schema={"cluster": pl.String, "node": pl.String, "gpu_model": pl.String,
                                       "gpus": pl.UInt16, "cpus": pl.UInt32, "partition": pl.String,
-                                      "rack": pl.String, "in_service_ts": TS, "retired_ts": TS, "source": pl.String})
+                                      "rack": pl.String, "in_service_ts": TS, "retired_ts": TS, "source": pl.String,
+                                      "state": pl.String, "partitions": pl.List(pl.String)})
 
 
 def _event_state(state: str) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 CLUSTER = "lt1"
 NODES = {"g1": "h100", "g2": "h100", "g3": "h200", "g4": "h200"}
+ALL_PARTITION = "all"  # a partition every node is in beside its model's (Partitions=h100,all)
 USERS = {"alice": "proja", "bob": "projb"}
 READ_ONLY_USER, READ_ONLY_PASSWORD = "ops_ro", "ro-secret-42"
 SLURMDBD_DB_USER, SLURMDBD_DB_PASSWORD = "slurm", "dbd-secret-17"
@@ -240,6 +241,9 @@ class SlurmCluster:
             nodes = ",".join(n for n, m in NODES.items() if m == model)
             lines.append(f"PartitionName={model} Nodes={nodes} Default={'YES' if model == models[0] else 'NO'} "
                          "MaxTime=INFINITE State=UP")
+        # every node in a second partition too, as sites have them (a node prints Partitions=h100,all): the
+        # tests' jobs name their partition, so nothing runs there
+        lines.append(f"PartitionName={ALL_PARTITION} Nodes={','.join(NODES)} Default=NO MaxTime=INFINITE State=UP")
         (b / "etc" / "slurm.conf").write_text("\n".join(lines) + "\n")
         (b / "etc" / "gres.conf").write_text("AutoDetect=off\n" + "".join(
             f"NodeName={n} Name=gpu Type={m} File={b / 'dev'}/nvidia[0-7]\n" for n, m in NODES.items()))

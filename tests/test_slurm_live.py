@@ -184,6 +184,11 @@ def test_scontrol_one_line_output_loads_as_the_blank_line_form(live):
     assert one.select(cols).to_dicts() == blank.select(cols).to_dicts()
     assert [tuple(r.values()) for r in one.select("node", "gpu_model", "gpus", "partition").to_dicts()] == [
         (n, m, 8, m) for n, m in slurm_harness.NODES.items()]
+    # a node in two partitions (its model's and `all`): its capacity counts under the first, both are kept,
+    # and its state at the snapshot: idle, the workload done, g2 in reservation resA
+    assert one["partitions"].to_list() == blank["partitions"].to_list() == [
+        [m, slurm_harness.ALL_PARTITION] for m in slurm_harness.NODES.values()]
+    assert one["state"].to_list() == blank["state"].to_list() == ["IDLE", "IDLE+RESERVED", "IDLE", "IDLE"]
     r_one, r_blank = read_reservations(f["resv_o"], "c"), read_reservations(f["resv"], "c")
     assert r_one.drop("source").to_dicts() == r_blank.drop("source").to_dicts()
     assert [(r["name"], r["nodes"], r["accounts"]) for r in r_one.to_dicts()] == [("resA", ["g2"], ["proja"])]

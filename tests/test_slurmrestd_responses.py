@@ -118,6 +118,10 @@ def test_the_command_loads_the_responses(tmp_path):
     try:
         assert rows(wh, "SELECT sum(gpus), countIf(gpu_model = 'h100'), any(source) FROM node_inventory FINAL "
                         "WHERE cluster = 'hpc'") == [(16, 2, "slurmrestd:slurm-nodes.json (v0.0.44)")]
+        # each node's state at the snapshot and its partitions, as the response has them
+        assert rows(wh, "SELECT node, state, partitions FROM node_inventory FINAL ORDER BY node") == [
+            ("cn1", "IDLE+DRAIN", ["normal"]), ("cn2", "DOWN", ["normal"]), ("cn3", "ALLOCATED", ["normal"]),
+            ("cn4", "MIXED", ["normal"]), *[(f"gpu{i}", "IDLE", ["gpu"]) for i in range(1, 5)]]
         assert rows(wh, "SELECT name, length(nodes), start_ts FROM reservation FINAL") == [
             ("training", 4, datetime(2025, 11, 15, 14, 28, 36))]  # the engine hands DateTime back naive, in UTC
     finally:
