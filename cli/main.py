@@ -479,13 +479,18 @@ def etl_capacity(
     timezone: Annotated[Optional[str], typer.Option(
         "--timezone", help="Zone scontrol and sacctmgr printed times in (default: config, else UTC; "
                            "slurmrestd's times are absolute)")] = None,
+    slurmrestd: Annotated[Optional[str], typer.Option(
+        "--slurmrestd", envvar="OPS_SLURMRESTD_URL", show_envvar=True,
+        help="slurmrestd base URL (http://slurmctld:6820): the nodes and reservations it serves (newest "
+             "data_parser first, v0.0.44 to v0.0.40), with the token in SLURM_JWT (never on the command line); "
+             "--inventory or --reservations given take their place")] = None,
 ):
     """Load what capacity is made of: the node inventory, node state events and reservations (idempotent)."""
 
-    if not (inventory or events or reservations):
-        raise OpsError("give at least one of --inventory, --events, --reservations")
+    if not (inventory or events or reservations or slurmrestd):
+        raise OpsError("give at least one of --inventory, --events, --reservations, --slurmrestd")
     c = _etl().load_capacity(_wh(), inventory=inventory, events=events, reservations=reservations, cluster=cluster,
-                             tz=timezone)
+                             tz=timezone, slurmrestd=slurmrestd)
     print(", ".join(f"{t}: {n} rows" for t, n in c.items()))
 
 

@@ -20,13 +20,16 @@ the file and the record: capacity numbers built on a guessed node would be wrong
 from __future__ import annotations
 
 import re
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import polars as pl
 from ops_warehouse.errors import OpsError
+from ops_warehouse.dsn import redact
 from ops_warehouse.etl import slurmrestd_json as rest
+from ops_warehouse.etl import slurmrestd_source as rest_source
 from ops_warehouse.etl.grains import refresh_history
 from ops_warehouse.etl.hostlist import expand_one as expand_hostlist
 from ops_warehouse.etl.row_cluster import cluster_for_rows
@@ -377,7 +380,10 @@ def read_reservations(path: str | Path, cluster: str, tz: str = "UTC") -> pl.Dat
 
 
 def _capacity_source(a: dict) -> str:
-    return " ".join(f"{k}={a[k]}" for k in ("inventory", "events", "reservations") if a[k]) or "nothing"
+    parts = [f"{k}={a[k]}" for k in ("inventory", "events", "reservations") if a.get(k)]
+    if a.get("slurmrestd"):
+        parts.append(f"slurmrestd={redact(a['slurmrestd'])}")
+    return " ".join(parts) or "nothing"
 
 
 def _capacity_counts(c: dict) -> tuple[int, int, int]:
@@ -387,12 +393,26 @@ def _capacity_counts(c: dict) -> tuple[int, int, int]:
 @logged_load("capacity", _capacity_source, _capacity_counts)
 def load_capacity(wh, *, inventory: str | Path | None = None, events: str | Path | None = None,
                   reservations: str | Path | None = None, cluster: str | None = None,
-                  tz: str | None = None) -> dict:
+                  tz: str | None = None, slurmrestd: str | None = None) -> dict:
     """Load whichever sources are given; returns rows per table. Reloading the same files changes nothing.
     Text times are local times of ``tz`` (default: the config's `timezone`, which sacct's text follows too:
     a site in Europe or Japan prints every Slurm time in its zone)."""
     tz = tz or wh.cfg.timezone
     zone(tz)  # refused before anything is read
+    if slurmrestd:
+        # the nodes and reservations slurmrestd serves, saved and read as saved responses are (a file given for
+        # either takes its place)
+        jwt = rest_source.token()
+        with tempfile.TemporaryDirectory(prefix="ops-slurmrestd-") as d:
+            if not inventory:
+                inventory = rest_source.fetch(slurmrestd, "nodes", Path(d), jwt)[0]
+            if not reservations:
+                reservations = rest_source.fetch(slurmrestd, "reservations", Path(d), jwt)[0]
+            return _load_capacity(wh, inventory, events, reservations, cluster, tz)
+    return _load_capacity(wh, inventory, events, reservations, cluster, tz)
+
+
+def _load_capacity(wh, inventory, events, reservations, cluster, tz) -> dict:
 
     cluster = cluster_for_rows(wh, cluster)
     now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")

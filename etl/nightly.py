@@ -222,7 +222,8 @@ def _run_one(wh, s: Source, window: str, date_from: date | None, date_to: date |
     if s.kind == "capacity":
 
         c = load_capacity(wh, inventory=p.get("inventory"), events=p.get("events"),
-                          reservations=p.get("reservations"), cluster=s.rows_cluster)
+                          reservations=p.get("reservations"), cluster=s.rows_cluster,
+                          slurmrestd=p.get("slurmrestd"))  # its token from SLURM_JWT, as for the command
         return ", ".join(f"{t} {n}" for t, n in c.items())
     if s.kind == "slurmdbd":
 

@@ -151,3 +151,85 @@ def test_slurmdb_job_response_loads_as_sacct_json(release, parser, wh):
     assert rows(wh, "SELECT job_id, user, account, partition, nodes, state, toUnixTimestamp(submit_ts), "
                     "toUnixTimestamp(start_ts), toUnixTimestamp(end_ts), elapsed_s, ncpus, gpus FROM fct_job_run") == [
         (job, user, account, partition, [node], "COMPLETED", submit, start, end, end - start, cpus, 0)]
+
+
+class _Slurmrestd:
+    """An HTTP server answering as slurmrestd does for the paths the loader asks, with the real responses
+    above (no slurmrestd that speaks data_parser v0.0.40 or later can run here: Debian's is Slurm 22.05,
+    v0.0.38): 200 for /slurm/v0.0.43/{nodes,reservations} with the right X-SLURM-USER-TOKEN, 401 with
+    slurmrestd's error document for a wrong one, 404 for the versions it lacks. It records every request."""
+
+    def __init__(self, token: str):
+        import http.server
+        import threading
+
+        outer = self
+        self.requests: list[tuple[str, str]] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (the stdlib's name)
+                outer.requests.append((self.path, self.headers.get("X-SLURM-USER-TOKEN", "")))
+                files = {"/slurm/v0.0.43/nodes": REST / "25.05" / "0.0.43" / "slurm-nodes.json",
+                         "/slurm/v0.0.43/reservations": REST / "24.11" / "0.0.41" / "slurm-reservations.json"}
+                if self.path not in files:
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                if self.headers.get("X-SLURM-USER-TOKEN") != token:
+                    body = b'{"errors": [{"description": "Authentication failure", "error_number": 1007}]}'
+                    self.send_response(401)
+                else:
+                    body = files[self.path].read_bytes()
+                    self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+def test_etl_capacity_from_slurmrestd_with_the_token_from_the_environment(tmp_path):
+    """`ops-report etl capacity --slurmrestd URL` with SLURM_JWT: the newest version the daemon serves (v0.0.44
+    and v0.0.43 tried in that order, v0.0.43 answers), the same rows as the saved responses (Slurm 25.05's 6
+    nodes with 8 H100 GPUs, 24.11's 2 reservations); the token goes in the header and nowhere else: not in
+    the output, not in the run log. Without SLURM_JWT, or with a wrong one, one line and nothing loaded."""
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+    from tests.cli_runner import cli
+
+    jwt = "eyJhbGciOiJIUzI1NiJ9.test-token-for-the-stand-in.sig"
+    srv = _Slurmrestd(jwt)
+    dsn = f"chdb://{tmp_path / 'wh'}"
+    try:
+        p = cli("--warehouse", dsn, "etl", "capacity", "--slurmrestd", srv.url, "--cluster", "hpc",
+                env={"SLURM_JWT": jwt})
+        assert "node_inventory: 6 rows" in p.stdout and "reservation: 2 rows" in p.stdout, p.stdout
+        assert [path for path, _ in srv.requests] == ["/slurm/v0.0.44/nodes", "/slurm/v0.0.43/nodes",
+                                                      "/slurm/v0.0.44/reservations", "/slurm/v0.0.43/reservations"]
+        assert {t for _, t in srv.requests} == {jwt}
+        for env, message in (({"SLURM_JWT": ""}, "slurmrestd needs a token: set SLURM_JWT"),
+                             ({"SLURM_JWT": "wrong"}, "HTTP 401: Authentication failure (check SLURM_JWT)")):
+            bad = cli("--warehouse", dsn, "etl", "capacity", "--slurmrestd", srv.url, "--cluster", "hpc", env=env,
+                      check=False)
+            assert bad.returncode == 2 and message in bad.stderr and bad.stderr.count("\n") == 1, bad.stderr
+        assert jwt not in p.stdout + p.stderr
+    finally:
+        srv.close()
+    wh = open_warehouse(Config(dsn=dsn), migrate=False)
+    try:
+        assert rows(wh, "SELECT count(), sum(gpus), any(source) FROM node_inventory FINAL") == [
+            (6, 8, "slurmrestd:slurmrestd-nodes.json (v0.0.43)")]
+        assert sorted(r[0] for r in rows(wh, "SELECT name FROM reservation FINAL")) == ["training", "training2"]
+        log = rows(wh, "SELECT toString(tuple(*)) FROM etl_run_log")
+        assert log and not [x for (x,) in log if jwt in x], log
+    finally:
+        close_embedded()
