@@ -118,23 +118,47 @@ def _form(text: str) -> str:
     first = head.splitlines()[0] if head else ""
     if "|" in first and "NodeName" in first and "TimeStart" in first:
         return "sacctmgr events"
+    if re.search(r"(?i)(^|\|)jobid(raw)?(\||$)", first):
+        return "sacct"
     return ""
+
+
+def capacity_form_of(path: Path) -> str:
+    """The capacity form a file holds, read from its first 4 KiB, or "": for the loads of other kinds, which
+    refuse it naming `etl capacity` and its option (``option_for``)."""
+    with open(path, "rb") as f:
+        head = f.read(4096).decode("utf-8", errors="replace")
+    form = _form(head)
+    if form == "sacct":
+        return ""
+    if form == "slurmrestd":  # the response's list comes first in what slurmrestd writes
+        m = re.match(r'\s*\{\s*"(nodes|reservations)"\s*:', head)
+        return f"slurmrestd:{m.group(1)}" if m else ""
+    return form
+
+
+def option_for(form: str) -> str:
+    return _OPTION.get(form, "")
 
 
 # which option of `ops-report etl capacity` takes each form
 _OPTION = {"scontrol nodes": "--inventory", "scontrol reservations": "--reservations",
            "sacctmgr events": "--events", "slurmrestd:nodes": "--inventory",
-           "slurmrestd:reservations": "--reservations"}
+           "slurmrestd:reservations": "--reservations", "sacct": "`ops-report etl sacct`"}
+_DESCRIBE = {"scontrol nodes": "`scontrol show node` output", "scontrol reservations":
+             "`scontrol show reservation` output", "sacctmgr events": "`sacctmgr list event` output",
+             "slurmrestd:nodes": "slurmrestd's nodes response", "slurmrestd:reservations":
+             "slurmrestd's reservations response", "sacct": "sacct output"}
+
+
+def describe(form: str) -> str:
+    return _DESCRIBE.get(form, form)
 
 
 def _refuse_other_form(path: Path, form: str, option: str) -> None:
     """A form the option does not take: one line naming the option that does."""
     if form and _OPTION.get(form, option) != option:
-        what = {"scontrol nodes": "`scontrol show node` output", "scontrol reservations":
-                "`scontrol show reservation` output", "sacctmgr events": "`sacctmgr list event` output",
-                "slurmrestd:nodes": "slurmrestd's nodes response", "slurmrestd:reservations":
-                "slurmrestd's reservations response"}[form]
-        raise OpsError(f"{path.name}: {what}, which {option} does not take: give it to {_OPTION[form]}")
+        raise OpsError(f"{path.name}: {describe(form)}, which {option} does not take: give it to {_OPTION[form]}")
 
 
 def _rest_records(path: Path, text: str, want: str) -> tuple[list[dict[str, str]], str]:

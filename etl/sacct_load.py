@@ -18,6 +18,7 @@ from pathlib import Path
 import polars as pl
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl import sacct_contract, sacct_json, sacct_text
+from ops_warehouse.etl.capacity_sources import capacity_form_of, describe, option_for
 from ops_warehouse.etl.grains import history_as_of, refresh_after_jobs, refresh_capacity
 from ops_warehouse.etl.normalize import QUARANTINE_SCHEMA, TimeWindow, normalize
 from ops_warehouse.etl.quarantine import CopyCounter
@@ -192,6 +193,10 @@ def _load_sacct(wh, path: Path, result: LoadResult, *, fmt: str, delimiter: str,
     """Read, normalize and insert the file chunk by chunk. Returns the zone its times were read in (None for
     --json, whose times are epoch seconds)."""
     check_readable(path)
+    form = capacity_form_of(path)
+    if form:  # read as a sacct file before: "no sacct header line", or a whole-file quarantine of JSON
+        raise OpsError(f"{path.name}: {describe(form)}, not sacct's: give it to "
+                       f"`ops-report etl capacity {option_for(form)}`")
     tz = tz or wh.cfg.timezone
     _check_tz(tz)
     cluster = cluster or wh.cfg.default_cluster

@@ -64,7 +64,11 @@ def test_sacctmgr_events(tmp_path):
         ("gpu-003", "DOWN", "Not responding")]
     assert df["end_ts"][2] is None and df["start_ts"][0] == datetime(2026, 10, 2, 1, tzinfo=UTC)
     bad = tmp_path / "bad.psv"
-    bad.write_text("JobID|State\n1|COMPLETED\n")
+    bad.write_text("JobID|State\n1|COMPLETED\n")  # sacct's header: named as such (issue 31)
+    with pytest.raises(OpsError, match="bad.psv: sacct output, which --events does not take: give it to "
+                                       "`ops-report etl sacct`"):
+        read_events(bad, "ai1")
+    bad.write_text("Cluster|Node|Start\nai1|n1|2026-10-01\n")
     with pytest.raises(OpsError, match="not `sacctmgr list event --parsable2` output"):
         read_events(bad, "ai1")
     bad.write_text("Cluster|NodeName|TimeStart|TimeEnd|State|Reason|User\nai1|n1|yesterday|Unknown|DOWN|x|y\n")

@@ -233,3 +233,21 @@ def test_etl_capacity_from_slurmrestd_with_the_token_from_the_environment(tmp_pa
         assert log and not [x for (x,) in log if jwt in x], log
     finally:
         close_embedded()
+
+
+def test_capacity_forms_and_sacct_output_given_to_each_others_loads_name_the_right_command(wh):
+    """Slurm's capacity forms given to `etl sacct`, and sacct output given to `etl capacity`: one line naming
+    where the file goes (before: "no sacct header line", a whole-file quarantine of the JSON and exit 0, "not
+    an inventory CSV", "a record without ReservationName=")."""
+    from ops_warehouse.etl.sacct_load import load_sacct
+
+    sacct = DATA / "sacct" / "slurm-22.05-live" / "sacct.psv"  # a real sacct --parsable2 with its header
+    for path, option in ((REST / "25.11" / "0.0.44" / "slurm-nodes.json", "--inventory"),
+                         (REST / "24.11" / "0.0.41" / "slurm-reservations.json", "--reservations")):
+        with pytest.raises(OpsError, match=f"not sacct's: give it to `ops-report etl capacity {option}`"):
+            load_sacct(wh, path)
+    for read in (read_inventory, read_events, read_reservations):
+        with pytest.raises(OpsError, match="sacct.psv: sacct output, which --.* does not take: give it to "
+                                           "`ops-report etl sacct`"):
+            read(sacct, "hpc")
+    assert rows(wh, "SELECT count() FROM slurm_job_run") == [(0,)]
