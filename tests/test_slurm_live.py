@@ -528,3 +528,23 @@ def test_the_slurmdbd_password_is_never_written_anywhere(live, tmp_path):
         close_embedded()
     assert failed >= 3 and len(seen_argv) > 50 and list(out.glob("monthly-*.html"))
     assert not leaks
+
+
+def test_a_drained_nodes_one_line_record_reads_past_its_reason(live, tmp_path):
+    """`scontrol -o show node` of a drained node: its Reason (with spaces, and scontrol's [user@time] after
+    it) sits inside the one line, and what follows it must still be read (its partitions, GPUs). Last in the
+    module: the drain leaves an event in the accounting database, which the next module's forget_jobs()
+    clears."""
+    from ops_warehouse.etl.capacity_sources import read_inventory
+
+    sc = live["cluster"]
+    sc.run(["scontrol", "update", "NodeName=g1", "State=DRAIN", "Reason=thermal: GPU 3 over 90 C"])
+    try:
+        line = sc.run(["scontrol", "-o", "show", "node", "g1"])
+    finally:
+        sc.run(["scontrol", "update", "NodeName=g1", "State=RESUME"])
+    assert line.count("\n") == 1 and "Reason=thermal: GPU 3 over 90 C [" in line, line
+    (tmp_path / "g1.txt").write_text(line)
+    r = read_inventory(tmp_path / "g1.txt", "c").row(0, named=True)
+    assert (r["node"], r["gpu_model"], r["gpus"], r["partitions"]) == ("g1", "h100", 8, ["h100", "all"]), (r, line)
+    assert r["state"].split("+")[:2] == ["IDLE", "DRAIN"], (r, line)
