@@ -106,8 +106,9 @@ def _blocks(text: str) -> list[dict[str, str]]:
 
 
 def _form(text: str) -> str:
-    """Which capacity form a file's text is, read from its start: "slurmrestd:<what it holds>", "scontrol
-    nodes", "scontrol reservations", "sacctmgr events", or "" (a CSV, or something else)."""
+    """Which form a file's text is, read from its start: "slurmrestd" (any JSON: the response says what it
+    holds), "scontrol nodes", "scontrol reservations", "sacctmgr events", "sacct" (a sacct header line), or
+    "" (a CSV, or something else)."""
     head = text.lstrip()[:4096]
     if rest.is_json(head):
         return "slurmrestd"
