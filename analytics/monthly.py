@@ -222,14 +222,13 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "cost_model": warehouse_cost_model(wh),  # the one the cost marts used
     }
     # a mart declared `report = true` that the report does not shape itself above (a new statistic): its rows
-    # as the mart gives them, for the report's scope (a project-scoped mart gets the project), its declared
-    # user columns pseudonymized with the others; a renderer shows it once it has a section
+    # as the mart gives them, for the report's scope (run_mart keeps a cluster-scoped mart the cluster's), its
+    # declared user columns pseudonymized with the others; a renderer shows it once it has a section
     for name in declarations.reported():
         if name in doc:
             continue
         m = declarations.mart(name)
-        df = pl.DataFrame() if m.project_only and project is None else \
-            run(name, api.mart, name, per, project=proj if m.scope == "project" else None)
+        df = pl.DataFrame() if m.project_only and project is None else run(name, api.mart, name, per, project=proj)
         if anonymize_users and m.user_columns:
             df = pseudonymize(df, key, m.user_columns)
         doc[name] = _rows(df)

@@ -166,8 +166,8 @@ def _rest_records(path: Path, text: str, want: str) -> tuple[list[dict[str, str]
     """A slurmrestd response's records as scontrol's (``want``: nodes or reservations), and the source label."""
     kind, doc = rest.response(text, path.name)
     if kind != want:
-        if kind in rest.OPTION_OF:
-            _refuse_other_form(path, f"slurmrestd:{kind}", rest.OPTION_OF[want])
+        if kind in rest.CAPACITY:
+            _refuse_other_form(path, f"slurmrestd:{kind}", _OPTION[f"slurmrestd:{want}"])
         raise OpsError(f"{path.name}: {rest.OTHER_RESPONSES[kind]}")
     parser = rest.data_parser(doc)
     label = f"slurmrestd:{path.name}" + (f" ({parser})" if parser else "")

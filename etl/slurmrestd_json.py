@@ -16,9 +16,8 @@ from datetime import datetime, timezone
 
 from ops_warehouse.errors import OpsError
 
-# what each response holds -> the option of `ops-report etl capacity` that takes it (a response given to the
-# wrong option is refused naming the right one)
-OPTION_OF = {"nodes": "--inventory", "reservations": "--reservations"}
+# the responses the capacity load reads (etl/capacity_sources.py names the option that takes each)
+CAPACITY = ("nodes", "reservations")
 OTHER_RESPONSES = {"jobs": "a jobs response (/slurm or /slurmdb …/jobs): not a capacity source",
                    "partitions": "a partitions response: give the nodes response (/slurm/v0.0.4x/nodes) to --inventory"}
 
@@ -37,7 +36,7 @@ def response(text: str, where: str) -> tuple[str, dict]:
         raise OpsError(f"{where}: not JSON a slurmrestd response holds ({str(e)[:120]})") from None
     if not isinstance(doc, dict):
         raise OpsError(f"{where}: not a slurmrestd response (a JSON object with nodes or reservations)")
-    for key in (*OPTION_OF, *OTHER_RESPONSES):
+    for key in (*CAPACITY, *OTHER_RESPONSES):
         if isinstance(doc.get(key), list):
             return key, doc
     errors = [e.get("description") or e.get("error") for e in doc.get("errors") or [] if isinstance(e, dict)]
@@ -81,10 +80,8 @@ def node_records(doc: dict, where: str) -> list[dict[str, str]]:
     for k, n in enumerate(doc["nodes"]):
         if not isinstance(n, dict) or not n.get("name"):
             raise OpsError(f"{where}: node {k + 1} of the response has no name")
-        cpus = n.get("cpus", 0)
         out.append({"NodeName": str(n["name"]), "Gres": _names(n.get("gres")),
-                    "Partitions": _names(n.get("partitions")),
-                    "CPUTot": str(cpus if isinstance(cpus, int) and not isinstance(cpus, bool) else cpus),
+                    "Partitions": _names(n.get("partitions")), "CPUTot": str(n.get("cpus", 0)),
                     "AvailableFeatures": _names(n.get("features")), "State": "+".join(n.get("state") or []),
                     "Reason": str(n.get("reason") or "")})
     return out
