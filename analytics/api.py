@@ -243,7 +243,8 @@ class Connection:
     def utilization(self, month=None, *, cluster=None, start=None, end=None, level: str | None = None) -> pl.DataFrame:
         """Capacity and its use, in GPU-hours: capacity, down, drained, available, allocated, reserved,
         reserved-but-idle, free, allocated-but-idle, busy, and utilization (allocated / available), one row per
-        ``level`` ("cluster", "gpu_model", "partition") and ``key``.
+        ``level`` ("cluster", "gpu_model", "partition": the partition a node is counted under, "partition_member":
+        every partition a node is in, rows that overlap) and ``key``.
 
         >>> u = wh.utilization("2026-10", level="cluster")
         >>> u["available_gpu_h"].item() == u["capacity_gpu_h"].item() - u["down_gpu_h"].item() - u["drained_gpu_h"].item()

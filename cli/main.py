@@ -109,6 +109,7 @@ def _etl() -> SimpleNamespace:
         sacct_run,
         sacct_text,
         slurmdbd_source,
+        slurmrestd_source,
         telemetry_load,
         victorialogs_source,
         vm_export_source,
@@ -121,6 +122,7 @@ def _etl() -> SimpleNamespace:
         load_prometheus=prometheus_source.load_prometheus, load_sacct=sacct_load.load_sacct,
         run_sacct=sacct_run.run_sacct, XDMOD_FIELDS=sacct_text.XDMOD_FIELDS, parse_fields=sacct_text.parse_fields,
         load_slurmdbd=slurmdbd_source.load_slurmdbd, load_parquet_dir=telemetry_load.load_parquet_dir,
+        fetch_jobs=slurmrestd_source.fetch_jobs, slurm_jwt=slurmrestd_source.token,
         load_vm_export=vm_export_source.load_vm_export, load_kernel_log=kernel_log_xid.load_kernel_log,
         load_victorialogs=victorialogs_source.load_victorialogs,
     )
@@ -233,8 +235,14 @@ def etl_sacct(
     cluster: Annotated[Optional[str], typer.Option(help="Cluster name for input without a Cluster field")] = None,
     date_from: Annotated[Optional[str], typer.Option("--from", help="Run sacct from this day (YYYY-MM-DD)")] = None,
     date_to: Annotated[Optional[str], typer.Option("--to", help="Run sacct to this day, inclusive")] = None,
+    slurmrestd: Annotated[Optional[str], typer.Option(
+        "--slurmrestd", envvar="OPS_SLURMRESTD_URL", show_envvar=True,
+        help="With --from/--to: ask slurmrestd (http://slurmctld:6820) for /slurmdb/v0.0.4x/jobs of the days "
+             "instead of running sacct (newest data_parser first); the token from SLURM_JWT, never the command "
+             "line")] = None,
 ):
-    """Load Slurm job records (jobs, steps, requeued runs) from sacct output or by running sacct."""
+    """Load Slurm job records (jobs, steps, requeued runs) from sacct output, by running sacct, or from
+    slurmrestd."""
 
     cfg = _state["cfg"]
     _choice(fmt, "--format", ("auto", "text", "json"))
@@ -255,9 +263,21 @@ def etl_sacct(
 
         d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
         through = extract_end(d1)
-        out = etl.run_sacct(cfg.sacct_command, d0, d1, retry=_retry(f"sacct {cluster or cfg.default_cluster}"))
-        inputs = [(out, f"sacct {d0}..{d1}", True)]  # the label; rows name the source sacct:<cluster>
+        if slurmrestd:
+            import tempfile
+            from datetime import datetime, time, timedelta
+            from datetime import timezone as tz
+
+            start = datetime.combine(d0, time(), tz.utc)
+            out = etl.fetch_jobs(slurmrestd, start, datetime.combine(d1, time(), tz.utc) + timedelta(days=1),
+                                 Path(tempfile.mkdtemp(prefix="ops-slurmrestd-")), etl.slurm_jwt())[0]
+            inputs = [(out, f"slurmrestd {d0}..{d1}", True)]  # epoch times: no zone to read them in
+        else:
+            out = etl.run_sacct(cfg.sacct_command, d0, d1, retry=_retry(f"sacct {cluster or cfg.default_cluster}"))
+            inputs = [(out, f"sacct {d0}..{d1}", True)]  # the label; rows name the source sacct:<cluster>
         timezone = "UTC"
+    elif slurmrestd:
+        raise OpsError("--slurmrestd needs --from and --to: the days whose job records to ask it for")
     if not inputs:
         raise OpsError("nothing to load: give sacct output files, or --from and --to to run sacct")
     wh = _wh()  # after sacct ran: its minutes do not hold the embedded warehouse from others
@@ -272,6 +292,8 @@ def etl_sacct(
         finally:
             if temporary:
                 path.unlink(missing_ok=True)
+                if path.parent.name.startswith("ops-slurmrestd-"):
+                    path.parent.rmdir()
         print(f"{source or path}: read {r.records_read}, loaded {r.loaded} "
               f"({r.jobs_loaded} job runs, {r.steps_loaded} steps), quarantined {r.quarantined} "
               f"in {r.seconds:.1f} s" + (f"; defaults: {', '.join(r.defaults)}" if r.defaults else ""))

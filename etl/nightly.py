@@ -4,8 +4,9 @@ Sources come from the config:
 
     [[nightly.slurm]]            # one per Slurm cluster
     cluster = "ai1"
-    source = "slurmdbd"          # or "sacct" (runs [sacct] command for the window)
+    source = "slurmdbd"          # or "sacct" (runs [sacct] command for the window), or "slurmrestd"
     db = "mysql://ops_ro@dbhost:3306/slurm_acct_db"   # slurmdbd only; password: OPS_SLURMDBD_PASSWORD
+    # url = "http://slurmctld:6820"  # slurmrestd only: /slurmdb/v0.0.4x/jobs for the window, token SLURM_JWT
 
     [nightly.telemetry]
     source = "prometheus"        # or "file"
@@ -32,6 +33,7 @@ import fcntl
 import os
 import stat
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -46,6 +48,7 @@ from ops_warehouse.etl.run_log import logged_run
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.sacct_run import run_sacct
 from ops_warehouse.etl.slurmdbd_source import load_slurmdbd
+from ops_warehouse.etl.slurmrestd_source import fetch_jobs, token
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.etl.watermarks import days_since, extract_end, set_watermark
 from ops_warehouse.progress import count_progress, file_progress, step_progress
@@ -87,11 +90,15 @@ def configured_sources(cfg) -> list[Source]:
     out = []
     for s in n.get("slurm", []):
         kind = s.get("source", "sacct")
-        if kind not in ("sacct", "slurmdbd"):
-            raise OpsError(f"nightly.slurm source must be sacct or slurmdbd, not {kind!r}")
+        if kind not in ("sacct", "slurmdbd", "slurmrestd"):
+            raise OpsError(f"nightly.slurm source must be sacct, slurmdbd or slurmrestd, not {kind!r}")
         if kind == "slurmdbd" and not s.get("db"):
             raise OpsError("nightly.slurm with source = slurmdbd needs db = \"mysql://USER@HOST:PORT/DBNAME\"")
-        out.append(Source(kind, s.get("cluster", cfg.default_cluster), dict(s)))
+        if kind == "slurmrestd" and not s.get("url"):
+            raise OpsError("nightly.slurm with source = slurmrestd needs url = \"http://HOST:6820\"")
+        # slurmrestd's jobs answer is sacct --json's document for the same window: the sacct source, asked there
+        params = {**s, "slurmrestd": s["url"]} if kind == "slurmrestd" else dict(s)
+        out.append(Source("sacct" if kind == "slurmrestd" else kind, s.get("cluster", cfg.default_cluster), params))
     t = n.get("telemetry")
     if t:
         kind = t.get("source", "file")
@@ -238,13 +245,20 @@ def _run_one(wh, s: Source, window: str, date_from: date | None, date_to: date |
     if s.kind == "sacct":
 
         through = extract_end(d1)
-        path = run_sacct(wh.cfg.sacct_command, d0, d1, retry=_retry(wh.cfg, s))
+        if p.get("slurmrestd"):
+            start = datetime.combine(d0, datetime.min.time(), timezone.utc)
+            path = fetch_jobs(p["slurmrestd"], start, start + timedelta(days=(d1 - d0).days + 1),
+                              Path(tempfile.mkdtemp(prefix="ops-slurmrestd-")), token())[0]
+        else:
+            path = run_sacct(wh.cfg.sacct_command, d0, d1, retry=_retry(wh.cfg, s))
         try:
             with _progress(s, window, "bytes", log) as progress:
                 r = load_sacct(wh, path, cluster=s.cluster, source=f"sacct:{s.cluster}", label=f"sacct {d0}..{d1}",
                                progress=progress, extracted_through=through)
         finally:
             path.unlink(missing_ok=True)
+            if path.parent.name.startswith("ops-slurmrestd-"):
+                path.parent.rmdir()
         detail = f"read {r.records_read}, loaded {r.loaded}, quarantined {r.quarantined}"
     elif s.kind == "telemetry-file":
 

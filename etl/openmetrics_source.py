@@ -32,7 +32,9 @@ from ops_warehouse.input_files import check_readable
 # labels kept: node and GPU identity, the NIC (device, port), Lustre's target/component (client llite stats,
 # job_stats with jobid and operation); "fs" is what files of older generator versions carry
 LABELS = ("Hostname", "instance", "gpu", "UUID", "modelName", "hpc_job", "device", "port", "fs", "target",
-          "component", "jobid", "operation", "pci_bus_id")
+          "component", "jobid", "operation", "pci_bus_id",
+          # other spellings and places of the node and the GPU (node_labels), and a MIG instance's labels
+          "hostname", "uuid", "node", "GPU_I_ID", "GPU_I_PROFILE")
 # the labels that set apart the series of one node-level metric (summed per node: several file systems)
 NODE_SERIES_LABELS = ("target", "fs", "component")
 # how many Kubernetes workload labels a series carries, non-empty (POD_LABELS): the GPU row takes the fewest
@@ -146,16 +148,45 @@ def quarantine(wh, source: str, q: pl.DataFrame) -> None:
         pl.lit(now).cast(pl.Datetime("ms", "UTC")).alias("loaded_at"))})
 
 
-def families(samples: pl.DataFrame, cat) -> tuple[pl.DataFrame | None, pl.DataFrame | None, list[pl.DataFrame]]:
-    """(dcgm-shaped wide frame, nic-shaped wide frame, node-level frames one per metric).
+def node_labels(samples: pl.DataFrame) -> pl.DataFrame:
+    """The node and GPU labels as the loader reads them (``Hostname``, ``instance``, ``UUID``), from the forms
+    exporters and Prometheus give them:
+
+    - ``node``: the Kubernetes node, where Prometheus' relabelling of ``__meta_kubernetes_pod_node_name`` put
+      it (dcgm-exporter in a pod names its own pod in ``Hostname``: dcgm-exporter issue #78, and node_exporter's
+      ``instance`` is the pod's address), names the node of every series that has it;
+    - ``hostname``: dcgm-exporter's spelling since its change #655 (May 2026), and a relabelling's target in
+      some sites' ServiceMonitors (issue #529), over ``Hostname``;
+    - ``uuid``: dcgm-exporter's ``--use-old-namespace`` spelling of ``UUID``.
+    A label with an empty value says nothing."""
+    def given(c: str) -> pl.Expr:
+        return pl.when(pl.col(c) != "").then(pl.col(c))
+
+    have = set(samples.columns)
+    out = []
+    if "node" in have:
+        out.append(pl.coalesce(given("node"), pl.col("instance")).alias("instance"))
+    if have & {"node", "hostname"}:
+        out.append(pl.coalesce([given(c) for c in ("node", "hostname", "Hostname") if c in have]).alias("Hostname"))
+    if "uuid" in have:
+        out.append(pl.coalesce(given("UUID") if "UUID" in have else pl.lit(None, pl.String), given("uuid"))
+                   .alias("UUID"))
+    return samples.with_columns(out) if out else samples
+
+
+def families(samples: pl.DataFrame, cat) -> tuple[pl.DataFrame | None, pl.DataFrame | None, list[pl.DataFrame],
+                                                  pl.DataFrame | None]:
+    """(dcgm-shaped wide frame, nic-shaped wide frame, node-level frames one per metric, MIG instances' frame).
 
     A GPU's metric may come as several series that differ in their Kubernetes labels (dcgm-exporter in
     Kubernetes mode: one series per pod on the GPU, and for GPU_UTIL/FB_USED in per-process mode the
     device-level series beside per-pod shares): the row takes the series with the fewest workload labels
     (``_pods``), the device-level one, so a GPU is one row with the device's values. Otherwise, of repeated
     samples of one series at one time the last line counts. A NIC is its device and port; the node-level
-    metrics keep their series labels (target, component) so several file systems add up per node."""
-    known = samples.filter(pl.col("metric").is_in(list(cat)))
+    metrics keep their series labels (target, component) so several file systems add up per node. A MIG GPU
+    instance's series (``GPU_I_ID``) are the instance's, not the GPU's: they make the fourth frame (one row per
+    instance and time, with its profile and job label), and the GPU's row keeps the GPU's own series."""
+    known = node_labels(samples.filter(pl.col("metric").is_in(list(cat))))
     if "_pods" not in known.columns:
         known = known.with_columns(_pods=pl.lit(0, dtype=pl.UInt32))
     gpu_names = [n for n, m in cat.items() if m.grain == "gpu"]
@@ -173,6 +204,13 @@ def families(samples: pl.DataFrame, cat) -> tuple[pl.DataFrame | None, pl.DataFr
     gpu_rows = known.filter(pl.col("metric").is_in(gpu_names), pl.col("Hostname").is_not_null(),
                             pl.col("gpu").is_not_null()).with_columns(
         pl.col(["UUID", "modelName", "pci_bus_id"]).fill_null(""))
+    mig = None
+    if "GPU_I_ID" in gpu_rows.columns:
+        instance = pl.col("GPU_I_ID").fill_null("") != ""
+        mig = wide(gpu_rows.filter(instance).with_columns(
+            pl.col(c).fill_null("") if c in gpu_rows.columns else pl.lit("").alias(c) for c in ("GPU_I_PROFILE", "hpc_job")),
+            ["timestamp", "Hostname", "gpu", "GPU_I_ID", "GPU_I_PROFILE", "UUID", "hpc_job"])
+        gpu_rows = gpu_rows.filter(~instance)
     # pci_bus_id (dcgm-exporter >= 3.x) is one per GPU, like UUID: the kernel log names the GPU by it
     g = wide(gpu_rows, ["timestamp", "Hostname", "gpu", "UUID", "modelName", "pci_bus_id"])
     if g is not None and "hpc_job" in gpu_rows.columns:
@@ -192,7 +230,7 @@ def families(samples: pl.DataFrame, cat) -> tuple[pl.DataFrame | None, pl.DataFr
             f = wide(part, ["timestamp", "instance", *labels])
             if f is not None:
                 scal.append(f)
-    return g, n, scal
+    return g, n, scal, mig
 
 
 @logged_load("telemetry", lambda a: "text:" + ",".join(Path(p).name for p in a["paths"][:3])
@@ -238,9 +276,9 @@ def load_samples(wh, samples: pl.DataFrame, cat, cluster: str, source: str, wind
                  ) -> dict:
     """A long sample frame (read_samples' shape) into the warehouse for the window; rollups refreshed."""
 
-    g, n, scal = families(samples, cat)
-    counts = insert_frames(wh, {"gpu": [g], "node": [n, *scal], "job": [job_frame(samples)]}, cat, cluster, source,
-                           window)
+    g, n, scal, mig = families(samples, cat)
+    counts = insert_frames(wh, {"gpu": [g], "node": [n, *scal], "job": [job_frame(samples)], "mig": [mig]}, cat,
+                           cluster, source, window)
     if samples.height:  # no sample loaded, no rollup changed (a file of only bad lines, the wrong file)
         refresh_hourly(wh, *window)
     return counts

@@ -1,5 +1,5 @@
-"""slurmrestd as a capacity source: ``GET <url>/slurm/v0.0.4x/nodes`` and ``.../reservations`` with the
-site's JWT (``SLURM_JWT``, as ``scontrol token`` prints it; from the environment only, never argv), the
+"""slurmrestd as a source: ``GET <url>/slurm/v0.0.4x/nodes`` and ``.../reservations`` (capacity) and
+``<url>/slurmdb/v0.0.4x/jobs`` (the job records, sacct --json's document) with the site's JWT (``SLURM_JWT``, as ``scontrol token`` prints it; from the environment only, never argv), the
 newest data_parser the daemon serves first (v0.0.44 down to v0.0.40). The answers are saved to the load's
 staging folder and read as saved responses are (etl/slurmrestd_json.py), so a fetched response and a saved one
 load the same rows.
@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
+from datetime import datetime
 from pathlib import Path
 
 from ops_warehouse.dsn import redact
@@ -29,13 +31,14 @@ def token() -> str:
     return t
 
 
-def fetch(url: str, what: str, out: Path, jwt: str) -> tuple[Path, str]:
-    """``what`` (nodes or reservations) from slurmrestd at ``url`` into ``out``; (the file, the data_parser
-    version it was served with). A version the daemon lacks answers 404 and the next older one is tried."""
+def fetch(url: str, what: str, out: Path, jwt: str, *, plugin: str = "slurm", query: str = "") -> tuple[Path, str]:
+    """``what`` (nodes or reservations of /slurm, jobs of /slurmdb: ``plugin``) from slurmrestd at ``url`` into
+    ``out``; (the file, the data_parser version it was served with). A version the daemon lacks answers 404
+    and the next older one is tried. ``query``: the request's query string (already encoded)."""
     base = url.rstrip("/")
     shown = redact(base)
     for v in VERSIONS:
-        req = urllib.request.Request(f"{base}/slurm/{v}/{what}", headers={
+        req = urllib.request.Request(f"{base}/{plugin}/{v}/{what}" + (f"?{query}" if query else ""), headers={
             "X-SLURM-USER-TOKEN": jwt, "Accept": "application/json"})
         try:
             with urllib.request.urlopen(req, timeout=TIMEOUT_S) as r:
@@ -44,7 +47,7 @@ def fetch(url: str, what: str, out: Path, jwt: str) -> tuple[Path, str]:
             if e.code == 404:
                 continue
             detail = _error_text(e)
-            raise OpsError(f"slurmrestd {shown}/slurm/{v}/{what}: HTTP {e.code}"
+            raise OpsError(f"slurmrestd {shown}/{plugin}/{v}/{what}: HTTP {e.code}"
                            + (f": {detail}" if detail else "")
                            + (f" (check {TOKEN_ENV})" if e.code in (401, 403) else "")) from None
         except (urllib.error.URLError, OSError) as e:
@@ -53,7 +56,7 @@ def fetch(url: str, what: str, out: Path, jwt: str) -> tuple[Path, str]:
         path = out / f"slurmrestd-{what}.json"
         path.write_bytes(body)
         return path, v
-    raise OpsError(f"slurmrestd {shown} serves /slurm/{VERSIONS[-1]}..{VERSIONS[0]}/{what} in none of those "
+    raise OpsError(f"slurmrestd {shown} serves /{plugin}/{VERSIONS[-1]}..{VERSIONS[0]}/{what} in none of those "
                    "versions (404 for each): an older Slurm's slurmrestd (data_parser before v0.0.40) is not read")
 
 
@@ -65,3 +68,11 @@ def _error_text(e: urllib.error.HTTPError) -> str:
         return str(errs[0]).splitlines()[0][:200] if errs and errs[0] else ""
     except (ValueError, AttributeError, OSError):
         return ""
+
+
+def fetch_jobs(url: str, start: datetime, end: datetime, out: Path, jwt: str) -> tuple[Path, str]:
+    """The job records slurmdbd holds for [start, end) from ``/slurmdb/v0.0.4x/jobs?start_time=…&end_time=…``
+    (epoch seconds; slurmdbd selects as ``sacct -S -E`` does: the jobs that were eligible or running then),
+    into ``out`` as sacct --json's document; (the file, the data_parser version)."""
+    query = urllib.parse.urlencode({"start_time": int(start.timestamp()), "end_time": int(end.timestamp())})
+    return fetch(url, "jobs", out, jwt, plugin="slurmdb", query=query)

@@ -8,8 +8,10 @@ as such files). This module only renders the ``{{input}}`` relation of the SQL t
 catalog (which exporter name becomes which warehouse column, at what scale); the rules (counter steps, node
 names, Xid events, how a node's series are put together) are SQL: sql/staging/ and sql/functions/.
 
-Counters are seeded by the series' last sample before the window: ``seed`` files are read for that sample
-only (the engine reads a handful of their columns).
+Counters are seeded by the series' last sample before the load's first: ``seed`` files (earlier days' files)
+are read for that sample only (the engine reads a handful of their columns), and every load keeps each
+counter series' last raw value in counter_edge, which seeds the next load (a day of scrapes loaded one file
+at a time gives the rows of one load: sql/migrations/0018_counter_edge.sql).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class ExporterFiles:
     gpu: list[Path] = field(default_factory=list)  # dcgm-exporter rows: one per GPU per scrape
     node: list[Path] = field(default_factory=list)  # node-level families (NIC ports per device, Lustre, IPMI)
     job: list[Path] = field(default_factory=list)  # Lustre job_stats (jobid, target, ...: etl/lustre_jobs.py)
+    mig: list[Path] = field(default_factory=list)  # MIG GPU instances' rows (GPU_I_ID, GPU_I_PROFILE)
     gpu_seed: list[Path] = field(default_factory=list)
     node_seed: list[Path] = field(default_factory=list)
     job_seed: list[Path] = field(default_factory=list)
@@ -204,6 +207,63 @@ def _job_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) ->
             f"(SELECT {k}, argMax(tuple(ts, v), ts) AS last FROM ({base}) GROUP BY {k})")
 
 
+# what a counter_edge row keeps of each kind's rows: its series within the node, and the raw values that look back
+_EDGE_KEY = {"gpu": "[toString(gpu)]", "node": "[series, device]",
+             "job": "[jobid, target, component, operation, metric]"}
+_EDGE_VALUES = {"gpu": [c for c in GPU_COLUMNS if c in _SEEDED], "node": [c for c in NODE_COLUMNS if c in COUNTER_COLUMNS],
+                "job": ["v"]}
+
+
+def _edge_rows(kind: str, rel: str, with_value: bool = True) -> str:
+    """A kind's rows as counter_edge sees them: node, key, ts (and value: the raw values, NULLs left out)."""
+    node = "''" if kind == "job" else "node"
+    cols = f"SELECT {node} AS node, {_EDGE_KEY[kind]} AS key, ts"
+    if not with_value:
+        return f"{cols} FROM ({rel})"
+    pairs = ", ".join(f"{_lit(c)}, CAST({c} AS Nullable(Float64))" for c in _EDGE_VALUES[kind])
+    return (f"{cols}, CAST(mapFilter((k, x) -> x IS NOT NULL, map({pairs})) AS Map(LowCardinality(String), Float64)) "
+            f"AS value FROM ({rel})")
+
+
+def _edge_seed(kind: str, main: str) -> str:
+    """The seed rows counter_edge holds for the series of ``main`` (sql/staging/counter_edge_seed.sql), in the
+    kind's column order."""
+    first = f"SELECT node, key, min(ts) AS first FROM ({_edge_rows(kind, main, with_value=False)}) GROUP BY node, key"
+    (seed,) = split_statements(sql_text("staging/counter_edge_seed.sql"))  # its comments left out first
+    seed = seed.replace("{{first}}", first)
+
+    def v(c: str) -> str:
+        if c in _EDGE_VALUES[kind]:
+            return f"if(mapContains(value, {_lit(c)}), value[{_lit(c)}], CAST(NULL AS Nullable(Float64))) AS {c}"
+        return f"CAST(NULL AS Nullable(Float64)) AS {c}"
+
+    if kind == "gpu":
+        # OrZero: the engine may compute it before the kind filter, on other kinds' keys (rows it then drops)
+        cols = ["node", "toUInt16OrZero(key[1]) AS gpu", "ts", "'' AS model_name", "'' AS uuid", "'' AS hpc_job",
+                "'' AS pci_bus_id", *map(v, GPU_COLUMNS)]
+    elif kind == "node":
+        cols = ["node", "key[1] AS series", "key[2] AS device", "ts", *map(v, NODE_COLUMNS)]
+    else:
+        cols = ["ts", "key[1] AS jobid", "key[2] AS target", "key[3] AS component", "key[4] AS operation",
+                "key[5] AS metric", v("v")]
+    return f"SELECT {', '.join(cols)} FROM ({seed})"
+
+
+# a MIG instance's columns (sql/migrations/0019_gpu_instances.sql): the gauges an instance has
+_MIG_COLUMNS = ["gr_engine_active", "sm_active", "tensor_active", "dram_active", "fb_used_mib", "fb_free_mib"]
+
+
+def _mig_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) -> str:
+    values = ", ".join(f"{_value(cols, cat, c)} AS {c}" for c in _MIG_COLUMNS)
+
+    def label(name: str) -> str:
+        return f"ifNull(toString({_q(name)}), '')" if name in cols else "''"
+
+    return (f"SELECT {_node_expr(cols)} AS node, toUInt16(gpu) AS gpu, toUInt16OrZero({label('GPU_I_ID')}) AS "
+            f"gpu_instance, {label('GPU_I_PROFILE')} AS profile, toDateTime(timestamp, 'UTC') AS ts, "
+            f"{label('UUID')} AS uuid, {label('hpc_job')} AS hpc_job, {values} FROM {rel}")
+
+
 def _union(selects: list[str]) -> str:
     return "\n UNION ALL ".join(selects)
 
@@ -230,7 +290,8 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
         for kind, main, seeds, make, tables in (
                 ("gpu", files.gpu, files.gpu_seed, _gpu_select, ("gpu_sample", "xid_event", "gpu_pci")),
                 ("node", files.node, files.node_seed, _node_select, ("node_sample",)),
-                ("job", files.job, files.job_seed, _job_select, ("lustre_job_io",))):
+                ("job", files.job, files.job_seed, _job_select, ("lustre_job_io",)),
+                ("mig", files.mig, [], _mig_select, ("gpu_instance_sample",))):
             if not main:
                 continue
             parts: dict[bool, list[str]] = {False: [], True: []}
@@ -244,14 +305,23 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                     parts[seed].append(make(rel.of(p), cols, cat, seed))
             if not parts[False]:
                 continue
-            relation = _union(parts[False] + parts[True])
+            main_rows = _union(parts[False])
+            counters = kind in _EDGE_KEY  # a MIG instance has no counters: nothing to step
+            relation = _union(parts[False] + parts[True] + ([_edge_seed(kind, main_rows)] if counters else []))
             window_rows = (f"FROM ({_union(parts[False])}) WHERE ts >= {{from_ts:DateTime('UTC')}} "
                            "AND ts < {to_ts:DateTime('UTC')} AND node != ''")
             step = step_s or infer_step_s(main)
             for table in tables:
                 (sql,) = split_statements(sql_text(f"staging/{table}.sql"))
                 wh.client.command(sql.replace("{{input}}", relation).rstrip(";"),
-                                  parameters={**params, "step_s": step}, settings={"optimize_on_insert": 0})
+                                  parameters={**params, "step_s": step, "kind": kind},
+                                  settings={"optimize_on_insert": 0})
+            # the load's last raw value of each counter series, for the next load (after the rows: a load that
+            # failed above leaves no edge, and its rerun steps as it would have)
+            if counters:
+                (sql,) = split_statements(sql_text("staging/counter_edge.sql"))
+                wh.client.command(sql.replace("{{input}}", _edge_rows(kind, main_rows)).rstrip(";"),
+                                  parameters={**params, "kind": kind}, settings={"optimize_on_insert": 0})
             if kind == "gpu":
                 counts["gpu_rows"] += _count(wh, f"SELECT count() {window_rows}", params)
                 counts["xid_events"] += _count(
@@ -262,6 +332,8 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                 counts["job_io_rows"] = counts.get("job_io_rows", 0) + _count(
                     wh, "SELECT count() FROM lustre_job_io FINAL WHERE cluster = {cluster:String} AND source = "
                         "{source:String} AND ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}", params)
+            elif kind == "mig":
+                counts["mig_rows"] = counts.get("mig_rows", 0) + _count(wh, f"SELECT count() {window_rows}", params)
             else:
                 counts["node_rows"] += _count(wh, f"SELECT uniqExact(node, ts) {window_rows}", params)
     finally:

@@ -125,7 +125,8 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
     rows = [[u["level"] if u["level"] == "cluster" else f"{u['level']} {u['key']}", _num(u["capacity_gpu_h"]),
              _num(u["down_gpu_h"]), _num(u["drained_gpu_h"]), _num(u["allocated_gpu_h"]),
              _num(u["reserved_idle_gpu_h"]), _num(u["free_gpu_h"]), _num(u["allocated_idle_gpu_h"]),
-             _pct(u["utilization"])] for u in r["utilization"] if u["level"] != "partition"]
+             _pct(u["utilization"])] for u in r["utilization"]
+            if u["level"] not in ("partition", "partition_member")]
     out.append(("Utilization and idle capacity",
                 f"GPU-hours of the whole cluster. Allocated-but-idle: allocated GPU time whose GPU samples read "
                 f"under {r['idle_util_pct']:g}% utilization, per sample inside each run's allocation "

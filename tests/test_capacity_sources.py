@@ -119,3 +119,30 @@ def test_slurm_decoding_functions(wh):
         "slurm_time_text(0), slurm_time_text(1796008043), slurm_step_text(-5)")[0]
     assert got == ("15:0", "0:15", "3:0", "0:9", "REQUEUED", "CANCELLED by 0", "TIMEOUT", "125G", "250000M",
                    "billing=1,cpu=1,gres/gpu:h200=8,gres/gpu=8,node=1", "Unknown", "2026-11-30T03:07:23", "batch")
+
+
+def test_capacity_by_partition_counts_a_node_in_each_of_its_partitions(tmp_path, wh):
+    """The scontrol records above: gpu-001 (8 H100) in h100 and debug, gpu-002 (8 H100) in h100, login-01 (no
+    GPUs) in cpu, for 2026-10-01 (no events loaded, nothing run: all free). 'partition' rows count a node under
+    its first partition and add up to the cluster's 16 × 24 = 384 GPU-hours; 'partition_member' rows count it
+    in each: debug is gpu-001's 8 × 24 = 192, h100 both nodes' 384, so the members hold 576 > 384 (never a
+    cluster total), and their law holds."""
+    from ops_warehouse.analytics.checks import run_checks
+    from ops_warehouse.analytics.marts import run_mart
+    from ops_warehouse.etl.grains import refresh_capacity
+
+    nodes = tmp_path / "nodes.txt"
+    nodes.write_text(SCONTROL_NODES)
+    load_capacity(wh, inventory=nodes, cluster="ai1")
+    window = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 2, tzinfo=UTC))
+    refresh_capacity(wh, "ai1", *window)
+    got = {(r["level"], r["key"]): (r["capacity_gpu_h"], r["free_gpu_h"])
+           for r in run_mart(wh, "utilization", cluster="ai1", window=window).to_dicts()
+           if r["level"] != "gpu_model"}
+    assert got == {("cluster", ""): (384.0, 384.0), ("partition", "h100"): (384.0, 384.0),
+                   ("partition", "cpu"): (0.0, 0.0), ("partition_member", "h100"): (384.0, 384.0),
+                   ("partition_member", "debug"): (192.0, 192.0), ("partition_member", "cpu"): (0.0, 0.0)}
+    laws = {o.law.name: o.status for o in run_checks(
+        wh, cluster="ai1", window=window, project="",
+        names=["partition_members_within_cluster"])}
+    assert laws == {"partition_members_within_cluster": "holds"}

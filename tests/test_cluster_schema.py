@@ -324,7 +324,7 @@ def test_tables_engines_and_keeper_paths(engine, cluster_schema):
     # every _local table has a Distributed table in front of it by the end, and no other table is sharded
     locals_ = {n for n in tables if n.endswith("_local")}
     assert {local_of(f, tables).name for f in fronts(tables).values()} == locals_
-    assert len(fronts(tables)) == len(locals_) == 11
+    assert len(fronts(tables)) == len(locals_) == 12
 
 
 def test_sharding_keys_keep_a_rows_versions_on_one_shard(engine, cluster_schema):
@@ -357,6 +357,8 @@ def test_sharding_keys_keep_a_rows_versions_on_one_shard(engine, cluster_schema)
         "gpu_hour": (["cluster", "node"], ["cluster", "gpu", "hour", "node"], "ReplicatedReplacingMergeTree"),
         "node_hour": (["cluster", "node"], ["cluster", "hour", "node"], "ReplicatedReplacingMergeTree"),
         "capacity_node_hour": (["cluster", "node"], ["cluster", "hour", "node"], "ReplicatedReplacingMergeTree"),
+        "gpu_instance_sample": (["cluster", "node"], ["cluster", "gpu", "gpu_instance", "node", "ts"],
+                                "ReplicatedReplacingMergeTree"),
         "lustre_job_io": (["cluster", "job_id"], ["cluster", "component", "fs", "job_id", "jobid", "operation", "ts"],
                           "ReplicatedReplacingMergeTree"),
     }

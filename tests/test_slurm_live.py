@@ -194,6 +194,45 @@ def test_scontrol_one_line_output_loads_as_the_blank_line_form(live):
     assert [(r["name"], r["nodes"], r["accounts"]) for r in r_one.to_dicts()] == [("resA", ["g2"], ["proja"])]
 
 
+def test_capacity_by_partition_for_nodes_in_two_partitions(live):
+    """The live cluster's nodes are each in their model's partition and in `all` (issue 31: capacity counted a
+    node only under its first). Over the workload's two days, from the scontrol capacity: the 'partition' rows
+    (each node under its first) add up to the cluster; the 'partition_member' rows count each node in both its
+    partitions: `all` is the whole cluster, figure by figure, h100 and h200 are their two nodes (here the same
+    as their 'partition' rows), so the members add up to twice the cluster; their law holds."""
+    from ops_warehouse.analytics.checks import run_checks
+    from ops_warehouse.analytics.marts import run_mart
+    from ops_warehouse.config import Config
+    from ops_warehouse.etl.grains import refresh_capacity
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+    today = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    window = (today - timedelta(days=1), today + timedelta(days=1))
+    wh = open_warehouse(Config(dsn=f"chdb://{live['base'] / 'wh_text'}"))
+    try:
+        refresh_capacity(wh, slurm_harness.CLUSTER, *window)
+        u = run_mart(wh, "utilization", cluster=slurm_harness.CLUSTER, window=window)
+        laws = {o.law.name: o.status for o in run_checks(
+            wh, cluster=slurm_harness.CLUSTER, window=window, project="",
+            names=["partition_members_within_cluster"])}
+    finally:
+        close_embedded()
+    figures = ["capacity_gpu_h", "available_gpu_h", "allocated_gpu_h", "free_gpu_h", "reserved_idle_gpu_h"]
+    by = {(r["level"], r["key"]): r for r in u.to_dicts()}
+    cl = by[("cluster", "")]
+    assert cl["capacity_gpu_h"] > 0 and cl["allocated_gpu_h"] > 0
+    assert sorted(k for lv, k in by if lv == "partition") == ["h100", "h200"]
+    assert sorted(k for lv, k in by if lv == "partition_member") == ["all", "h100", "h200"]
+    for f in figures:
+        assert by[("partition_member", "all")][f] == pytest.approx(cl[f], abs=1e-6), f
+        for m in ("h100", "h200"):
+            assert by[("partition_member", m)][f] == pytest.approx(by[("partition", m)][f], abs=1e-6), (m, f)
+        assert sum(by[("partition", m)][f] for m in ("h100", "h200")) == pytest.approx(cl[f], abs=1e-6), f
+    # two nodes of 8 GPUs each per model partition: half the cluster's capacity each
+    assert by[("partition_member", "h100")]["capacity_gpu_h"] == pytest.approx(cl["capacity_gpu_h"] / 2, abs=1e-6)
+    assert laws == {"partition_members_within_cluster": "holds"}
+
+
 def test_reservation_and_event_times_are_read_in_the_sites_zone(live):
     """scontrol and sacctmgr print local times without an offset (issue 31: read as UTC, a Japanese site's
     reservations and DOWN/DRAIN windows shifted 9 h against its jobs). Printed by the live cluster with

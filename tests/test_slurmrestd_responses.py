@@ -170,8 +170,9 @@ class _Slurmrestd:
             def do_GET(self):  # noqa: N802 (the stdlib's name)
                 outer.requests.append((self.path, self.headers.get("X-SLURM-USER-TOKEN", "")))
                 files = {"/slurm/v0.0.43/nodes": REST / "25.05" / "0.0.43" / "slurm-nodes.json",
-                         "/slurm/v0.0.43/reservations": REST / "24.11" / "0.0.41" / "slurm-reservations.json"}
-                if self.path not in files:
+                         "/slurm/v0.0.43/reservations": REST / "24.11" / "0.0.41" / "slurm-reservations.json",
+                         "/slurmdb/v0.0.43/jobs": REST / "25.05" / "0.0.43" / "slurmdb-job-completed.json"}
+                if self.path.split("?")[0] not in files:
                     self.send_response(404)
                     self.end_headers()
                     return
@@ -179,7 +180,7 @@ class _Slurmrestd:
                     body = b'{"errors": [{"description": "Authentication failure", "error_number": 1007}]}'
                     self.send_response(401)
                 else:
-                    body = files[self.path].read_bytes()
+                    body = files[self.path.split("?")[0]].read_bytes()
                     self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -233,6 +234,68 @@ def test_etl_capacity_from_slurmrestd_with_the_token_from_the_environment(tmp_pa
         assert log and not [x for (x,) in log if jwt in x], log
     finally:
         close_embedded()
+
+
+def test_etl_sacct_from_slurmrestd_for_the_days_asked(tmp_path):
+    """`ops-report etl sacct --slurmrestd URL --from D --to D`: /slurmdb/v0.0.44/jobs, then v0.0.43 (which this
+    daemon serves), with the days as epoch seconds (2025-11-10 00:00 UTC = 1762732800, to 1762819200 the day
+    after) and SLURM_JWT in the header; the answer (Slurm 25.05's completed job 4742, progers, biology, cn3,
+    submitted 1762789014) loads as sacct --json does, and the token is in no output. Without --from/--to, one
+    line naming them."""
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+    from tests.cli_runner import cli
+
+    jwt = "eyJhbGciOiJIUzI1NiJ9.jobs-token-for-the-stand-in.sig"
+    srv = _Slurmrestd(jwt)
+    dsn = f"chdb://{tmp_path / 'wh'}"
+    try:
+        p = cli("--warehouse", dsn, "etl", "sacct", "--slurmrestd", srv.url, "--from", "2025-11-10",
+                "--to", "2025-11-10", env={"SLURM_JWT": jwt})
+        assert "slurmrestd 2025-11-10..2025-11-10: read " in p.stdout and "(1 job runs, 1 steps)" in p.stdout, p.stdout
+        query = "start_time=1762732800&end_time=1762819200"
+        assert [path for path, _ in srv.requests] == [f"/slurmdb/v0.0.44/jobs?{query}", f"/slurmdb/v0.0.43/jobs?{query}"]
+        assert {t for _, t in srv.requests} == {jwt} and jwt not in p.stdout + p.stderr
+        bad = cli("--warehouse", dsn, "etl", "sacct", "--slurmrestd", srv.url, env={"SLURM_JWT": jwt}, check=False)
+        assert bad.returncode == 2 and "--slurmrestd needs --from and --to" in bad.stderr, bad.stderr
+    finally:
+        srv.close()
+    wh = open_warehouse(Config(dsn=dsn), migrate=False)
+    try:
+        assert rows(wh, "SELECT job_id, user, account, nodes, toUnixTimestamp(submit_ts) FROM fct_job_run") == [
+            ("4742", "progers", "biology", ["cn3"], 1762789014)]
+    finally:
+        close_embedded()
+
+
+def test_nightly_asks_slurmrestd_for_the_job_records(tmp_path):
+    """`[[nightly.slurm]] source = "slurmrestd"`: the nightly run's Slurm window from /slurmdb/v0.0.4x/jobs, with
+    SLURM_JWT; the same job as above, and the run log says the source succeeded. Without url, one line."""
+    from tests.cli_runner import cli
+
+    jwt = "eyJhbGciOiJIUzI1NiJ9.nightly-token.sig"
+    srv = _Slurmrestd(jwt)
+    cfg = tmp_path / "ops.toml"
+    cfg.write_text(f'[warehouse]\ndsn = "chdb://{tmp_path / "wh"}"\n[[nightly.slurm]]\ncluster = "hpc"\n'
+                   f'source = "slurmrestd"\nurl = "{srv.url}"\n', encoding="utf-8")
+    env = {"OPS_CONFIG": str(cfg), "OPS_WAREHOUSE": "", "SLURM_JWT": jwt}
+    try:
+        p = cli("etl", "nightly", "--from", "2025-11-10", "--to", "2025-11-10", env=env)
+        assert "loaded" in p.stdout and jwt not in p.stdout + p.stderr, p.stdout
+        assert [path.split("?")[0] for path, _ in srv.requests] == ["/slurmdb/v0.0.44/jobs", "/slurmdb/v0.0.43/jobs"]
+        from ops_warehouse.config import Config
+        from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+        wh = open_warehouse(Config(dsn=f"chdb://{tmp_path / 'wh'}"), migrate=False)
+        try:
+            assert rows(wh, "SELECT job_id, user FROM fct_job_run") == [("4742", "progers")]
+        finally:
+            close_embedded()
+        cfg.write_text(cfg.read_text(encoding="utf-8").replace(f'url = "{srv.url}"\n', ""), encoding="utf-8")
+        bad = cli("etl", "nightly", env=env, check=False)
+        assert bad.returncode == 2 and "source = slurmrestd needs url" in bad.stderr, bad.stderr
+    finally:
+        srv.close()
 
 
 def test_capacity_forms_and_sacct_output_given_to_each_others_loads_name_the_right_command(wh):

@@ -43,7 +43,7 @@ def test_rendered_ddl_parses_with_the_engines_own_parser(wh, mode):
         distributed = {s.split()[5] for s in stmts if "ENGINE = Distributed" in s}
         assert distributed == {"slurm_job_run", "slurm_job_step", "etl_quarantine", "etl_run_log", "gpu_sample",
                                "node_sample", "xid_event", "gpu_hour", "node_hour", "capacity_node_hour",
-                               "lustre_job_io"}
+                               "lustre_job_io", "gpu_instance_sample"}
     else:
         assert "Replicated" not in text and "ON CLUSTER" not in text and "_local" not in text
 

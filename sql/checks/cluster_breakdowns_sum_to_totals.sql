@@ -3,8 +3,9 @@
 --   projects add up, model by model, to the model's allocated GPU-hours (utilization) and its total cost
 --   (cost), their shares of the model's allocation to 1, and chargeback_totals' projects to the cluster's
 --   allocated GPU-hours and to the cost of the models that were allocated.
--- why: every node-hour has one GPU model and one partition, and every allocated GPU-second one run of one
---   project, so splitting the cluster by model, partition or project splits each figure without loss or
+-- why: every node-hour has one GPU model and one partition it is counted under (its 'partition' row; the
+--   'partition_member' rows, which count a node in each partition it is in, have their own law), and every
+--   allocated GPU-second one run of one project, so splitting the cluster by model, partition or project splits each figure without loss or
 --   overlap; chargeback divides each model's whole cost among the projects that used it.
 -- Rows: section, key (which breakdown and which total), figure, value (the sum of the parts), bound (the
 --   total), off_by = value − bound. Chargeback's laws are of the whole cluster: checked when no project is
@@ -18,7 +19,7 @@ u_parts AS (
            sum(reserved_idle_gpu_h) AS reserved_idle_gpu_h, sum(free_gpu_h) AS free_gpu_h,
            sum(allocated_idle_gpu_h) AS allocated_idle_gpu_h, sum(busy_gpu_h) AS busy_gpu_h,
            sum(telemetry_gpu_h) AS telemetry_gpu_h, sum(gpu_energy_kwh) AS gpu_energy_kwh
-    FROM u WHERE level != 'cluster' GROUP BY level
+    FROM u WHERE level NOT IN ('cluster', 'partition_member') GROUP BY level  -- members overlap: their own law
 ),
 c AS (SELECT * FROM ({{mart cost}})),
 c_parts AS (

@@ -1,5 +1,15 @@
 -- Capacity, availability, allocation and idle capacity of [from_ts, to_ts), from capacity_node_hour, for
 -- the cluster and by GPU model and partition (level says which rows are which). GPU-hours throughout.
+-- Partitions, two ways (a node may be in several: Partitions=h100,all):
+--   'partition'         the partition a node is counted under (node_inventory.partition, the first it is in):
+--                       every node-hour in one row, so these rows add up to the cluster's
+--   'partition_member'  every partition a node is in (node_inventory.partitions at the last snapshot; a node
+--                       without that list, its one partition): a partition's own view of its nodes, as sinfo
+--                       shows it. A node in two partitions counts in both, so these rows may add up to more
+--                       than the cluster (never read a cluster total from them); each is at most the cluster's,
+--                       and where no node is shared they are the 'partition' rows.
+--                       Its allocated figures are any run's on those nodes (a node held by a job of another
+--                       partition is not free for this one).
 --   available       = capacity − down − drained (unavailable = down + drained)
 --   utilization     = allocated ÷ available
 --   reserved_idle   = usable reserved time allocated to nobody
@@ -15,15 +25,15 @@
 -- A month in progress counts to the time the loaded job history reaches, not to its end: the grain is
 -- cut there (sql/intermediate/capacity_node_hour.sql, data_through.sql).
 --- [mart]
---- grain = "one row per level (cluster, GPU model, partition) and key"
+--- grain = "one row per level (cluster, GPU model, partition, partition_member) and key"
 --- scope = "cluster"
 --- report = true
 --- columns = ["level", "key", "capacity_gpu_h", "down_gpu_h", "drained_gpu_h", "available_gpu_h", "unavailable_gpu_h", "allocated_gpu_h", "reserved_gpu_h", "reserved_idle_gpu_h", "free_gpu_h", "allocated_idle_gpu_h", "allocated_observed_gpu_h", "utilization", "busy_gpu_h", "telemetry_gpu_h", "gpu_energy_kwh", "idle_util_pct", "observed_own_gpu_share"]
 --- filters = { level = "level" }
 --- export = 1
 SELECT
-    multiIf(grouping(gpu_model) = 0, 'gpu_model', grouping(partition) = 0, 'partition', 'cluster') AS level,
-    if(grouping(gpu_model) = 0, gpu_model, if(grouping(partition) = 0, partition, '')) AS key,
+    lk.1 AS level,
+    lk.2 AS key,
     sum(capacity_gpu_s) / 3600 AS capacity_gpu_h,
     sum(down_gpu_s) / 3600 AS down_gpu_h,
     sum(drained_gpu_s) / 3600 AS drained_gpu_h,
@@ -46,7 +56,12 @@ SELECT
      FROM run_sample_hour FINAL
      WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')})
         AS observed_own_gpu_share
-FROM capacity_node_hour FINAL
-WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}
-GROUP BY GROUPING SETS ((), (gpu_model), (partition))
+FROM (SELECT * FROM capacity_node_hour FINAL
+      WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}) AS h
+LEFT JOIN (SELECT node, partitions FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS m ON m.node = h.node
+-- each node-hour once per level it is in: the cluster, its GPU model, its partition, every partition it is in
+ARRAY JOIN arrayConcat([('cluster', ''), ('gpu_model', h.gpu_model), ('partition', h.partition)],
+                       arrayMap(p -> ('partition_member', p), if(empty(m.partitions), [h.partition], m.partitions)))
+    AS lk
+GROUP BY level, key
 ORDER BY level, key;

@@ -3,15 +3,19 @@
 -- renders it: node, gpu, ts, model_name, uuid, hpc_job (dcgm-exporter's job label, '' without it) and every metric column, counters still cumulative). Rows
 -- before the window (the previous day's last sample per GPU) only seed the counters.
 -- energy_j and nvlink_bytes are counters: stored as the amount in the step (counter_step, sql/functions/),
--- so any later roll-up is a plain sum.
+-- so any later roll-up is a plain sum. gpu_util_pct is DCGM_FI_DEV_GPU_UTIL, else (an exporter without it)
+-- DCGM_FI_PROF_GR_ENGINE_ACTIVE × 100; util_source says which (sql/migrations/0019_gpu_instances.sql).
 INSERT INTO gpu_sample (cluster, node, gpu, ts, step_s, model_name, uuid, hpc_job, gpu_util_pct, sm_active,
     gr_engine_active, tensor_active, dram_active, fb_used_mib, fb_free_mib, power_w, energy_j, temp_c,
     sm_clock_mhz, throttle_reasons, xid_last, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s, nvlink_tx_bytes_per_s,
-    nvlink_rx_bytes_per_s, nvlink_bytes, source)
-SELECT {cluster:String}, node, gpu, ts, {step_s:UInt32}, model_name, uuid, hpc_job, gpu_util_pct, sm_active,
+    nvlink_rx_bytes_per_s, nvlink_bytes, source, util_source)
+SELECT {cluster:String}, node, gpu, ts, {step_s:UInt32}, model_name, uuid, hpc_job,
+    coalesce(gpu_util_pct, gr_engine_active * 100), sm_active,
     gr_engine_active, tensor_active, dram_active, fb_used_mib, fb_free_mib, power_w, energy_j, temp_c,
     sm_clock_mhz, throttle_reasons, xid_last, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s, nvlink_tx_bytes_per_s,
-    nvlink_rx_bytes_per_s, nvlink_bytes, {source:String}
+    nvlink_rx_bytes_per_s, nvlink_bytes, {source:String},
+    multiIf(gpu_util_pct IS NOT NULL, 'DCGM_FI_DEV_GPU_UTIL', gr_engine_active IS NOT NULL,
+            'DCGM_FI_PROF_GR_ENGINE_ACTIVE', '')
 FROM (
     SELECT node, gpu, ts, model_name, uuid, hpc_job, gpu_util_pct, sm_active, gr_engine_active, tensor_active,
         dram_active, fb_used_mib, fb_free_mib, power_w,
