@@ -865,6 +865,29 @@ def summary(
 
 
 @app.command()
+def grafana(
+    out: Annotated[Path, typer.Option("--out", help="Folder for the provisioning files (provisioning/datasources, "
+                                                    "provisioning/dashboards, dashboards/*.json)")],
+    url: Annotated[Optional[str], typer.Option(
+        help="The ClickHouse server Grafana reads, http(s)://HOST:PORT/DATABASE (default: the warehouse's DSN "
+             "when it is a server)")] = None,
+    user: Annotated[str, typer.Option(help="The read-only analysts' user Grafana connects as "
+                                           "(docs/deployment.md)")] = "ops_analyst",
+    password_env: Annotated[str, typer.Option(
+        "--password-env", help="The environment variable of Grafana's process that holds that user's password "
+                               "(the files name it; they never hold the password)")] = "OPS_GRAFANA_PASSWORD",
+):
+    """Provision Grafana on the warehouse: a ClickHouse data source and the dashboards, each panel reading a
+    mart through its view (the views are created in the warehouse: run it as the ETL user)."""
+    from ops_warehouse.cli.grafana import provision  # grafana-foundation-sdk: only this command pays for it
+
+    files, views, server = provision(_wh(), _state["cfg"], _out_folder(out, "--out"), url=url, user=user,
+                                     password_env=password_env)
+    print(f"wrote {len(files)} files under {out} for {server} (user {user}, password from ${password_env}); "
+          f"created {len(views)} views: {', '.join(views)}")
+
+
+@app.command()
 def demo(
     directory: Annotated[Path, typer.Option("--dir", help="Where the demo writes its data, warehouse and reports")] = Path("demo"),
     days: Annotated[int, typer.Option(help="Days of history, from 2026-10-01")] = 31,
