@@ -28,7 +28,7 @@ from ops_warehouse.errors import OpsError
 from ops_warehouse.migrations import warehouse_cost_model
 from ops_warehouse.planning.changes import parse_change
 
-SCHEMA_VERSION = "5.0"
+SCHEMA_VERSION = "5.1"
 SIZE_CLASSES = ("1", "2-8", "9-64", "65-256", "257-1024", ">1024")
 
 

@@ -51,6 +51,8 @@ BENCHES = {
     "scaling": ("bench_scaling.py", ["--scales", "1", "2", "4", "--extrapolate", "8"],
                 ["--scales", "1", "--days", "3", "--repeat", "1", "--calibrate-days", "1",
                  "--workdir", "{work}/scaling"]),
+    "grafana": ("bench_grafana.py", [], ["--days", "5", "--nodes", "8", "--jobs-per-day", "100",
+                                         "--workdir", "{work}/grafana", "--repeat", "1"]),
 }
 
 GOAL = re.compile(r"^(>=|<=|>|<)?(\d+(?:\.\d+)?)(s|MB|mb)?$")

@@ -4,7 +4,7 @@ plugin's own cases in pkg/macros/macros_test.go: tests/test_grafana.py), after G
 dashboard's template variables (``${cluster}``).
 
 Used to run every panel's query on a warehouse without a Grafana server (none is installable here) and by
-bench/grafana_panels.py; Grafana itself does this expansion when it runs.
+bench/bench_grafana.py; Grafana itself does this expansion when it runs.
 """
 
 from __future__ import annotations

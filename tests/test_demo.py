@@ -90,7 +90,7 @@ def test_monthly_report_of_the_demo_matches_the_ground_truth(demo_runs):
                      .sum()).item() / 3600
     cl = next(u for u in a["utilization"] if u["level"] == "cluster")
     assert cl["capacity_gpu_h"] == pytest.approx(cap, rel=1e-12)
-    assert a["period"]["partial_through"] == "2026-10-04T00:00:00+00:00" and a["schema_version"] == "5.0"
+    assert a["period"]["partial_through"] == "2026-10-04T00:00:00+00:00" and a["schema_version"] == "5.1"
     md = outs[0]["monthly-ai1-A-2026-10.md"].decode()
     assert "Monthly report 2026-10 (partial, through 2026-10-04 00:00 UTC): ai1, project A" in md
     assert len(a["utilization_daily"]) == DAYS  # the timeline stops with the data

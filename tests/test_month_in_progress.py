@@ -158,7 +158,7 @@ def test_the_grain_and_the_marts_stop_at_the_as_of_time(in_progress):
 
 def test_the_report_says_partial_through_the_as_of_time(in_progress):
     r = monthly_report(Connection(in_progress), month=date(2026, 10, 1), cluster="p1")
-    assert r["schema_version"] == "5.0" and r["month_complete"] is False
+    assert r["schema_version"] == "5.1" and r["month_complete"] is False
     assert r["period"] == {"as_of": "2026-10-15T12:30:00+00:00", "partial_through": "2026-10-15T12:30:00+00:00"}
     cl = next(u for u in r["utilization"] if u["level"] == "cluster")
     assert (cl["capacity_gpu_h"], cl["available_gpu_h"], cl["allocated_gpu_h"]) == pytest.approx((5576, 5384, 2312))

@@ -375,7 +375,7 @@ def test_what_the_report_shows_is_computed_in_the_marts(scenario):
     assert eff["delivered_pflop_days"] == pytest.approx(eff["delivered_pflop"] / 86400) and eff["delivered_pflop_days"] > 0
     # the report carries them, and the thresholds the marts ran with
     r = monthly_report(Connection(scenario), project="A", cluster="t1", behind_ratio=0.7)
-    assert (r["schema_version"], r["behind_ratio"], r["top_jobs"], r["idle_util_pct"]) == ("5.0", 0.7, 15, 5.0)
+    assert (r["schema_version"], r["behind_ratio"], r["top_jobs"], r["idle_util_pct"]) == ("5.1", 0.7, 15, 5.0)
     assert (r["hang_minutes"], r["hang_nic_bytes_per_s"], r["idle_min_minutes"]) == (20, 1e6, 60)
     assert r["chargeback_totals"] == [{**r["chargeback_totals"][0], "project": "A"}]
     assert [x["reservation"] for x in r["reservations"]] == ["resA"] and r["xid_codes"][0]["xid"] == 79

@@ -136,7 +136,7 @@ def test_the_monthly_report_replays_the_configured_scenarios(site):
 
     site.cfg.whatif = [{"name": "one more H100 node", "add": ["h100:1"]}]
     r = monthly_report(Connection(site), month=OCT[0].date())
-    assert r["schema_version"] == "5.0" and r["whatif"]["scenarios"] == ["observed", "replay", "one more H100 node"]
+    assert r["schema_version"] == "5.1" and r["whatif"]["scenarios"] == ["observed", "replay", "one more H100 node"]
     s = _by_rows(r["whatif"]["summary"], "scenario")
     assert (s["one more H100 node"]["wait_hours_saved"], s["one more H100 node"]["added_nodes"]) == (
         pytest.approx(4), 1)
