@@ -123,7 +123,8 @@ def test_function_level_imports_are_few_and_say_why():
         for node, nested in own_imports(f, m):
             if nested:
                 inner.append((f"{f.relative_to(REPO)}:{node.lineno}", "#" in lines[node.end_lineno - 1]))
-    assert len(inner) <= 10, inner
+    # 11: the last is grafana-foundation-sdk (80 ms of import), paid only by `ops-report grafana`
+    assert len(inner) <= 11, inner
     assert [where for where, commented in inner if not commented] == []
 
 

@@ -43,7 +43,7 @@ SELECT
     sum(reserved_gpu_s) / 3600 AS reserved_gpu_h,
     sum(reserved_idle_gpu_s) / 3600 AS reserved_idle_gpu_h,
     sum(free_gpu_s) / 3600 AS free_gpu_h,
-    sum(allocated_idle_gpu_s(allocated_observed_gpu_s, busy_gpu_s)) / 3600 AS allocated_idle_gpu_h,
+    sum(allocated_idle_s) / 3600 AS allocated_idle_gpu_h,
     sum(allocated_observed_gpu_s) / 3600 AS allocated_observed_gpu_h,
     allocated_gpu_h / nullIf(available_gpu_h, 0) AS utilization,
     sum(busy_gpu_s) / 3600 AS busy_gpu_h,
@@ -56,8 +56,21 @@ SELECT
      FROM run_sample_hour FINAL
      WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')})
         AS observed_own_gpu_share
-FROM (SELECT * FROM capacity_node_hour FINAL
-      WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}) AS h
+-- each node's sums over the window first, then its levels: the ARRAY JOIN below repeats 114 rows a few times,
+-- not a year's million node-hours (7x faster over a year: docs/benchmarks.md, Grafana). The idle part is
+-- taken per node-hour (allocated_idle_gpu_s is not linear), then summed.
+FROM (SELECT c.node AS node, c.gpu_model AS gpu_model, c.partition AS partition,
+             sum(c.capacity_gpu_s) AS capacity_gpu_s, sum(c.down_gpu_s) AS down_gpu_s,
+             sum(c.drained_gpu_s) AS drained_gpu_s, sum(c.allocated_gpu_s) AS allocated_gpu_s,
+             sum(c.reserved_gpu_s) AS reserved_gpu_s, sum(c.reserved_idle_gpu_s) AS reserved_idle_gpu_s,
+             sum(c.free_gpu_s) AS free_gpu_s,
+             sum(allocated_idle_gpu_s(c.allocated_observed_gpu_s, c.busy_gpu_s)) AS allocated_idle_s,
+             sum(c.allocated_observed_gpu_s) AS allocated_observed_gpu_s, sum(c.busy_gpu_s) AS busy_gpu_s,
+             sum(c.covered_gpu_s) AS covered_gpu_s, sum(c.gpu_energy_j) AS gpu_energy_j,
+             max(c.idle_util_pct) AS idle_util_pct
+      FROM capacity_node_hour AS c FINAL
+      WHERE c.cluster = {cluster:String} AND c.hour >= {from_ts:DateTime('UTC')} AND c.hour < {to_ts:DateTime('UTC')}
+      GROUP BY node, gpu_model, partition) AS h
 LEFT JOIN (SELECT node, partitions FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS m ON m.node = h.node
 -- each node-hour once per level it is in: the cluster, its GPU model, its partition, every partition it is in
 ARRAY JOIN arrayConcat([('cluster', ''), ('gpu_model', h.gpu_model), ('partition', h.partition)],
