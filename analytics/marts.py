@@ -141,12 +141,18 @@ def _bound(sql: str, params: dict) -> dict:
     return {k: v for k, v in params.items() if "{" + k + ":" in sql}
 
 
+def site_parameters(cfg) -> dict:
+    """The marts' parameters that are not the window, cluster or project: PARAMETERS, and the idle threshold
+    and carbon intensity of the site (config [reports] idle_util_pct, [energy] carbon_g_per_kwh: -1 when not
+    set, and the marts then give no carbon)."""
+    carbon = cfg.carbon_g_per_kwh
+    return {**PARAMETERS, "idle_util_pct": cfg.idle_util_pct, "carbon_g_per_kwh": -1.0 if carbon is None else carbon}
+
+
 def _params(wh, cluster: str, window: tuple[datetime, datetime], project: str, params: dict) -> dict:
-    # the idle threshold and the carbon intensity are the site's (config [reports] idle_util_pct, [energy]
-    # carbon_g_per_kwh: -1 when not set, and the marts then give no carbon) unless the caller passes others
-    carbon = wh.cfg.carbon_g_per_kwh
-    return {**PARAMETERS, "idle_util_pct": wh.cfg.idle_util_pct, "carbon_g_per_kwh": -1.0 if carbon is None else carbon,
-            "cluster": cluster, "from_ts": window[0], "to_ts": window[1], "project": project, **params}
+    # the site's parameters unless the caller passes others
+    return {**site_parameters(wh.cfg), "cluster": cluster, "from_ts": window[0], "to_ts": window[1],
+            "project": project, **params}
 
 
 def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",

@@ -6,7 +6,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ops_warehouse import grafana_views
-from ops_warehouse.analytics import declarations
+from ops_warehouse.analytics.marts import site_parameters
 from ops_warehouse.errors import OpsError
 from ops_warehouse.reports import grafana_dashboards as boards
 
@@ -26,9 +26,7 @@ def provision(wh, cfg, out: Path, *, url: str | None, user: str, password_env: s
                        f"{password_env} (--password-env)")
     marts = boards.marts()
     params = {m: grafana_views.parameters(m) for m in marts}
-    carbon = cfg.carbon_g_per_kwh
-    values = {**declarations.parameters(), "idle_util_pct": cfg.idle_util_pct,
-              "carbon_g_per_kwh": -1.0 if carbon is None else carbon}
+    values = site_parameters(cfg)
     views = grafana_views.create_views(wh, marts)
     datasource = boards.datasource_yaml(u.hostname, u.port or (8443 if u.scheme == "https" else 8123), "http",
                                         u.scheme == "https", u.path.strip("/") or "default", user, password_env)

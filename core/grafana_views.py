@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from ops_warehouse.errors import OpsError
+from ops_warehouse.migrations import Deployment, render
 from ops_warehouse.sqlfiles import sql_query
 
 PREFIX = "grafana_"
@@ -43,10 +44,8 @@ def parameters(mart: str) -> dict[str, str]:
 def create_views(wh, marts: list[str]) -> list[str]:
     """(Re)create ``grafana_<mart>`` for each of ``marts``; their names. On a cluster, on every node (ON
     CLUSTER), as the schema's views are."""
-    cluster = getattr(wh.cfg, "deployment", "") == "cluster"
-    on = f" ON CLUSTER '{wh.cfg.cluster_name}'" if cluster else ""
-    made = []
+    dep = Deployment(mode=wh.cfg.deployment, cluster=wh.cfg.cluster_name)
     for m in marts:
-        wh.command(f"CREATE OR REPLACE VIEW {view_name(m)}{on} AS {view_query(m)}")
-        made.append(view_name(m))
-    return made
+        (stmt,) = render(f"CREATE OR REPLACE VIEW {view_name(m)} {{{{on_cluster}}}} AS {view_query(m)}", dep)
+        wh.command(stmt)
+    return [view_name(m) for m in marts]
