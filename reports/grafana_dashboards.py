@@ -37,6 +37,7 @@ class Panel:
     select: str  # the query with {view} for the mart's view call: SELECT … FROM {view} …
     description: str
     unit: str = ""
+    stacked: bool = False  # a bar chart's series stacked (parts of one whole)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,15 @@ BOARDS = (
               "ORDER BY time",
               "Each day's GPU-hours: allocated (busy and idle), reserved but unused, free, down, drained "
               "(utilization_daily.sql); they add up to the day's capacity.", "h"),
+        Panel("Capacity and its use, by month", "barchart", "utilization_daily",
+              "SELECT formatDateTime(toStartOfMonth(day), '%Y-%m') AS month, "
+              "sum(allocated_gpu_h - allocated_idle_gpu_h) AS `allocated busy`, "
+              "sum(allocated_idle_gpu_h) AS `allocated idle`, sum(reserved_idle_gpu_h) AS `reserved idle`, "
+              "sum(free_gpu_h) AS free, sum(down_gpu_h) AS down, sum(drained_gpu_h) AS drained "
+              "FROM {view} GROUP BY month ORDER BY month",
+              "Each month's GPU-hours, stacked to the month's capacity: allocated (busy and idle), reserved but "
+              "unused, free, down, drained (utilization_daily.sql's days added up; GPU-hours add, ratios are "
+              "the Utilization panel's).", "h", stacked=True),
         Panel("By GPU model", "table", "utilization",
               "SELECT key AS gpu_model, capacity_gpu_h, available_gpu_h, allocated_gpu_h, busy_gpu_h, utilization "
               f"FROM {{view}} WHERE level = 'gpu_model' AND {_MODEL} ORDER BY capacity_gpu_h DESC",
@@ -87,6 +97,14 @@ BOARDS = (
               "SELECT size_class, jobs_ended, run_p50_s, run_p90_s, run_p99_s, jobs_started, wait_p50_s, wait_p90_s "
               "FROM {view} ORDER BY min_gpus",
               "Run-time and wait percentiles per size class (run_times.sql; its cdf_s column is the CDF).", "s"),
+        Panel("Run-time distribution by size (CDF)", "barchart", "run_times",
+              "SELECT concat(toString(q), '%') AS share_of_jobs, "
+              + ", ".join(f"anyIfOrNull(cdf_s[q], size_class = '{c}' AND jobs_ended > 0) / 3600 AS `{c} GPU{'' if c == '1' else 's'}`"
+                          for c in ("1", "2-8", "9-64", "65-256", "257-1024", ">1024"))
+              + " FROM {view} ARRAY JOIN range(5, 101, 5) AS q GROUP BY q ORDER BY q",
+              "The run-time CDF of each size class read across: the run time (hours) within which 5%, 10%, … "
+              "100% of the jobs that ended in the range had ended (run_times.sql's cdf_s, its exact "
+              "quantiles). A class with no job in the range is empty.", "h"),
         Panel("Largest jobs", "table", "largest_jobs",
               "SELECT job_id, user, project, partition, gpus, start_ts, end_ts, gpu_h, gpu_model FROM {view} "
               "ORDER BY gpu_h DESC",
@@ -213,6 +231,8 @@ def build(board: Board, params: dict[str, dict[str, str]], values: dict) -> dict
                  .grid_pos(_grid(i, p.kind)))
         if p.unit:
             panel = panel.unit(p.unit)
+        if p.stacked:
+            panel = panel.stacking(cm.StackingMode.NORMAL)
         d = d.with_panel(panel)
     return json.loads(JSONEncoder(sort_keys=True, indent=2).encode(d.build()))
 

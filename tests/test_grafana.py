@@ -124,7 +124,7 @@ def test_every_panel_runs_on_the_warehouse_with_its_columns(wh, tmp_path):
     ds = (out / "provisioning" / "datasources" / "ops-warehouse.yaml").read_text()
     assert "type: grafana-clickhouse-datasource" in ds and "password: $OPS_GRAFANA_PASSWORD" in ds
     got = _check_panels(wh, out, cluster, t0, t1)
-    assert len(got) == 16
+    assert len(got) == 18
     u = run_mart(wh, "utilization", cluster=cluster, window=(t0, t1)).to_dicts()
     cl = next(r for r in u if r["level"] == "cluster")
     assert got["ops-capacity/Utilization"] == [{"utilization": cl["utilization"]}] and 0 < cl["utilization"] <= 1
@@ -139,6 +139,34 @@ def test_every_panel_runs_on_the_warehouse_with_its_columns(wh, tmp_path):
     assert len(grid) == len(raw) == 4 * h.spec.gpus_per_node
     assert {(r["node"], r["gpu"]): r["temp_c_max"] for r in grid} == pytest.approx(raw)
     assert all(0 <= r["throttled_share"] <= 1 for r in grid)
+    # the month's stacked parts add up to what was bought: every GPU of the inventory's nodes in service by the
+    # day (the site's B200 node comes on 2026-10-06), for its 24 hours
+    (month,) = got["ops-capacity/Capacity and its use, by month"]
+    assert month["month"] == "2026-10"
+    parts = ("allocated busy", "allocated idle", "reserved idle", "free", "down", "drained")
+    (gpus,) = duckdb.connect().execute(f"SELECT sum(gpus) FROM read_csv('{site}/inventory.csv') "
+                                       f"WHERE in_service_date <= DATE '{day}'").fetchone()
+    assert gpus == 32 and sum(month[k] for k in parts) == pytest.approx(gpus * 24)
+    # the run-time CDF read across: each class's column never decreases, and its 100% row is the longest run
+    # of the class's GPU jobs that ended in the day, worked out by DuckDB from the raw sacct lines (a job's last
+    # record: requeued runs share its id)
+    cdf = got["ops-jobs/Run-time distribution by size (CDF)"]
+    assert [r["share_of_jobs"] for r in cdf] == [f"{q}%" for q in range(5, 101, 5)]
+    longest = dict(duckdb.connect().execute(f"""
+        WITH jobs AS (
+            SELECT arg_max(ElapsedRaw, Submit) AS run_s, arg_max("End", Submit) AS e,
+                   CAST(arg_max(regexp_extract(AllocTRES, 'gres/gpu=([0-9]+)', 1), Submit) AS INT) AS gpus
+            FROM read_csv('{site}/sacct/sacct.psv', delim='|', header=true, all_varchar=true)
+            WHERE NOT contains(JobID, '.') AND "End" != 'Unknown' AND Start != 'Unknown'
+            GROUP BY JobIDRaw)
+        SELECT CASE WHEN gpus = 1 THEN '1 GPU' WHEN gpus <= 8 THEN '2-8 GPUs' WHEN gpus <= 64 THEN '9-64 GPUs'
+                    ELSE '65-256 GPUs' END, max(CAST(run_s AS BIGINT)) / 3600
+        FROM jobs WHERE gpus > 0 AND e >= '{t0:%Y-%m-%dT%H:%M:%S}' AND e < '{t1:%Y-%m-%dT%H:%M:%S}'
+        GROUP BY 1""").fetchall())
+    assert longest and {k: cdf[-1][k] for k in longest} == pytest.approx(longest)
+    for k in cdf[0]:
+        if k != "share_of_jobs" and cdf[0][k] is not None:
+            assert [r[k] for r in cdf] == sorted(r[k] for r in cdf), k
 
 
 def test_the_command_refuses_an_embedded_warehouse_without_a_server(tmp_path):
@@ -179,7 +207,7 @@ def test_the_dashboards_are_valid_grafana_10_1_json(tmp_path):
     assert [d["uid"] for d in dashboards] == ["ops-capacity", "ops-jobs", "ops-gpus"]
     errors = [e.message for d in dashboards for e in _schema("dashboard", "Dashboard").iter_errors(d)]
     panels = [p for d in dashboards for p in d["panels"]]
-    assert len(panels) == 16 and {p["type"] for p in panels} == {"stat", "timeseries", "table", "barchart"}
+    assert len(panels) == 18 and {p["type"] for p in panels} == {"stat", "timeseries", "table", "barchart"}
     for p in panels:
         errors += [f"{p['title']}: {e.message}" for e in _schema("dashboard", "Panel").iter_errors(p)]
         errors += [f"{p['title']}: {e.message}" for e in _schema(p["type"], "Options").iter_errors(p["options"])]

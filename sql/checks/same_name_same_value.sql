@@ -1,8 +1,8 @@
 -- law: a name that appears in two sections is one figure with one value: the cluster's capacity, available,
 --   allocated and busy GPU-hours and GPU energy in utilization and in cost (in all and per GPU model); the
 --   allocated GPU-hours in utilization and summed over chargeback_totals; the runs' GPU-hours in the window
---   in efficiency and summed over job_sizes, and in energy; the delivered PFLOP-days in efficiency and in
---   energy. (Hung jobs' hung GPU-hours and goodput's GPU-hours lost to hangs are two figures: two names.)
+--   in efficiency and summed over job_sizes, and in energy; the delivered PFLOP-days and the runs' GPU energy
+--   in efficiency and in energy. (Hung jobs' hung GPU-hours and goodput's GPU-hours lost to hangs are two figures: two names.)
 -- why: the monthly report prints each of these under one name in two sections (utilization and cost,
 --   efficiency and energy); a reader who finds two values
 --   for one name cannot tell which is right, so either they are one figure or they need two names.
@@ -38,7 +38,10 @@ compared AS (
     SELECT 'efficiency vs energy', 'the scope', x.1, x.2, x.3
     FROM e CROSS JOIN (SELECT * FROM ({{mart energy}}) WHERE project_key = '') AS n
     ARRAY JOIN [('gpu_h', e.gpu_h, n.gpu_h),
-                ('delivered_pflop_days', e.delivered_pflop_days, n.delivered_pflop_days)] AS x
+                ('delivered_pflop_days', e.delivered_pflop_days, n.delivered_pflop_days),
+                -- the runs' GPU energy: counters, else power samples × time, in both (capacity_node_hour's
+                -- gpu_energy_j, migration 0020; before it efficiency counted the counters alone)
+                ('gpu_energy_kwh (energy: gpu_kwh)', e.gpu_energy_kwh, n.gpu_kwh)] AS x
     -- (hung_jobs' hung_gpu_h, the allocation held while a hung run did nothing, is not goodput's
     -- lost_hang_gpu_h, the work lost since its last checkpoint: two figures, two names)
 )

@@ -17,6 +17,8 @@
 --              past the cut
 --   telemetry  gpu_hour / node_hour rollups of the hours that ended by the cut (an hourly rollup cannot be
 --              split: the part of an hour before the cut has capacity and allocation, no telemetry)
+--   energy     the GPUs' (counters, else power samples × time), the node's IPMI power and the IT energy
+--              (it_energy_j): formed once here, what cost, chargeback and job_energy read (migration 0020)
 --   busy       per sample, inside the runs' allocations (sql/intermediate/run_sample_hour.sql, refreshed just
 --              before): allocated_observed_gpu_s the allocated time the GPU samples saw, busy_gpu_s the part
 --              of it at or above {idle_util_pct} percent, each run's figure capped at its allocation: busy ≤
@@ -118,7 +120,12 @@ gpu_tel AS (
            round(sum(ifNull(sm_active_avg, 0) * covered_s), 6) AS sm_gpu_s,
            round(sum(ifNull(tensor_active_avg, 0) * covered_s), 6) AS tensor_gpu_s,
            round(sum(ifNull(dram_active_avg, 0) * covered_s), 6) AS dram_gpu_s,
-           round(sum(ifNull(energy_j, 0)), 3) AS gpu_energy_j,
+           -- the GPUs' energy: their counters, and for a GPU-hour without one its mean power × covered time
+           round(sum(ifNull(energy_j, 0))
+                 + ifNull(sumIf(power_w_avg * covered_s, energy_j IS NULL AND power_w_avg IS NOT NULL), 0), 3)
+               AS gpu_energy_j,
+           round(sum(ifNull(energy_j, 0)), 3) AS gpu_counter_energy_j,
+           max(covered_s) AS node_covered_s,
            sum(throttled_s) AS throttled_gpu_s
     FROM (SELECT t.* FROM (SELECT * FROM gpu_hour FINAL WHERE hour >= w0 AND hour < w1) AS t
           INNER JOIN clusters AS x ON x.cluster = t.cluster WHERE t.hour + 3600 <= x.cut)
@@ -127,7 +134,7 @@ gpu_tel AS (
 node_tel AS (
     SELECT t.cluster AS cluster, t.node AS node, t.hour AS hour, t.nic_rx_bytes AS nic_rx_bytes,
            t.nic_tx_bytes AS nic_tx_bytes, t.lustre_read_bytes AS lustre_read_bytes,
-           t.lustre_write_bytes AS lustre_write_bytes
+           t.lustre_write_bytes AS lustre_write_bytes, t.node_power_w_avg AS node_power_w_avg
     FROM (SELECT * FROM node_hour FINAL WHERE hour >= w0 AND hour < w1) AS t
     INNER JOIN clusters AS x ON x.cluster = t.cluster
     WHERE t.hour + 3600 <= x.cut
@@ -152,7 +159,13 @@ SELECT
     greatest(0., g.capacity_gpu_s - down_gpu_s - drained_gpu_s - allocated_gpu_s - reserved_idle_gpu_s) AS free_gpu_s,
     ifNull(a.busy_gpu_s, 0), ifNull(t.covered_gpu_s, 0), ifNull(a.allocated_observed_gpu_s, 0),
     ifNull(t.util_gpu_s, 0), ifNull(t.sm_gpu_s, 0),
-    ifNull(t.tensor_gpu_s, 0), ifNull(t.dram_gpu_s, 0), ifNull(t.gpu_energy_j, 0), ifNull(t.throttled_gpu_s, 0),
+    ifNull(t.tensor_gpu_s, 0), ifNull(t.dram_gpu_s, 0), ifNull(t.gpu_energy_j, 0), ifNull(t.gpu_counter_energy_j, 0),
+    n.node_power_w_avg, ifNull(t.node_covered_s, 0),
+    -- the node-hour's IT energy (sql/functions/it_energy_j.sql): IPMI power × the time its GPUs' samples cover
+    -- where the node reported power and its GPUs were seen, else the GPUs' energy
+    ifNull(it_energy_j(if(ifNull(t.node_covered_s, 0) > 0, n.node_power_w_avg, NULL), ifNull(t.node_covered_s, 0),
+                       ifNull(t.gpu_energy_j, 0)), 0),
+    ifNull(t.throttled_gpu_s, 0),
     ifNull(n.nic_rx_bytes, 0), ifNull(n.nic_tx_bytes, 0), ifNull(n.lustre_read_bytes, 0),
     ifNull(n.lustre_write_bytes, 0),
     {idle_util_pct:Float64},

@@ -29,6 +29,9 @@ fresh AS (
            c.tensor_gpu_s / nullIf(c.allocated_gpu_s, 0) AS tensor_per_allocated,
            c.dram_gpu_s / nullIf(c.allocated_gpu_s, 0) AS dram_per_allocated,
            c.gpu_energy_j / nullIf(c.allocated_gpu_s, 0) AS energy_j_per_allocated,
+           c.gpu_counter_energy_j / nullIf(c.allocated_gpu_s, 0) AS counter_j_per_allocated,
+           c.it_energy_j / nullIf(c.allocated_gpu_s, 0) AS it_j_per_allocated,
+           toUInt8(c.node_power_w_avg IS NOT NULL) AS node_power_measured,
            c.nic_rx_bytes / nullIf(c.capacity_gpu_s, 0) AS nic_rx_per_capacity,
            c.nic_tx_bytes / nullIf(c.capacity_gpu_s, 0) AS nic_tx_per_capacity,
            c.storage_read_bytes / nullIf(c.capacity_gpu_s, 0) AS read_per_capacity,
@@ -47,11 +50,12 @@ gone AS (
 )
 SELECT cluster, hour, node, job_id, submit_ts, account, reservation, run_node_count, gpus_per_node, s, e, gpu_s,
        gpu_model, has_capacity, covered_per_capacity, util_per_allocated, sm_per_allocated, tensor_per_allocated,
-       dram_per_allocated, energy_j_per_allocated, nic_rx_per_capacity, nic_tx_per_capacity, read_per_capacity,
+       dram_per_allocated, energy_j_per_allocated, counter_j_per_allocated, it_j_per_allocated, node_power_measured,
+       nic_rx_per_capacity, nic_tx_per_capacity, read_per_capacity,
        write_per_capacity, node_util, 0 AS is_deleted, now64(3) AS refreshed_at
 FROM fresh
 UNION ALL
 SELECT cluster, hour, node, job_id, submit_ts, '', '', 0, 0, hour, hour, 0, '', 0, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, NULL, 1, now64(3)
+       NULL, NULL, 0, NULL, NULL, NULL, NULL, NULL, 1, now64(3)
 FROM gone
 SETTINGS join_use_nulls = 1;

@@ -2,11 +2,11 @@
 -- [cost.<model>]) and capacity_node_hour:
 --   capex        capacity GPU-hours × capex_per_gpu_hour (sql/functions/): what the hardware costs while it
 --                exists, used or not
---   energy       energy_cost (× PUE × power price) of the IT energy measured, node-hour by node-hour
---                (it_energy_j, sql/functions/): the whole node's, IPMI power (node_hour.node_power_w_avg) × the
---                time its GPUs' samples cover, where the node reported power; the GPUs' alone where it did not
---                (their energy counters, else power samples × time: job_energy.sql's GPU energy). Telemetry of
---                the hours that ended by the through time (data_through.sql), as the capacity grain's.
+--   energy       energy_cost (× PUE × power price) of the IT energy measured, node-hour by node-hour, as
+--                capacity_node_hour holds it (formed once by its refresh, migration 0020): the whole node's, IPMI
+--                power × the time its GPUs' samples cover, where the node reported power; the GPUs' alone where
+--                it did not (their energy counters, else power samples × time). Telemetry of the hours that
+--                ended by the through time (data_through.sql), as the rest of the grain's.
 --     gpu_energy_kwh       the GPUs' part; it_energy_kwh what is charged; facility_energy_kwh it × PUE
 --     ipmi_energy_share    the part of it_energy_kwh measured at the node (IPMI)
 --     energy_basis         'node (IPMI)' (every node-hour with energy reported node power), 'GPUs only (no
@@ -18,37 +18,15 @@
 --- grain = "one row per GPU model, and 'all'"
 --- scope = "cluster"
 --- report = true
---- depends = ["data_through"]
 --- columns = ["model", "currency", "capacity_gpu_h", "available_gpu_h", "allocated_gpu_h", "busy_gpu_h", "gpu_energy_kwh", "it_energy_kwh", "facility_energy_kwh", "ipmi_energy_share", "energy_basis", "capex", "energy_cost", "total_cost", "cost_per_available_gpu_h", "cost_per_allocated_gpu_h", "cost_per_busy_gpu_h", "idle_cost", "pflop_days", "cost_per_pflop_day"]
 --- filters = { gpu_model = "model" }
 --- export = 16
 WITH
-through AS (SELECT through_ts FROM ({{mart data_through}})),
-gpu AS (
-    SELECT node, hour,
-           sum(ifNull(energy_j, 0))
-               + ifNull(sumIf(power_w_avg * covered_s, energy_j IS NULL AND power_w_avg IS NOT NULL), 0) AS gpu_j,
-           max(covered_s) AS node_covered_s
-    FROM gpu_hour FINAL
-    WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}
-      AND hour + 3600 <= (SELECT through_ts FROM through)
-    GROUP BY node, hour
-),
-ipmi AS (
-    SELECT node, hour, node_power_w_avg
-    FROM node_hour FINAL
-    WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')}
-      AND node_power_w_avg IS NOT NULL
-),
 grain AS (
-    SELECT g.*, ifNull(t.gpu_j, 0) AS gpu_j,
-           ifNull(it_energy_j(if(t.node_covered_s > 0, p.node_power_w_avg, NULL), t.node_covered_s, ifNull(t.gpu_j, 0)), 0)
-               AS it_j,
-           toUInt8(p.node_power_w_avg IS NOT NULL AND t.node_covered_s > 0) AS ipmi
-    FROM (SELECT * FROM capacity_node_hour FINAL WHERE cluster = {cluster:String}
-          AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')} AND gpus > 0) AS g
-    LEFT JOIN gpu AS t ON t.node = g.node AND t.hour = g.hour
-    LEFT JOIN ipmi AS p ON p.node = g.node AND p.hour = g.hour
+    SELECT *, gpu_energy_j AS gpu_j, it_energy_j AS it_j,
+           toUInt8(node_power_w_avg IS NOT NULL AND node_covered_s > 0) AS ipmi
+    FROM capacity_node_hour FINAL
+    WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')} AND gpus > 0
 )
 SELECT
     if(grouping(c.gpu_model) = 1, 'all', c.gpu_model) AS model,
@@ -77,5 +55,4 @@ SELECT
 FROM grain AS c
 INNER JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(c.gpu_model) = lower(m.gpu_model)
 GROUP BY GROUPING SETS ((), (c.gpu_model))
-ORDER BY model = 'all', model
-SETTINGS join_use_nulls = 1;
+ORDER BY model = 'all', model;

@@ -6,10 +6,14 @@
 --   node energy  the node's power from IPMI (ipmi_exporter's DCMI reading, node_hour's node_power_w_avg) × the
 --                time its GPUs' samples cover; the rest of the node = node energy − GPU energy (0 when the node
 --                reports no power: node_power 'missing')
+-- Both formed once per node-hour by the capacity grain's refresh (capacity_node_hour: gpu_energy_j,
+-- gpu_counter_energy_j, node_power_w_avg, it_energy_j; migration 0020), for the hours that ended by the cut.
 -- A run's part of both is its share of the node's allocated GPU time in the hour (run_node_hour.gpu_s ÷
 -- capacity_node_hour.allocated_gpu_s), as the efficiency marts share the GPUs' activity: the energy of a node's
 -- unallocated GPUs is shared by the runs on it (they held the node), and a node-hour with no run is nobody's
--- (energy.sql counts it as idle).
+-- (energy.sql counts it as idle). run_node_hour keeps the node-hour's energy per allocated GPU-second
+-- (energy_j_per_allocated, counter_j_per_allocated, it_j_per_allocated), so the share is the run's GPU-seconds
+-- in the window × those rates.
 -- Columns: job_id, submit_ts, user, account, project, gpus, gpu_model, gpu_h (in the window);
 --   gpu_kwh (gpu_counter_kwh of it from counters), rest_kwh (the rest of its nodes), it_kwh = gpu_kwh + rest_kwh;
 --   facility_kwh   it_kwh × the GPU model's PUE (cost_model: [cost.<model>] pue)
@@ -29,57 +33,29 @@
 --- user_columns = ["user"]
 --- export = 26
 WITH
-hours AS (
-    SELECT job_id, submit_ts, node, hour, gpu_model, account,
-           gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s
-    FROM run_node_hour FINAL
-    WHERE cluster = {cluster:String} AND hour >= toStartOfHour({from_ts:DateTime('UTC')})
-      AND hour < {to_ts:DateTime('UTC')} AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}
-      AND ({project:String} = ''
-           OR account IN (SELECT account FROM dim_account WHERE project = {project:String}))
-),
-gpu AS (
-    SELECT node, hour, sum(ifNull(energy_j, 0)) AS counter_j,
-           sumIf(power_w_avg * covered_s, energy_j IS NULL AND power_w_avg IS NOT NULL) AS power_j,
-           max(covered_s) AS node_covered_s
-    FROM gpu_hour FINAL
-    WHERE cluster = {cluster:String} AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
-    GROUP BY node, hour
-),
-node AS (
-    SELECT node, hour, node_power_w_avg
-    FROM node_hour FINAL
-    WHERE cluster = {cluster:String} AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
-      AND node_power_w_avg IS NOT NULL
-),
-alloc AS (
-    SELECT node, hour, allocated_gpu_s
-    FROM capacity_node_hour FINAL
-    WHERE cluster = {cluster:String} AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
-),
 intensity AS (
     SELECT hour, g_co2e_per_kwh
     FROM carbon_intensity FINAL
     WHERE cluster = {cluster:String} AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
 ),
 shared AS (
-    SELECT h.job_id AS job_id, h.submit_ts AS submit_ts, h.gpu_model AS gpu_model, h.gpu_s AS gpu_s,
-           h.gpu_s / nullIf(a.allocated_gpu_s, 0) AS share,
-           ifNull(g.counter_j, 0) * share AS counter_j,
-           ifNull(g.power_j, 0) * share AS power_j,
+    SELECT h.job_id AS job_id, h.submit_ts AS submit_ts, h.gpu_model AS gpu_model,
+           h.gpus_per_node * overlap_s(h.s, h.e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s,
+           gpu_s * h.counter_j_per_allocated AS counter_j,
+           gpu_s * (h.energy_j_per_allocated - h.counter_j_per_allocated) AS power_j,
            -- the node's IT energy (sql/functions/it_energy_j.sql) less its GPUs': 0 where it reports no power
-           (it_energy_j(n.node_power_w_avg, g.node_covered_s, ifNull(g.counter_j, 0) + ifNull(g.power_j, 0))
-            - ifNull(g.counter_j, 0) - ifNull(g.power_j, 0)) * share AS rest_j,
-           toUInt8(n.node_power_w_avg IS NOT NULL) AS node_measured,
+           gpu_s * (h.it_j_per_allocated - h.energy_j_per_allocated) AS rest_j,
+           h.node_power_measured AS node_measured,
            -- the hour's intensity: the table's, else the constant, else NULL
            toUInt8(ci.g_co2e_per_kwh IS NOT NULL) AS hourly,
            coalesce(ci.g_co2e_per_kwh, if({carbon_g_per_kwh:Float64} < 0, NULL, {carbon_g_per_kwh:Float64}))
                AS g_per_kwh
-    FROM hours AS h
-    LEFT JOIN alloc AS a ON a.node = h.node AND a.hour = h.hour
-    LEFT JOIN gpu AS g ON g.node = h.node AND g.hour = h.hour
-    LEFT JOIN node AS n ON n.node = h.node AND n.hour = h.hour
+    FROM run_node_hour AS h FINAL
     LEFT JOIN intensity AS ci ON ci.hour = h.hour
+    WHERE h.cluster = {cluster:String} AND h.hour >= toStartOfHour({from_ts:DateTime('UTC')})
+      AND h.hour < {to_ts:DateTime('UTC')} AND h.e > {from_ts:DateTime('UTC')} AND h.s < {to_ts:DateTime('UTC')}
+      AND ({project:String} = ''
+           OR h.account IN (SELECT account FROM dim_account WHERE project = {project:String}))
 ),
 priced AS (
     -- the node-hour's IT energy, priced at g_per_kwh
