@@ -4,7 +4,8 @@
 --                Slurm's requeue) and the resubmissions of the same user and account with the same job name
 --                and GPU count, each submitted at most {campaign_gap_hours} after the end of an interrupted run
 --                (not before it: a job submitted while the other still ran is a job of its own). A job carries
---                on the job of its key whose last end is the latest at or before its submission, when that one
+--                on the job of its key whose last end is the latest at or before its submission (of jobs that ended
+--                in the same second, an interrupted one, then the highest job id), when that one
 --                was interrupted and it came within the gap; a campaign is such a chain. A COMPLETED job closes
 --                its campaign (the next run of the name is new work); the tasks of a job
 --                array are jobs of their own (each its own campaign, with its requeues). Slurm's dependency
@@ -68,7 +69,11 @@
 WITH
 runs AS (
     SELECT job_id, submit_ts, user, account, project, job_name, state, gpus, nodes, array_job_id,
-           assumeNotNull(start_ts) AS start_ts, assumeNotNull(end_ts) AS end_ts
+           assumeNotNull(start_ts) AS start_ts, assumeNotNull(end_ts) AS end_ts,
+           -- the key a campaign's jobs share (user, account, job name, GPU count) as one number, which the
+           -- joins, windows and groups below hash and compare instead of four columns (a year's 330,000 runs:
+           -- campaigns 2.5 -> see docs/benchmarks.md); 64 bits: two keys of a site sharing one is not a concern
+           sipHash64(user, account, job_name, gpus) AS key_h
     FROM fct_job_run
     WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
       AND NOT never_ran AND gpus > 0 AND length(nodes) > 0 AND start_ts IS NOT NULL AND end_ts IS NOT NULL
@@ -76,57 +81,65 @@ runs AS (
 ),
 -- a job: its runs (requeues share the job id), its first submission and start, its last end and state
 jobs AS (
-    SELECT user, account, job_name, gpus, job_id, min(submit_ts) AS j_submit_ts, min(start_ts) AS j_start_ts,
+    SELECT key_h, job_id, min(submit_ts) AS j_submit_ts, min(start_ts) AS j_start_ts,
            max(end_ts) AS j_end_ts, argMax(state, end_ts) AS j_state, any(array_job_id) AS j_array_job_id
     FROM runs
-    GROUP BY user, account, job_name, gpus, job_id
+    GROUP BY key_h, job_id
 ),
 -- the job a job carries on: of the same user, account, name and GPU count, the one whose last end is the latest
 -- at or before its submission, when that one was interrupted and it came within the gap (array tasks: never)
 linked AS (
-    SELECT j.user AS user, j.account AS account, j.job_name AS job_name, j.gpus AS gpus, j.job_id AS job_id,
-           j.j_start_ts AS j_start_ts, j.j_submit_ts AS j_submit_ts,
+    SELECT j.key_h AS key_h, j.job_id AS job_id, j.j_start_ts AS j_start_ts,
            if(p.job_id != '' AND p.j_state != 'COMPLETED' AND j.j_array_job_id = 0 AND p.j_array_job_id = 0
               AND toInt64(j.j_submit_ts) <= toInt64(p.j_end_ts) + {campaign_gap_hours:Float64} * 3600,
               p.job_id, '') AS pred_job_id
     FROM jobs AS j
-    ASOF LEFT JOIN jobs AS p
-        ON p.user = j.user AND p.account = j.account AND p.job_name = j.job_name AND p.gpus = j.gpus
-       AND p.j_end_ts <= j.j_submit_ts
+    -- (jobs of a key that ended in the same second are one candidate, an interrupted one first, then the
+    -- highest job id: the join would otherwise take either, and the same history could give two answers)
+    ASOF LEFT JOIN (SELECT key_h, j_end_ts, b.1 AS job_id, b.2 AS j_state, b.3 AS j_array_job_id
+                    FROM (SELECT key_h, j_end_ts,
+                                 argMax((job_id, j_state, j_array_job_id), (j_state != 'COMPLETED', job_id)) AS b
+                          FROM jobs GROUP BY key_h, j_end_ts)) AS p
+        ON p.key_h = j.key_h AND p.j_end_ts <= j.j_submit_ts
     SETTINGS join_use_nulls = 0
 ),
+-- each job's place among its key's jobs in order of start (1, 2, ...), and its predecessor's (0: none)
+placed AS (
+    SELECT key_h, job_id, pred_job_id, row_number() OVER (PARTITION BY key_h ORDER BY j_start_ts, job_id) AS pos
+    FROM linked
+),
+preds AS (
+    SELECT a.key_h AS key_h, a.job_id AS job_id, a.pos AS pos, ifNull(b.pos, 0) AS pred_pos
+    FROM placed AS a
+    LEFT JOIN (SELECT key_h, job_id, pos FROM placed) AS b ON b.key_h = a.key_h AND b.job_id = a.pred_job_id
+),
 -- each job's campaign: the first job of its chain. A job's predecessor ended before it was submitted, so it
--- started earlier: one pass over the key's jobs in order of start finds every root
+-- started earlier (one not placed before it, possible only for runs of no length, roots its own chain): each
+-- job points at its predecessor, a root at itself, and pointing at the pointer's pointer, ceil(log2(n + 1))
+-- times, reaches every root (pointer jumping: n log n steps for a key's n jobs; a pass that appended each
+-- job's root to the roots found so far copied them at every step, n², 1.2 s of a year's 320,000 jobs)
 rooted AS (
-    SELECT user, account, job_name, gpus,
-           arrayMap(x -> x.2, sorted) AS ids,
-           -- (a predecessor not placed before it, possible only for runs of no length, roots its own chain)
-           arrayFold((acc, x) -> arrayPushBack(acc,
-                         if(x.3 = '' OR NOT (indexOf(arrayMap(y -> y.2, sorted), x.3) BETWEEN 1 AND length(acc)), x.2,
-                            acc[indexOf(arrayMap(y -> y.2, sorted), x.3)])),
-                     sorted, CAST([], 'Array(String)')) AS roots
-    FROM (SELECT user, account, job_name, gpus,
-                 arraySort(groupArray((j_start_ts, job_id, pred_job_id, j_submit_ts))) AS sorted
-          FROM linked GROUP BY user, account, job_name, gpus)
+    SELECT key_h, arrayMap(x -> x.2, sorted) AS ids,
+           arrayMap(x -> if(x.3 BETWEEN 1 AND x.1 - 1, x.3, x.1), sorted) AS pointers,
+           arrayFold((acc, step) -> arrayMap(k -> acc[k], acc),
+                     range(toUInt32(ceil(log2(length(sorted) + 1)))), pointers) AS root_pos
+    FROM (SELECT key_h, arraySort(groupArray((pos, job_id, pred_pos))) AS sorted FROM preds GROUP BY key_h)
 ),
 campaign_of AS (
-    SELECT user AS c_user, account AS c_account, job_name AS c_job_name, gpus AS c_gpus, x.1 AS c_job_id,
-           x.2 AS campaign_id
-    FROM rooted ARRAY JOIN arrayZip(ids, roots) AS x
+    SELECT key_h AS c_key_h, x.1 AS c_job_id, x.2 AS campaign_id
+    FROM rooted ARRAY JOIN arrayZip(ids, arrayMap(k -> ids[k], root_pos)) AS x
 ),
 numbered AS (
     SELECT r.*, c.campaign_id AS campaign_id,
            row_number() OVER w AS rn,
-           max(r.end_ts) OVER (PARTITION BY r.user, r.account, r.job_name, r.gpus, c.campaign_id
+           max(r.end_ts) OVER (PARTITION BY r.key_h, c.campaign_id
                                ORDER BY r.start_ts, r.job_id, r.submit_ts
                                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS prev_max_end,
            toUInt8(rn > 1) AS continues,
            r.state != 'COMPLETED' AS interrupted
     FROM runs AS r
-    INNER JOIN campaign_of AS c
-        ON c.c_user = r.user AND c.c_account = r.account AND c.c_job_name = r.job_name AND c.c_gpus = r.gpus
-       AND c.c_job_id = r.job_id
-    WINDOW w AS (PARTITION BY r.user, r.account, r.job_name, r.gpus, c.campaign_id
+    INNER JOIN campaign_of AS c ON c.c_key_h = r.key_h AND c.c_job_id = r.job_id
+    WINDOW w AS (PARTITION BY r.key_h, c.campaign_id
                  ORDER BY r.start_ts, r.job_id, r.submit_ts ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
 ),
 -- (the joined CTEs name their keys apart: with several joins, n.* would come back qualified where names clash)
@@ -194,6 +207,6 @@ SELECT user, account, any(project) AS project, job_name, gpus,
        if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'other') / 3600) AS lost_other_gpu_h,
        argMax(state, end_ts) AS last_state
 FROM per_run
-GROUP BY user, account, job_name, gpus, campaign_id
+GROUP BY key_h, campaign_id, user, account, job_name, gpus
 ORDER BY gpu_h DESC, first_start_ts, user, job_name
 SETTINGS join_use_nulls = 1;
