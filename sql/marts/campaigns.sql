@@ -71,8 +71,8 @@ runs AS (
     SELECT job_id, submit_ts, user, account, project, job_name, state, gpus, nodes, array_job_id,
            assumeNotNull(start_ts) AS start_ts, assumeNotNull(end_ts) AS end_ts,
            -- the key a campaign's jobs share (user, account, job name, GPU count) as one number, which the
-           -- joins, windows and groups below hash and compare instead of four columns (a year's 330,000 runs:
-           -- campaigns 2.5 -> see docs/benchmarks.md); 64 bits: two keys of a site sharing one is not a concern
+           -- joins, windows and groups below compare instead of four columns (64 bits: the chance that two of
+           -- a site's keys share one is about n² / 2^65, 7e-12 for a year's 16,000 keys)
            sipHash64(user, account, job_name, gpus) AS key_h
     FROM fct_job_run
     WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
