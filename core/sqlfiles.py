@@ -92,6 +92,50 @@ def _inline(sql: str, relpath: str, seen: tuple[str, ...], marts=None) -> str:
             instead = marts(m.group(2), bool(m.group(3)))
             if instead is not None:
                 return instead
+        if m.group(1) == "mart":
+            text = unordered(text)
         return text.replace(_PROJECT, "''") if m.group(3) else text
 
     return _INCLUDE.sub(one, sql)
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+
+
+def unordered(query: str) -> str:
+    """``query`` without its final ORDER BY, when that clause orders the whole result and nothing after it
+    but SETTINGS depends on the order (no LIMIT, no WITH FILL): an included mart's rows are a set to the query
+    that reads them, and sorting them there is work thrown away (goodput over a year: campaigns' 300,000 rows
+    sorted for nothing, 0.5 of 2.0 s). ORDER BY inside parentheses (a window, a CTE, a subquery), in quotes
+    and in comments is never touched; a query it cannot read so is returned as it is."""
+    depth, i, n, last = 0, 0, len(query), -1
+    while i < n:
+        ch = query[i]
+        if query.startswith("--", i):  # a comment after code, to the end of its line
+            j = query.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if ch in "'`\"":  # a quoted literal or name: skip to its closing quote (a backslash escapes)
+            j = i + 1
+            while j < n and query[j] != ch:
+                j += 2 if query[j] == "\\" else 1
+            i = j + 1
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and (m := _WORD.match(query, i)) and (i == 0 or not (query[i - 1].isalnum() or query[i - 1] == "_")):
+            word = m.group().upper()
+            if word == "ORDER" and re.match(r"ORDER\s+BY\b", query[i:], re.IGNORECASE):
+                last = i
+            elif word in ("LIMIT", "FILL", "UNION", "SELECT", "FROM", "FORMAT") and last >= 0:
+                last = -2  # a clause after it that is not SETTINGS, or a later query: keep the order
+            elif word == "SETTINGS" and last >= 0:
+                return query[:last].rstrip() + "\n" + query[i:]
+            i = m.end()
+            continue
+        i += 1
+    if depth != 0 or last < 0:
+        return query
+    return query[:last].rstrip()
