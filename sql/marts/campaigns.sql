@@ -68,7 +68,7 @@
 --- export = 27
 WITH
 runs AS (
-    SELECT job_id, submit_ts, user, account, project, job_name, state, gpus, nodes, array_job_id,
+    SELECT job_id, submit_ts, user, account, project, job_name, state, gpus, array_job_id,
            assumeNotNull(start_ts) AS start_ts, assumeNotNull(end_ts) AS end_ts,
            -- the key a campaign's jobs share (user, account, job name, GPU count) as one number, which the
            -- joins, windows and groups below compare instead of four columns (64 bits: the chance that two of
