@@ -125,7 +125,7 @@ def unordered(query: str) -> str:
             depth += 1
         elif ch == ")":
             depth -= 1
-        elif depth == 0 and (m := _WORD.match(query, i)) and (i == 0 or not (query[i - 1].isalnum() or query[i - 1] == "_")):
+        elif depth == 0 and (m := _WORD.match(query, i)) and not (i and _WORD.match(query[i - 1])):
             word = m.group().upper()
             if word == "ORDER" and re.match(r"ORDER\s+BY\b", query[i:], re.IGNORECASE):
                 last = i

@@ -99,7 +99,8 @@ BOARDS = (
               "Run-time and wait percentiles per size class (run_times.sql; its cdf_s column is the CDF).", "s"),
         Panel("Run-time distribution by size (CDF)", "barchart", "run_times",
               "SELECT concat(toString(q), '%') AS share_of_jobs, "
-              + ", ".join(f"anyIfOrNull(cdf_s[q], size_class = '{c}' AND jobs_ended > 0) / 3600 AS `{c} GPU{'' if c == '1' else 's'}`"
+              + ", ".join(f"anyIfOrNull(cdf_s[q], size_class = '{c}' AND jobs_ended > 0) / 3600 "
+                          f"AS `{c} GPU{'' if c == '1' else 's'}`"
                           for c in ("1", "2-8", "9-64", "65-256", "257-1024", ">1024"))
               + " FROM {view} ARRAY JOIN range(5, 101, 5) AS q GROUP BY q ORDER BY q",
               "The run-time CDF of each size class read across: the run time (hours) within which 5%, 10%, … "
