@@ -7,6 +7,7 @@ against the report's mart for the same window (one number everywhere)."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -151,6 +152,12 @@ def test_every_panel_runs_on_the_warehouse_with_its_columns(wh, tmp_path):
     # of the class's GPU jobs that ended in the day, worked out by DuckDB from the raw sacct lines (a job's last
     # record: requeued runs share its id)
     cdf = got["ops-jobs/Run-time distribution by size (CDF)"]
+    # its columns are the size classes of sql/functions/gpu_size_class.sql, every one (the panel names them)
+    (panel,) = [p for _, p in _panels(out) if p["title"] == "Run-time distribution by size (CDF)"]
+    named = re.findall(r"size_class = '([^']+)'", panel["targets"][0]["rawSql"])
+    classes = [r[0] for r in wh.query_rows("SELECT gpu_size_class(number) AS c FROM numbers(1, 8192) GROUP BY c "
+                                           "ORDER BY min(number)")]
+    assert named == classes, (named, classes)
     assert [r["share_of_jobs"] for r in cdf] == [f"{q}%" for q in range(5, 101, 5)]
     longest = dict(duckdb.connect().execute(f"""
         WITH jobs AS (

@@ -2,7 +2,8 @@
 --   allocated and busy GPU-hours and GPU energy in utilization and in cost (in all and per GPU model); the
 --   allocated GPU-hours in utilization and summed over chargeback_totals; the runs' GPU-hours in the window
 --   in efficiency and summed over job_sizes, and in energy; the delivered PFLOP-days and the runs' GPU energy
---   in efficiency and in energy. (Hung jobs' hung GPU-hours and goodput's GPU-hours lost to hangs are two figures: two names.)
+--   in efficiency and in energy. (Hung jobs' hung GPU-hours and goodput's GPU-hours lost to hangs are two
+--   figures: two names.)
 -- why: the monthly report prints each of these under one name in two sections (utilization and cost,
 --   efficiency and energy); a reader who finds two values
 --   for one name cannot tell which is right, so either they are one figure or they need two names.

@@ -23,8 +23,7 @@
 --- export = 16
 WITH
 grain AS (
-    SELECT *, gpu_energy_j AS gpu_j, it_energy_j AS it_j,
-           toUInt8(node_power_w_avg IS NOT NULL AND node_covered_s > 0) AS ipmi
+    SELECT *, toUInt8(node_power_w_avg IS NOT NULL AND node_covered_s > 0) AS ipmi
     FROM capacity_node_hour FINAL
     WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')} AND gpus > 0
 )
@@ -35,15 +34,15 @@ SELECT
     (sum(c.capacity_gpu_s) - sum(c.down_gpu_s) - sum(c.drained_gpu_s)) / 3600 AS available_gpu_h,
     sum(c.allocated_gpu_s) / 3600 AS allocated_gpu_h,
     sum(c.busy_gpu_s) / 3600 AS busy_gpu_h,
-    sum(c.gpu_j) / 3.6e6 AS gpu_energy_kwh,
-    sum(c.it_j) / 3.6e6 AS it_energy_kwh,
-    sum(c.it_j / 3.6e6 * m.pue) AS facility_energy_kwh,
-    sumIf(c.it_j, c.ipmi = 1) / 3.6e6 / nullIf(it_energy_kwh, 0) AS ipmi_energy_share,
-    multiIf(countIf(c.it_j > 0) = 0, 'none', countIf(c.it_j > 0 AND c.ipmi = 0) = 0, 'node (IPMI)',
-            countIf(c.it_j > 0 AND c.ipmi = 1) = 0, 'GPUs only (no IPMI)',
+    sum(c.gpu_energy_j) / 3.6e6 AS gpu_energy_kwh,
+    sum(c.it_energy_j) / 3.6e6 AS it_energy_kwh,
+    sum(c.it_energy_j / 3.6e6 * m.pue) AS facility_energy_kwh,
+    sumIf(c.it_energy_j, c.ipmi = 1) / 3.6e6 / nullIf(it_energy_kwh, 0) AS ipmi_energy_share,
+    multiIf(countIf(c.it_energy_j > 0) = 0, 'none', countIf(c.it_energy_j > 0 AND c.ipmi = 0) = 0, 'node (IPMI)',
+            countIf(c.it_energy_j > 0 AND c.ipmi = 1) = 0, 'GPUs only (no IPMI)',
             'node (IPMI) where measured, else GPUs only') AS energy_basis,
     sum(c.capacity_gpu_s / 3600 * capex_per_gpu_hour(m.node_price, c.gpus, m.amortization_years)) AS capex,
-    sum(energy_cost(c.it_j / 3.6e6, m.pue, m.power_price_per_kwh)) AS energy_cost,
+    sum(energy_cost(c.it_energy_j / 3.6e6, m.pue, m.power_price_per_kwh)) AS energy_cost,
     capex + energy_cost AS total_cost,
     total_cost / nullIf(available_gpu_h, 0) AS cost_per_available_gpu_h,
     total_cost / nullIf(allocated_gpu_h, 0) AS cost_per_allocated_gpu_h,
