@@ -133,6 +133,27 @@ def test_demo_busy_and_idle_gpu_time_per_sample_match_the_raw_files(demo_runs):
     assert cl["observed_own_gpu_share"] > 0.99  # the demo's files carry dcgm-exporter's hpc_job label
 
 
+def test_demo_gpu_energy_matches_the_raw_counters(demo_runs):
+    """The cluster's GPU energy, one figure under one name in utilization and in cost (capacity_node_hour's
+    gpu_energy_j, migration 0020), against DuckDB over the demo's raw dcgm-exporter files: each GPU's
+    DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ) step from its previous sample, a reset (the counter going down)
+    counting its new value, the series' first sample no step (nothing before it to step from)."""
+    import duckdb
+
+    base, outs = demo_runs
+    r = json.loads(outs[0]["monthly-ai1-cluster-2026-10.json"])
+    u = next(x for x in r["utilization"] if x["level"] == "cluster")["gpu_energy_kwh"]
+    c = next(x for x in r["cost"] if x["model"] == "all")["gpu_energy_kwh"]
+    t1 = int(datetime(2026, 10, 1, tzinfo=timezone.utc).timestamp()) + DAYS * 86400
+    (raw_kwh,) = duckdb.connect().execute(f"""
+        WITH s AS (SELECT DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION AS e,
+                          e - lag(e) OVER (PARTITION BY Hostname, gpu ORDER BY timestamp) AS d
+                   FROM read_parquet('{base / "a" / "data"}/telemetry/dcgm/*.parquet') WHERE epoch(timestamp) < {t1})
+        SELECT (sum(d) FILTER (WHERE d >= 0) + coalesce(sum(e) FILTER (WHERE d < 0), 0)) / 1000 / 3.6e6 FROM s
+        """).fetchone()
+    assert raw_kwh > 1000 and u == pytest.approx(c, rel=1e-9) and u == pytest.approx(raw_kwh, rel=1e-6)
+
+
 def test_demo_idle_gpu_runs_and_hardware_failures_match_the_truth(demo_runs):
     """Idle-GPU runs: at least 90 % of the runs the simulation planted idle (every GPU under 5 %) that held
     their GPUs for 70 minutes or more of the loaded history (an hour of telemetry, with a margin for the
