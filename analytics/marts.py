@@ -22,8 +22,7 @@ from functools import lru_cache
 
 import polars as pl
 from ops_warehouse.analytics import declarations
-from ops_warehouse.errors import OpsError
-from ops_warehouse.sqlfiles import sql_query
+from ops_warehouse.sqlfiles import mart_query, sql_query
 
 # The parameters some marts take beyond the window and the project, with the report's values (the report
 # records the values it ran with): each declared by the marts that name it, in their "--- parameters" line,
@@ -34,10 +33,8 @@ PARAMETERS = declarations.parameters()
 
 def mart_sql(name: str) -> str:
     """The text of sql/marts/<name>.sql, comments dropped, the marts and intermediate models it includes
-    (``{{mart name}}``, ``{{intermediate name}}``) inlined (ops_warehouse.sqlfiles.sql_query)."""
-    if not re.fullmatch(r"\w+", name):
-        raise OpsError(f"no mart named {name!r}")
-    return sql_query(f"marts/{name}.sql")
+    (``{{mart name}}``, ``{{intermediate name}}``) inlined (ops_warehouse.sqlfiles.mart_query)."""
+    return mart_query(name)
 
 
 class _Evaluated:

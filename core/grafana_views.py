@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import re
 
-from ops_warehouse.errors import OpsError
 from ops_warehouse.migrations import Deployment, render
-from ops_warehouse.sqlfiles import sql_query
+from ops_warehouse.sqlfiles import mart_query
 
 PREFIX = "grafana_"
 _PARAMETER = re.compile(r"\{(\w+):([^{}]+)\}")
@@ -28,9 +27,7 @@ def view_name(mart: str) -> str:
 
 
 def view_query(mart: str) -> str:
-    if not re.fullmatch(r"\w+", mart):
-        raise OpsError(f"no mart named {mart!r}")
-    return sql_query(f"marts/{mart}.sql")
+    return mart_query(mart)
 
 
 def parameters(mart: str) -> dict[str, str]:

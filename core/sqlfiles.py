@@ -72,6 +72,14 @@ def sql_query(relpath: str, marts=None) -> str:
     return _query(relpath, (), marts)
 
 
+def mart_query(name: str) -> str:
+    """The query of sql/marts/<name>.sql, includes inlined (:func:`sql_query`): what the report, the API and
+    Grafana's views run. A name that is not a plain word (``../x``) is refused in one line."""
+    if not re.fullmatch(r"\w+", name):
+        raise OpsError(f"no mart named {name!r}")
+    return sql_query(f"marts/{name}.sql")
+
+
 def _query(relpath: str, seen: tuple[str, ...], marts=None) -> str:
     stmts = split_statements(sql_text(relpath))
     if len(stmts) != 1:
