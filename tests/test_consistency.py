@@ -254,6 +254,55 @@ def test_energy_cost_charges_the_whole_nodes_measured_energy(tmp_path, cfg):
     assert "node (IPMI) where measured, else GPUs only" in md
 
 
+def test_node_power_without_gpu_samples_is_measured_nowhere(tmp_path, cfg):
+    """The same day, but the GPUs' exporter stopped at noon while IPMI went on reporting 6,000 W all day. A
+    node-hour's node energy is IPMI power × the time its GPUs' samples cover, so hours 12 .. 23 have none
+    measured: IT energy is hours 00 .. 11 alone, 6,000 W × 12 × 3,600 s = 72 kWh, all of it IPMI's (the GPUs'
+    counters: 71 steps × 300 kJ × 8 = 47.33 kWh, less than the node's each hour). 8301 held the node all day:
+    half its node-hours measured at the node, so its node_power is 'partial' (it said 'measured' when
+    run_node_hour counted IPMI power alone), and cost's IPMI share and job_energy's label read one rule."""
+    def gpus_stop_at_noon(root):
+        days = _energy_day(root)
+        t0 = datetime(2026, 10, 5, tzinfo=UTC)
+        ipmi = [{"timestamp": t0 + timedelta(minutes=10 * k), "instance": "n1:9290",
+                 "ipmi_dcmi_power_consumption_watts": 6000.0} for k in range(144)]
+        pl.DataFrame(ipmi).with_columns(pl.col("timestamp").dt.cast_time_unit("ms")).write_parquet(
+            root / "ipmi" / f"{days[0]}.parquet")
+        f = root / "dcgm" / f"{days[0]}.parquet"
+        pl.read_parquet(f).filter(pl.col("timestamp").dt.hour() < 12).write_parquet(f)
+        return days
+
+    wh = _month(tmp_path, cfg, [
+        _line(8301, "proja", "alice", 8, "n1", "2026-10-04T23:00:00", "2026-10-05T00:00:00", "2026-10-06T00:00:00"),
+    ], nodes=1, telemetry=gpus_stop_at_noon)
+    node_kwh = 6000 * 12 * 3600 / 3.6e6
+    row = mart(wh, "cost").filter(pl.col("model") == "all").row(0, named=True)
+    assert row["it_energy_kwh"] == pytest.approx(node_kwh)
+    assert row["gpu_energy_kwh"] == pytest.approx(71 * 3e5 * 8 / 3.6e6)
+    assert row["ipmi_energy_share"] == pytest.approx(1.0)
+    (run,) = mart(wh, "job_energy").to_dicts()
+    assert run["job_id"] == "8301" and run["gpu_h"] == pytest.approx(8 * 24)
+    assert run["it_kwh"] == pytest.approx(node_kwh)
+    assert run["node_power"] == "partial"
+    a = mart(wh, "energy").filter(pl.col("project_key") == "A").row(0, named=True)
+    assert a["node_power_measured_share"] == pytest.approx(0.0)  # no run of A measured at every node-hour
+    measured = wh.query_rows("SELECT hour, node_power_measured FROM run_node_hour FINAL WHERE job_id = '8301' "
+                             "ORDER BY hour")
+    assert [m for _, m in measured] == [1] * 12 + [0] * 12
+
+    # a warehouse built before the rule (under the mark node_hour_energy, its node-hours "measured" wherever IPMI
+    # reported power) is built again by its next load, without being asked
+    wh.command("ALTER TABLE etl_watermark DELETE WHERE source = 'grain built: node_energy_measured' "
+               "SETTINGS mutations_sync = 2")
+    wh.command("INSERT INTO etl_watermark (source, watermark_ts, updated_at) "
+               "VALUES ('grain built: node_hour_energy', '2000-01-02 00:00:00', now64(3))")
+    wh.command("ALTER TABLE run_node_hour UPDATE node_power_measured = 1 WHERE job_id = '8301' "
+               "SETTINGS mutations_sync = 2")
+    assert mart(wh, "job_energy")["node_power"].to_list() == ["measured"]
+    load_sacct(wh, tmp_path / "sacct.psv")
+    assert mart(wh, "job_energy")["node_power"].to_list() == ["partial"]
+
+
 def test_energy_cost_basis_without_ipmi_is_the_gpus(tmp_path, cfg):
     """The same day without the IPMI exporter: the GPUs' counters alone, 95.33 kWh, 'GPUs only (no IPMI)'."""
     def no_ipmi(root):

@@ -31,7 +31,7 @@ fresh AS (
            c.gpu_energy_j / nullIf(c.allocated_gpu_s, 0) AS energy_j_per_allocated,
            c.gpu_counter_energy_j / nullIf(c.allocated_gpu_s, 0) AS counter_j_per_allocated,
            c.it_energy_j / nullIf(c.allocated_gpu_s, 0) AS it_j_per_allocated,
-           toUInt8(c.node_power_w_avg IS NOT NULL) AS node_power_measured,
+           node_energy_measured(c.node_power_w_avg, c.node_covered_s) AS node_power_measured,
            c.nic_rx_bytes / nullIf(c.capacity_gpu_s, 0) AS nic_rx_per_capacity,
            c.nic_tx_bytes / nullIf(c.capacity_gpu_s, 0) AS nic_tx_per_capacity,
            c.storage_read_bytes / nullIf(c.capacity_gpu_s, 0) AS read_per_capacity,

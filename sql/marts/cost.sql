@@ -23,7 +23,7 @@
 --- export = 16
 WITH
 grain AS (
-    SELECT *, toUInt8(node_power_w_avg IS NOT NULL AND node_covered_s > 0) AS ipmi
+    SELECT *, node_energy_measured(node_power_w_avg, node_covered_s) AS ipmi
     FROM capacity_node_hour FINAL
     WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')} AND gpus > 0
 )

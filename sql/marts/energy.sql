@@ -11,8 +11,9 @@
 --   facility_kwh_per_pflop_day      facility_kwh ÷ delivered PFLOP-days
 --   gpu_counter_share               the part of gpu_kwh measured by the GPUs' energy counters (the rest:
 --                                   power samples × time)
---   node_power_measured_share       the part of gpu_h on node-hours that reported IPMI power (the rest
---                                   has no rest-of-node energy: rest_kwh counts only what was measured)
+--   node_power_measured_share       the part of gpu_h of the runs whose every node-hour had its node energy
+--                                   measured (job_energy's node_power 'measured'; the rest has no, or only
+--                                   some, rest-of-node energy: rest_kwh counts only what was measured)
 --   carbon_hourly_share             the part of facility_kwh priced at an hourly carbon intensity (the rest at
 --                                   the constant, or not at all)
 --- [mart]

@@ -22,7 +22,9 @@
 --                  hour, else {carbon_g_per_kwh} (the config's [energy] carbon_g_per_kwh; -1: not set). NULL when
 --                  an hour in which the run used energy has neither, or when none of its hours has an intensity
 --   gpu_energy_source  'counters', 'power samples', 'counters and power samples', or 'none' (no telemetry)
---   node_power     'measured' (every node-hour of the run reported power), 'partial' or 'missing'
+--   node_power     'measured' (the node energy of every node-hour of the run was measured: IPMI power and GPU
+--                  samples to multiply it by, sql/functions/node_energy_measured.sql, as cost's IPMI share),
+--                  'partial' or 'missing'
 --   carbon_source  which intensity its node-hours took: 'hourly' (all from the table), 'constant' (none),
 --                  'hourly and constant', 'hourly with gaps' (the rest had none: no constant), or 'none'
 --   carbon_hourly_kwh  the part of facility_kwh priced at an hourly intensity
