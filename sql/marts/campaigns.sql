@@ -107,13 +107,13 @@ keyed AS (
                                  j_array_job_id = 0, j_runs))) AS js,
            any(j_user) AS user, any(j_account) AS account, any(j_job_name) AS job_name, any(j_gpus) AS gpus,
            arrayEnumerate(js) AS places,
-           -- (time, 0 for an end and 1 for a submission, interrupted, job id, place)
-           arraySort(arrayConcat(arrayMap((j, i) -> (toInt64(j.4), 0, j.5, j.2, i), js, places),
-                                 arrayMap((j, i) -> (toInt64(j.3), 1, j.5, j.2, i), js, places))) AS events,
+           -- (time, 0 for an end and 1 for a submission, interrupted, job id, place, not an array task)
+           arraySort(arrayConcat(arrayMap((j, i) -> (toInt64(j.4), 0, j.5, j.2, i, j.6), js, places),
+                                 arrayMap((j, i) -> (toInt64(j.3), 1, j.5, j.2, i, j.6), js, places))) AS events,
            arrayFill(e -> e.2 = 0, events) AS latest_end,
            arrayMap(x -> x.2, arraySort(x -> x.1, arrayFilter(x -> x.1 > 0, arrayMap(
                (e, f) -> if(e.2 = 1,
-                            (e.5, if(f.2 = 0 AND f.3 AND f.5 < e.5 AND js[e.5].6 AND js[f.5].6
+                            (e.5, if(f.2 = 0 AND f.3 AND f.5 < e.5 AND e.6 AND f.6
                                      AND e.1 <= f.1 + {campaign_gap_hours:Float64} * 3600, f.5, e.5)),
                             (0, 0)),
                events, latest_end)))) AS pointers,
