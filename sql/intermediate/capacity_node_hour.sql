@@ -162,9 +162,10 @@ SELECT
     ifNull(t.tensor_gpu_s, 0), ifNull(t.dram_gpu_s, 0), ifNull(t.gpu_energy_j, 0), ifNull(t.gpu_counter_energy_j, 0),
     n.node_power_w_avg, ifNull(t.node_covered_s, 0),
     -- the node-hour's IT energy (sql/functions/it_energy_j.sql): IPMI power × the time its GPUs' samples cover
-    -- where the node reported power and its GPUs were seen, else the GPUs' energy
-    ifNull(it_energy_j(if(ifNull(t.node_covered_s, 0) > 0, n.node_power_w_avg, NULL), ifNull(t.node_covered_s, 0),
-                       ifNull(t.gpu_energy_j, 0)), 0),
+    -- where the node's energy was measured (sql/functions/node_energy_measured.sql), else the GPUs' energy
+    ifNull(it_energy_j(if(node_energy_measured(n.node_power_w_avg, ifNull(t.node_covered_s, 0)) = 1,
+                          n.node_power_w_avg, NULL),
+                       ifNull(t.node_covered_s, 0), ifNull(t.gpu_energy_j, 0)), 0),
     ifNull(t.throttled_gpu_s, 0),
     ifNull(n.nic_rx_bytes, 0), ifNull(n.nic_tx_bytes, 0), ifNull(n.lustre_read_bytes, 0),
     ifNull(n.lustre_write_bytes, 0),
