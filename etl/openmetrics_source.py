@@ -269,7 +269,7 @@ def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at
     window = (w0, datetime.combine(date_to, datetime.min.time(), timezone.utc) + timedelta(days=1))
     source = "text:" + ",".join(Path(p).name for p in paths[:3]) + ("…" if len(paths) > 3 else "")
     counts = load_samples(wh, samples, cat, cluster, source, window)
-    return {**counts, "quarantined": n_bad}
+    return {**counts, "quarantined": n_bad + counts.get("quarantined", 0)}
 
 
 def load_samples(wh, samples: pl.DataFrame, cat, cluster: str, source: str, window: tuple[datetime, datetime]

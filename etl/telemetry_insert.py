@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.lustre_jobs import JOB_METRICS
 from ops_warehouse.etl.metric_catalog import GPU_COLUMNS, NODE_MAP_COLUMNS, NODE_SCALAR_COLUMNS, Metric
+from ops_warehouse.etl import sample_quarantine
 from ops_warehouse.etl.staging import staged
 from ops_warehouse.sqlfiles import split_statements, sql_text
 
@@ -48,6 +49,10 @@ class ExporterFiles:
     gpu_seed: list[Path] = field(default_factory=list)
     node_seed: list[Path] = field(default_factory=list)
     job_seed: list[Path] = field(default_factory=list)
+    # what the quarantine names a file's bad values by: (the input file, the line of its first row); a file
+    # not listed is itself with rows from line 1, unless ``staged`` (a source's frames: the load's source)
+    origin: dict[Path, tuple[str, int]] = field(default_factory=dict)
+    staged: bool = False
 
 
 def check_catalog(cat: dict[str, Metric]) -> None:
@@ -90,6 +95,10 @@ class _Relations:
         self.scratch.append(name)
         insert_file(self.wh.client, name, str(path), fmt="Parquet")
         return name
+
+    def row_number(self) -> str:
+        """A row's number in its file, from 0 (the server's scratch tables keep no order: 0 there)."""
+        return "_row_number" if self.wh.embedded else "0"
 
     def drop(self) -> None:
         for name in self.scratch:
@@ -137,7 +146,7 @@ def _node_expr(cols: set[str]) -> str:
     return "slurm_node(if(ifNull(Hostname, '') != '', Hostname, ifNull(toString(instance), '')))"
 
 
-def _gpu_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) -> str:
+def _gpu_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool, line: str = "") -> str:
     if "gpu" not in cols:
         raise OpsError("GPU telemetry without a `gpu` label: cannot tell the GPUs of a node apart")
     values = {c: _value(cols, cat, c) for c in GPU_COLUMNS}
@@ -147,7 +156,11 @@ def _gpu_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) ->
     base = (f"SELECT {_node_expr(cols)} AS node, toUInt16(gpu) AS gpu, toDateTime(timestamp, 'UTC') AS ts, "
             f"{label('modelName')} AS model_name, {label('UUID')} AS uuid, {label('hpc_job')} AS hpc_job, "
             f"{label('pci_bus_id')} AS pci_bus_id, "  # dcgm-exporter >= 3.x: the GPU as the kernel log names it
-            + ", ".join(f"{v} AS {c}" for c, v in values.items()) + f" FROM {rel}")
+            + ", ".join(f"{v} AS {c}" for c, v in values.items()) + (f", {line} AS _line" if line else "")
+            + f" FROM {rel}")
+    if line:
+        return base
+    base = sample_quarantine.checked(base, GPU_COLUMNS, "model_name")
     if not seed:
         return base
     return _last_sample(base, ["node", "gpu"], [("model_name", "''"), ("uuid", "''"), ("hpc_job", "''"),
@@ -166,7 +179,7 @@ def _last_sample(base: str, keys: list[str], head: list[tuple[str, str]], column
             + f" FROM (SELECT {k}, argMax(tuple(ts, {', '.join(looked)}), ts) AS last FROM ({base}) GROUP BY {k})")
 
 
-def _node_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) -> str:
+def _node_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool, line: str = "") -> str:
     metrics = sorted(c for c in cols if c in cat and cat[c].grain == "node")
     labels = sorted(c for c in cols if c not in cat and c != "timestamp" and c not in _NODE_LABELS)
     # a series: the family (its metric names) and its other labels, so a seed file of the same family
@@ -181,13 +194,17 @@ def _node_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) -
     node_cat = {n: m for n, m in cat.items() if m.grain == "node"}
     base = (f"SELECT {_node_expr(cols)} AS node, {series} AS series, {device} AS device, "
             f"toDateTime(timestamp, 'UTC') AS ts, "
-            + ", ".join(f"{_value(cols, node_cat, c)} AS {c}" for c in NODE_COLUMNS) + f" FROM {rel}")
+            + ", ".join(f"{_value(cols, node_cat, c)} AS {c}" for c in NODE_COLUMNS)
+            + (f", {line} AS _line" if line else "") + f" FROM {rel}")
+    if line:
+        return base
+    base = sample_quarantine.checked(base, NODE_COLUMNS)
     if not seed:
         return base
     return _last_sample(base, ["node", "series", "device"], [], NODE_COLUMNS, COUNTER_COLUMNS)
 
 
-def _job_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) -> str:
+def _job_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool, line: str = "") -> str:
     """A job_stats file as long rows: ts, jobid, target, component, operation, metric, v (cumulative)."""
     present = [n for n in JOB_METRICS if n in cols]
     if not present:
@@ -198,8 +215,12 @@ def _job_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) ->
 
     pairs = ", ".join(f"tuple({_lit(n)}, CAST({_q(n)} AS Nullable(Float64)))" for n in present)
     base = (f"SELECT toDateTime(timestamp, 'UTC') AS ts, {label('jobid')} AS jobid, {label('target')} AS target, "
-            f"{label('component')} AS component, {label('operation')} AS operation, m.1 AS metric, m.2 AS v "
-            f"FROM {rel} ARRAY JOIN [{pairs}] AS m WHERE m.2 IS NOT NULL")
+            f"{label('component')} AS component, {label('operation')} AS operation, m.1 AS metric, m.2 AS v"
+            + (f", {line} AS _line" if line else "") + f" FROM {rel} ARRAY JOIN [{pairs}] AS m WHERE m.2 IS NOT NULL")
+    if line:
+        return base
+    # a job_stats entry's rows are long (one per counter): a rejected value is no row
+    base += f" AND sample_value_problem({sample_quarantine._lit(sample_quarantine.JOB_VALUE_AS)}, m.2, '') = ''"
     if not seed:
         return base
     k = "jobid, target, component, operation, metric"
@@ -253,15 +274,43 @@ def _edge_seed(kind: str, main: str) -> str:
 _MIG_COLUMNS = ["gr_engine_active", "sm_active", "tensor_active", "dram_active", "fb_used_mib", "fb_free_mib"]
 
 
-def _mig_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool) -> str:
+def _mig_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool, line: str = "") -> str:
     values = ", ".join(f"{_value(cols, cat, c)} AS {c}" for c in _MIG_COLUMNS)
 
     def label(name: str) -> str:
         return f"ifNull(toString({_q(name)}), '')" if name in cols else "''"
 
-    return (f"SELECT {_node_expr(cols)} AS node, toUInt16(gpu) AS gpu, toUInt16OrZero({label('GPU_I_ID')}) AS "
+    base = (f"SELECT {_node_expr(cols)} AS node, toUInt16(gpu) AS gpu, toUInt16OrZero({label('GPU_I_ID')}) AS "
             f"gpu_instance, {label('GPU_I_PROFILE')} AS profile, toDateTime(timestamp, 'UTC') AS ts, "
-            f"{label('UUID')} AS uuid, {label('hpc_job')} AS hpc_job, {values} FROM {rel}")
+            f"{label('UUID')} AS uuid, {label('hpc_job')} AS hpc_job, {values}"
+            + (f", {line} AS _line" if line else "") + f" FROM {rel}")
+    return base if line else sample_quarantine.checked(base, _MIG_COLUMNS)
+
+
+# how the quarantine names a kind's series, and its model (for the power bound)
+_SERIES = {"gpu": ("concat(node, ' gpu ', toString(gpu))", "model_name"),
+           "node": ("concat(node, if(device != '', concat(' ', device), ''))", "''"),
+           "job": ("concat('job ', jobid, ' ', target, ' ', operation)", "''"),
+           "mig": ("concat(node, ' gpu ', toString(gpu), ' instance ', toString(gpu_instance))", "''")}
+
+
+def _problem_select(kind: str, make, rel: str, cols: set[str], cat: dict[str, Metric], origin: str,
+                    line: str) -> str:
+    """One file's rejected values (sample_quarantine.problems), its metrics named as the exporter names them."""
+    if kind == "job":
+        columns = [("v", "metric", sample_quarantine.JOB_VALUE_AS)]
+    else:
+        wanted = {"gpu": GPU_COLUMNS, "node": NODE_COLUMNS, "mig": _MIG_COLUMNS}[kind]
+        grain = "node" if kind == "node" else "gpu"
+        columns = []
+        for c in wanted:
+            names = [n for n, m in cat.items() if m.column == c and n in cols and m.grain == grain]
+            if names:
+                columns.append((c, _lit("/".join(names)), c))
+    if not columns:
+        return ""
+    series, model = _SERIES[kind]
+    return sample_quarantine.problems(make(rel, cols, cat, False, line=line), columns, series, model, origin)
 
 
 def _union(selects: list[str]) -> str:
@@ -284,7 +333,7 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
 
     check_catalog(cat)
     rel = _Relations(wh)
-    counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0}
+    counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0, "quarantined": 0}
     params = {"cluster": cluster, "source": source, "from_ts": window[0], "to_ts": window[1]}
     try:
         for kind, main, seeds, make, tables in (
@@ -295,6 +344,7 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
             if not main:
                 continue
             parts: dict[bool, list[str]] = {False: [], True: []}
+            problems: list[str] = []
             for paths, seed in ((main, False), (seeds, True)):
                 for p in paths:
                     cols = set(pq.read_schema(p).names)
@@ -302,7 +352,12 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                         continue
                     if kind == "job" and not any(c in JOB_METRICS for c in cols):
                         continue
-                    parts[seed].append(make(rel.of(p), cols, cat, seed))
+                    r = rel.of(p)
+                    parts[seed].append(make(r, cols, cat, seed))
+                    if not seed:
+                        origin, first = files.origin.get(p, (source, -1) if files.staged else (str(p), 1))
+                        line = f"{rel.row_number()} + {first}" if first >= 0 and rel.row_number() != "0" else "0"
+                        problems.append(_problem_select(kind, make, r, cols, cat, origin, line))
             if not parts[False]:
                 continue
             main_rows = _union(parts[False])
@@ -316,6 +371,11 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                 wh.client.command(sql.replace("{{input}}", relation).rstrip(";"),
                                   parameters={**params, "step_s": step, "kind": kind},
                                   settings={"optimize_on_insert": 0})
+            # values no exporter should send, and energy steps no GPU can draw: NULL in the rows, quarantined
+            rejected = [sample_quarantine.rejected_values(wh, [q for q in problems if q], params)]
+            if kind == "gpu":
+                rejected.append(sample_quarantine.rejected_energy_steps(wh, relation, {**params, "kind": kind}))
+            counts["quarantined"] += sample_quarantine.store(wh, pl.concat(rejected, how="vertical_relaxed"))
             # the load's last raw value of each counter series, for the next load (after the rows: a load that
             # failed above leaves no edge, and its rerun steps as it would have)
             if counters:
@@ -355,7 +415,7 @@ def insert_frames(wh, frames: dict[str, list[pl.DataFrame | None]], cat: dict[st
 
 def stage_frames(stage: Path, frames: dict[str, list[pl.DataFrame]]) -> ExporterFiles:
     """Frames of a source (exporter names, seed rows before the window included) -> staged exporter files."""
-    out = ExporterFiles()
+    out = ExporterFiles(staged=True)
     for kind, dfs in frames.items():
         for i, df in enumerate(dfs):
             if df is None or not df.height:

@@ -94,7 +94,9 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
                     if p is None:
                         continue
                     _check_whole(p)
-                    p = _as_parquet(p, stage)
+                    csv, p = p, _as_parquet(p, stage)
+                    if p != csv:  # its bad values are quarantined by the CSV's own path and line (a header first)
+                        files.origin[p] = (str(csv), 2)
                     kind = "gpu" if fam == GPU_FAMILY else "job" if "jobid" in pq.read_schema(p).names else "node"
                     getattr(files, f"{kind}_seed" if seed else kind).append(p)
             c = insert_window(wh, files, cat, cluster, source, (w0, w0 + timedelta(days=1)))

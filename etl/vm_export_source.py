@@ -203,4 +203,4 @@ def load_vm_export(wh, source: str | Path, date_from: date, date_to: date, *, cl
 
     quarantine(wh, redact(str(source)) if tmp else str(Path(source).resolve()), bad)
     counts = load_samples(wh, samples.drop("line_no"), cat, cluster, f"vm-export:{source}", window)
-    return {**counts, "quarantined": bad.height}
+    return {**counts, "quarantined": bad.height + counts.get("quarantined", 0)}

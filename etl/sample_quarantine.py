@@ -1,0 +1,77 @@
+"""Telemetry values no exporter should send, found by the engine where every load path meets
+(etl/telemetry_insert.py), and sent to etl_quarantine.
+
+The rule is SQL (sql/functions/sample_value_problem.sql: NaN, ±Inf, a gauge outside its range;
+counter_step_bounded.sql: an energy step the GPU cannot have drawn); this module renders the relations that
+apply it to a load's exporter files, fetches the few rows it rejects and writes them with their reason. A
+rejected value is NULL in the sample tables (unknown, as a metric the exporter did not send), so the
+sample's other metrics still load. Day files keep their own path and row (a CSV's line) in the record; the
+frames a source stages (text, Prometheus, VictoriaMetrics) are named by the load's source, line 0.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import polars as pl
+from ops_warehouse.etl.quarantine import CopyCounter
+from ops_warehouse.etl.staging import load_frames
+from ops_warehouse.sqlfiles import split_statements, sql_text
+
+QUARANTINE_COLUMNS = ["source", "line_no", "reason", "raw"]
+# the column a job_stats entry's counter is checked as (a count of bytes or operations: never negative)
+JOB_VALUE_AS = "lustre_read_bytes"
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def checked(select: str, columns: list[str], model: str = "''") -> str:
+    """``select`` with each of ``columns`` NULL where it is no reading (same columns, same order)."""
+    replace = ", ".join(f"if(sample_value_problem({_lit(c)}, {c}, {model}) = '', {c}, NULL) AS {c}"
+                        for c in columns)
+    return f"SELECT * REPLACE ({replace}) FROM ({select})"
+
+
+def problems(select: str, columns: list[tuple[str, str, str]], series: str, model: str, origin: str) -> str:
+    """The rejected values of one file's rows: source, line_no, reason, raw, ts. ``select`` is the file's
+    rows with ``_line`` (its line or row, 0 where it has none); ``columns`` are (the column, a text expression
+    naming it as the exporter does, the column whose range it is held to); ``series`` is a text expression
+    naming the series."""
+    pairs = ", ".join(f"tuple({name}, CAST({c} AS Nullable(Float64)), sample_value_problem({_lit(as_)}, {c}, {model}))"
+                      for c, name, as_ in columns)
+    return (f"SELECT {_lit(origin)} AS source, toUInt64(_line) AS line_no, "
+            "concat(p.1, ' ', toString(p.2), ': ', p.3) AS reason, "
+            f"concat({series}, ' at ', formatDateTime(ts, '%F %T'), ' ', p.1, ' ', toString(p.2)) AS raw, ts "
+            f"FROM ({select}) ARRAY JOIN arrayFilter(p -> p.3 != '', [{pairs}]) AS p")
+
+
+def rejected_values(wh, selects: list[str], params: dict) -> pl.DataFrame:
+    """The window's rejected values of the files' ``problems`` selects."""
+    if not selects:
+        return pl.DataFrame(schema={c: pl.String for c in QUARANTINE_COLUMNS})
+    sql = (f"SELECT source, line_no, reason, raw FROM ({' UNION ALL '.join(selects)}) "
+           "WHERE ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}")
+    return pl.from_arrow(wh.query_arrow(sql, params))
+
+
+def rejected_energy_steps(wh, relation: str, params: dict) -> pl.DataFrame:
+    """The window's energy steps the GPU cannot have drawn (sql/staging/gpu_energy_steps_rejected.sql) as
+    quarantine rows of the load's source."""
+    (sql,) = split_statements(sql_text("staging/gpu_energy_steps_rejected.sql"))
+    return pl.from_arrow(wh.query_arrow(sql.replace("{{input}}", relation).rstrip(";"), params))
+
+
+def store(wh, q: pl.DataFrame) -> int:
+    """Write rejected samples to etl_quarantine; returns how many."""
+    if not q.height:
+        return 0
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    q = q.select(pl.col("source").cast(pl.String), pl.col("line_no").cast(pl.UInt64), pl.col("reason").cast(pl.String),
+                 pl.col("raw").cast(pl.String))
+    q = CopyCounter().number(q)  # the same sample twice in one load stays two records
+    load_frames(wh, {"etl_quarantine": q.select(
+        "source", "line_no", "reason", "raw", "occurrence",
+        pl.lit(now).cast(pl.Datetime("ms", "UTC")).alias("loaded_at"))})
+    return q.height

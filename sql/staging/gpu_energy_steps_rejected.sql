@@ -1,0 +1,22 @@
+-- The energy counter steps of the window that a GPU cannot have drawn (counter_step_bounded returns NULL
+-- though the step has both values: a drop to a value no reset within the step reaches, or a jump beyond
+-- gpu_max_power_w × the step), as etl_quarantine rows of the load's source: not counted, and counted in the
+-- load's summary. {{input}} is the relation sql/staging/gpu_sample.sql reads (seed rows included), and the
+-- step is taken as there.
+SELECT {source:String} AS source, toUInt64(0) AS line_no,
+    if(v < prev,
+       concat('energy counter stepped back ', toString(round(prev - v)), ' J: not a reset (',
+              toString(round(v)), ' J > ', toString(max_w), ' W × ', toString(dt_s), ' s)'),
+       concat('energy counter step of ', toString(round(v - prev)), ' J in ', toString(dt_s), ' s: more than ',
+              toString(max_w), ' W')) AS reason,
+    concat(node, ' gpu ', toString(gpu), ' at ', formatDateTime(ts, '%F %T'), ' energy ', toString(v), ' J after ',
+           toString(prev), ' J') AS raw
+FROM (
+    SELECT node, gpu, ts, energy_j AS v, anyLast(energy_j) OVER before AS prev,
+        dateDiff('second', anyLast(if(energy_j IS NULL, NULL, ts)) OVER before, ts) AS dt_s,
+        gpu_max_power_w(model_name) AS max_w
+    FROM ({{input}})
+    WINDOW before AS (PARTITION BY node, gpu ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+)
+WHERE ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')} AND node != ''
+    AND v IS NOT NULL AND prev IS NOT NULL AND counter_step_bounded(v, prev, dt_s, max_w) IS NULL;
