@@ -24,12 +24,17 @@ test_every_declared_mart_is_what_it_declares).
 from __future__ import annotations
 
 import re
-import tomllib
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ops_warehouse.errors import OpsError
 from ops_warehouse.sqlfiles import split_statements, sql_files
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: tomli, the package tomllib came from (a dependency there: pyproject.toml)
+    import tomli as tomllib
 
 KINDS = ("window", "dates", "whatif")
 SCOPES = ("cluster", "project")

@@ -879,6 +879,10 @@ def grafana(
 ):
     """Provision Grafana on the warehouse: a ClickHouse data source and the dashboards, each panel reading a
     mart through its view (the views are created in the warehouse: run it as the ETL user)."""
+    if sys.version_info < (3, 11):  # grafana-foundation-sdk is published for 3.11 on (pyproject.toml)
+        raise OpsError("ops-report grafana needs Python 3.11 or newer (grafana-foundation-sdk, which writes the "
+                       f"dashboards, is not published for {sys.version_info.major}.{sys.version_info.minor}); "
+                       "run it from a 3.11+ install against the same warehouse")
     from ops_warehouse.cli.grafana import provision  # grafana-foundation-sdk: only this command pays for it
 
     files, views, server = provision(_wh(), _state["cfg"], _out_folder(out, "--out"), url=url, user=user,
