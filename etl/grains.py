@@ -65,8 +65,10 @@ def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct
     _compact(wh, ("run_sample_hour", *_HOURLY_GRAINS, "run_telemetry"))
     # (node_energy_measured: the node-hour energy of migration 0020, with run_node_hour's node_power_measured
     # read by sql/functions/node_energy_measured.sql; a warehouse built under the mark before it, node_hour_energy,
-    # whose runs' node-hours said "measured" without GPU samples, is built again once)
-    for grain in ("run_telemetry", "run_sample_hour") + (("node_energy_measured",) if grid else ()):
+    # whose runs' node-hours said "measured" without GPU samples, is built again once; run_sample_step: a
+    # sample's step [ts, ts + step) split over the runs and hours it overlaps, issue 49 — a warehouse built under
+    # the mark before it, run_sample_hour, whose runs lost part of a step at each hour edge, is built again once)
+    for grain in ("run_telemetry", "run_sample_step") + (("node_energy_measured",) if grid else ()):
         if not _built(wh, grain):
             set_watermark(wh, _BUILT + grain, _BUILT_TS)
 
@@ -195,13 +197,14 @@ def _build_gpu_day(wh) -> None:
 
 def _unbuilt(wh) -> bool:
     """run_node_hour (migration 0012) has never been built though runs held GPUs, or run_telemetry (0014) was
-    never refreshed, or run_sample_hour (0015) never built, or the node-hour energy columns (0020, with
+    never refreshed, or run_sample_hour (0015) never built by its step-overlap rule (mark run_sample_step), or
+    the node-hour energy columns (0020, with
     node_energy_measured's rule) were never formed over a grid that exists: a warehouse upgraded to the grain,
     whose first refresh builds it for the whole history."""
     return wh.query_rows(
         "SELECT (SELECT count() FROM job_run WHERE NOT never_ran AND gpus > 0 AND length(nodes) > 0) > 0 "
         "AND (SELECT count() FROM run_node_hour) = 0")[0][0] == 1 or not _built(wh, "run_telemetry") \
-        or not _built(wh, "run_sample_hour") \
+        or not _built(wh, "run_sample_step") \
         or (not _built(wh, "node_energy_measured") and _holds_rows(wh, "capacity_node_hour"))
 
 

@@ -21,9 +21,9 @@
 --              (it_energy_j): formed once here, what cost, chargeback and job_energy read (migration 0020)
 --   busy       per sample, inside the runs' allocations (sql/intermediate/run_sample_hour.sql, refreshed just
 --              before): allocated_observed_gpu_s the allocated time the GPU samples saw, busy_gpu_s the part
---              of it at or above {idle_util_pct} percent, each run's figure capped at its allocation: busy ≤
---              observed ≤ allocated in every node-hour (an hourly mean counted a half-allocated busy hour as
---              wholly busy)
+--              of it at or above {idle_util_pct} percent: each run's figure is its samples' steps'
+--              overlap with its allocation, so busy ≤ observed ≤ allocated in every node-hour with no cap
+--              (an hourly mean counted a half-allocated busy hour as wholly busy)
 INSERT INTO capacity_node_hour
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
@@ -101,8 +101,8 @@ reserved AS (
 allocated AS (
     SELECT f.cluster AS cluster, f.node AS node, f.hour AS hour, sum(f.gpu_s) AS allocated_gpu_s,
            sumIf(f.gpu_s, f.reservation != '') AS allocated_resv_gpu_s,
-           sum(least(ifNull(x.observed_gpu_s, 0), f.gpu_s)) AS allocated_observed_gpu_s,
-           sum(least(ifNull(x.busy_gpu_s, 0), ifNull(x.observed_gpu_s, 0), f.gpu_s)) AS busy_gpu_s
+           sum(ifNull(x.observed_gpu_s, 0)) AS allocated_observed_gpu_s,
+           sum(ifNull(x.busy_gpu_s, 0)) AS busy_gpu_s
     FROM ({{intermediate run_fanout}}) AS f
     LEFT JOIN (SELECT cluster, node, hour, job_id, submit_ts, observed_gpu_s, busy_gpu_s
                FROM run_sample_hour FINAL WHERE hour >= w0 AND hour < w1) AS x

@@ -2,29 +2,40 @@
 -- hour, the part of the run's allocation the GPU samples saw and what they saw it do. etl/grains.py runs it
 -- first of the hourly grains: capacity_node_hour's busy and observed time are its sums.
 --   fan-out    sql/intermediate/run_fanout.sql, included: the run's part of each node-hour, [hs, he), and its
---              GPUs on the node (gpus_per_node)
---   samples    the GPU samples inside the run's allocation: taken at a time ts with hs ≤ ts < he (a gauge is a
---              reading at its time: a sample after the run's end reads the next job or an idle GPU, one before
---              its start the previous job), each standing for its step (step_s) of the GPU's time; busy when
---              its utilization reached {idle_util_pct} percent
---   'gpu'      a node-hour whose samples carry dcgm-exporter's hpc_job label (the Slurm job id, job_id_raw, of
---              the job holding the GPU at the scrape, as the site's prolog maps it): each run reads the samples
---              its id labels, exact on shared nodes; a run no sample of such a node-hour names has no row
---              (unknown, never idle: a run shorter than a step may fall between two scrapes)
---   'node      a node-hour without the label (sacct says how many GPUs a run held, not which): at each sample
---   share'     time the runs holding the node share its sampled, busy and active GPUs by their GPUs there
---              (up to what they hold: unallocated GPUs do no work), so a node-hour's sums are exact, a run's
---              only when it held the whole node
--- A run's observed time in a node-hour is its samples' steps, at most what it held (gpus_per_node × (he −
--- hs)); busy and the activities are the same shares of it as of its samples: busy ≤ observed ≤ allocated.
--- Rows are written only where samples exist: the node-hours of the window that have samples lose their old
--- rows first (a run moved or no longer seen by any sample leaves none behind), and a refresh after the fine
--- samples expired keeps what was written while they were there.
+--              GPUs on the node (gpus_per_node, a)
+--   step       a GPU sample at ts stands for its step [ts, ts + step_s): a gauge reading is the GPU's state
+--              from its scrape until the next one (Prometheus' and VictoriaMetrics' own model of a gauge: a
+--              query at t returns the last sample at or before t; the generator's and dcgm-exporter's samples
+--              are readings at ts, and hpc_job names the job holding the GPU from ts). The step is split
+--              over the hours it touches, and a run gets the overlap of each step with its allocation,
+--              fractional at the run's edges: where samples follow each other every step, observed =
+--              allocated, with no cap. (The Prometheus source's gauges are avg_over_time over the step
+--              before ts: read so, one step late.) Steps of at most an hour: the samples of the hour before
+--              the window are read for the step that reaches into it.
+--   'gpu'      a run whose job id (job_id_raw) dcgm-exporter's hpc_job label names on a GPU of the node, at a
+--              sample inside the run ([run_start_ts, run_end_ts), within an hour of the node-hour): the
+--              run held those GPUs, and every step of theirs that overlaps its part of the node-hour counts,
+--              whatever the sample's own label (the step before its first labelled sample covers its start).
+--              Its allocation there, a GPUs (sacct's even spread), is shared by the G GPUs named: each
+--              GPU-second counts a ÷ G (a = G unless a multi-node run's GPUs are spread unevenly)
+--   'node      every other run (the site has no mapping, or a run shorter than a step that fell between two
+--   share'     scrapes and no label names): in each step piece of the node, L seconds, the runs holding it
+--              share the samples no job labels (hpc_job = ''), n GPUs, by their GPU time there, a × overlap:
+--              observed = a × overlap × min(1, n × L ÷ H), H the sum of the runs' a × overlap in the piece;
+--              busy = a × overlap × min(1, busy GPUs ÷ C), C the GPUs the runs held at once (H ÷ L, at least
+--              the largest run's a): unallocated GPUs do no work, so the busy GPUs go to the runs; the
+--              activities alike. A node-hour's sums are exact, a run's only when it held the whole node
+-- busy ≤ observed ≤ allocated in every row by construction. Rows are written only where samples exist: the
+-- node-hours of the window that samples' steps cover lose their old rows first (a run moved or no longer
+-- seen by any sample leaves none behind), and a refresh after the fine samples expired keeps what was
+-- written while they were there.
 DELETE FROM run_sample_hour
 WHERE hour >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') AND hour < toDateTime({to_ts:DateTime('UTC')}, 'UTC')
   AND (cluster, node, hour) IN (
-      SELECT DISTINCT cluster, node, toStartOfHour(ts) FROM gpu_sample
-      WHERE ts >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') AND ts < toDateTime({to_ts:DateTime('UTC')}, 'UTC'));
+      SELECT DISTINCT cluster, node, hour FROM gpu_sample
+      ARRAY JOIN hours_touched(ts, addSeconds(ts, step_s)) AS hour
+      WHERE ts >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') - toIntervalHour(1)
+        AND ts < toDateTime({to_ts:DateTime('UTC')}, 'UTC'));
 
 INSERT INTO run_sample_hour (cluster, hour, node, job_id, submit_ts, attribution, observed_gpu_s, busy_gpu_s,
     util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s, idle_util_pct, refreshed_at)
@@ -32,67 +43,100 @@ WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
     toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1,
 fan AS (
-    SELECT cluster, job_id, submit_ts, toString(job_id_raw) AS raw_id, node, hour, gpus_per_node,
-           greatest(s, hour) AS hs, least(e, hour + 3600) AS he,
-           toFloat64(gpus_per_node * (toInt64(he) - toInt64(hs))) AS held_gpu_s
+    SELECT cluster, job_id, submit_ts, toString(job_id_raw) AS raw_id, node, hour, toFloat64(gpus_per_node) AS a,
+           greatest(s, hour) AS hs, least(e, hour + 3600) AS he, run_start_ts, run_end_ts
     FROM ({{intermediate run_fanout}})
 ),
+-- the samples whose step may reach into the window, or whose label may name a run there
 g AS (
-    SELECT cluster, node, gpu, ts, toStartOfHour(ts) AS hour, toFloat64(step_s) AS step, hpc_job,
+    SELECT cluster, node, gpu, ts, addSeconds(ts, step_s) AS te, hpc_job,
            toFloat64(assumeNotNull(gpu_util_pct)) AS util_pct, toFloat64(ifNull(sm_active, 0)) AS sm,
            toFloat64(ifNull(tensor_active, 0)) AS tensor, toFloat64(ifNull(dram_active, 0)) AS dram
     FROM gpu_sample FINAL
-    PREWHERE ts >= w0 AND ts < w1
+    PREWHERE ts >= w0 - toIntervalHour(1) AND ts < w1 + toIntervalHour(1)
     WHERE gpu_util_pct IS NOT NULL
 ),
-labelled AS (
-    SELECT DISTINCT cluster, node, hour FROM g WHERE hpc_job != ''
-),
--- 'gpu': the samples the run's job id labels, inside its allocation (a requeued job's runs share the id)
-own AS (
-    SELECT f.cluster AS cluster, f.hour AS hour, f.node AS node, f.job_id AS job_id, f.submit_ts AS submit_ts,
-           toFloat64(any(f.held_gpu_s)) AS held, count() AS n, sum(g.step) AS seen,
-           -- (sum(if()), not sumIf: the engine makes sumIf over the joined rows Nullable, NULL where none is busy)
-           sum(if(g.util_pct >= {idle_util_pct:Float64}, 1, 0)) AS nb, sum(g.util_pct) / 100 AS u,
-           sum(g.sm) AS sm, sum(g.tensor) AS tensor, sum(g.dram) AS dram
+-- each sample's step cut at the hours (and the window) it touches: [ps, pe)
+piece AS (
+    SELECT cluster, node, gpu, ts, hpc_job, util_pct, sm, tensor, dram, hour,
+           greatest(ts, hour) AS ps, least(te, hour + 3600) AS pe
     FROM g
-    INNER JOIN fan AS f ON f.cluster = g.cluster AND f.node = g.node AND f.hour = g.hour AND f.raw_id = g.hpc_job
-    WHERE g.ts >= f.hs AND g.ts < f.he
+    ARRAY JOIN hours_touched(ts, te) AS hour
+    WHERE hour >= w0 AND hour < w1
+),
+-- the labelled samples per GPU and hour, offered to the hour itself and to the hours either side of it
+labels AS (
+    SELECT cluster, node, hpc_job, gpu, lh + toIntervalHour(d) AS hour, tss
+    FROM (SELECT cluster, node, hpc_job, gpu, toStartOfHour(ts) AS lh, groupArray(ts) AS tss
+          FROM g WHERE hpc_job != '' GROUP BY cluster, node, hpc_job, gpu, lh)
+    ARRAY JOIN [-1, 0, 1] AS d
+),
+-- 'gpu': the GPUs a run's job id labels inside the run (a requeued job's runs share the id)
+ident AS (
+    SELECT f.cluster AS cluster, f.hour AS hour, f.node AS node, f.job_id AS job_id, f.submit_ts AS submit_ts,
+           any(f.a) AS a, any(f.hs) AS hs, any(f.he) AS he, l.gpu AS gpu
+    FROM fan AS f
+    INNER JOIN labels AS l ON l.cluster = f.cluster AND l.node = f.node AND l.hour = f.hour AND l.hpc_job = f.raw_id
+    WHERE arrayExists(t -> t >= f.run_start_ts AND t < f.run_end_ts, l.tss)
+    GROUP BY cluster, hour, node, job_id, submit_ts, gpu
+),
+own AS (
+    SELECT i.cluster AS cluster, i.hour AS hour, i.node AS node, i.job_id AS job_id, i.submit_ts AS submit_ts,
+           any(i.a) / uniqExact(i.gpu) AS k,
+           toFloat64(sum(overlap_s(p.ps, p.pe, i.hs, i.he))) AS seen,
+           -- (sum(if()), not sumIf: the engine makes sumIf over the joined rows Nullable, NULL where none is busy)
+           toFloat64(sum(if(p.util_pct >= {idle_util_pct:Float64}, overlap_s(p.ps, p.pe, i.hs, i.he), 0))) AS busy_s,
+           sum(overlap_s(p.ps, p.pe, i.hs, i.he) * p.util_pct / 100) AS util_s,
+           sum(overlap_s(p.ps, p.pe, i.hs, i.he) * p.sm) AS sm_s,
+           sum(overlap_s(p.ps, p.pe, i.hs, i.he) * p.tensor) AS tensor_s,
+           sum(overlap_s(p.ps, p.pe, i.hs, i.he) * p.dram) AS dram_s
+    FROM ident AS i
+    INNER JOIN piece AS p ON p.cluster = i.cluster AND p.node = i.node AND p.hour = i.hour AND p.gpu = i.gpu
+    WHERE p.pe > i.hs AND p.ps < i.he
     GROUP BY cluster, hour, node, job_id, submit_ts
 ),
--- 'node share': the node's samples at each time, shared by the runs holding it then
-node_step AS (
-    SELECT cluster, node, hour, ts, max(step) AS step, toFloat64(count()) AS n,
+-- 'node share': the node's unlabelled samples per step piece, shared by the runs no label names
+node_piece AS (
+    SELECT cluster, node, hour, ts, min(ps) AS ps, max(pe) AS pe, toFloat64(count()) AS n,
            toFloat64(sum(if(util_pct >= {idle_util_pct:Float64}, 1, 0))) AS nb, sum(util_pct) / 100 AS u,
            sum(sm) AS sm, sum(tensor) AS tensor, sum(dram) AS dram
-    FROM g
-    WHERE (cluster, node, hour) NOT IN (SELECT cluster, node, hour FROM labelled)
+    FROM piece
+    WHERE hpc_job = ''
     GROUP BY cluster, node, hour, ts
+),
+unnamed AS (
+    SELECT f.* FROM fan AS f
+    LEFT ANTI JOIN (SELECT DISTINCT cluster, hour, node, job_id, submit_ts FROM ident) AS i
+        ON i.cluster = f.cluster AND i.hour = f.hour AND i.node = f.node AND i.job_id = f.job_id
+       AND i.submit_ts = f.submit_ts
 ),
 held_at AS (
     SELECT f.cluster AS cluster, f.hour AS hour, f.node AS node, f.job_id AS job_id, f.submit_ts AS submit_ts,
-           f.held_gpu_s AS held, toFloat64(f.gpus_per_node) AS a, n.ts AS ts, n.step AS step, n.n AS n, n.nb AS nb, n.u AS u,
+           n.ts AS ts, f.a AS a, f.a * toFloat64(overlap_s(n.ps, n.pe, f.hs, f.he)) AS ao,
+           toFloat64(toInt64(n.pe) - toInt64(n.ps)) AS l, n.n AS n, n.nb AS nb, n.u AS u,
            n.sm AS sm, n.tensor AS tensor, n.dram AS dram
-    FROM node_step AS n
-    INNER JOIN fan AS f ON f.cluster = n.cluster AND f.node = n.node AND f.hour = n.hour
-    WHERE n.ts >= f.hs AND n.ts < f.he
+    FROM node_piece AS n
+    INNER JOIN unnamed AS f ON f.cluster = n.cluster AND f.node = n.node AND f.hour = n.hour
+    WHERE n.pe > f.hs AND n.ps < f.he
 ),
+-- h: the runs' GPU time in the piece; c: the GPUs they held at once (their mean over the piece, at least the
+-- largest run's), over which the busy GPUs spread
 shared AS (
-    SELECT cluster, hour, node, job_id, submit_ts, any(held) AS held,
-           sum(step * a / alloc * least(n, alloc)) AS seen,
-           sum(step * a / alloc * least(nb, alloc)) AS busy_s,
-           sum(step * a / alloc * least(u, alloc)) AS util_s,
-           sum(step * a / alloc * least(sm, alloc)) AS sm_s,
-           sum(step * a / alloc * least(tensor, alloc)) AS tensor_s,
-           sum(step * a / alloc * least(dram, alloc)) AS dram_s
-    FROM (SELECT *, sum(a) OVER (PARTITION BY cluster, node, ts) AS alloc FROM held_at)
+    SELECT cluster, hour, node, job_id, submit_ts,
+           sum(ao * least(1., n * l / h)) AS seen,
+           sum(ao * least(1., nb / c)) AS busy_s,
+           sum(ao * least(1., u / c)) AS util_s,
+           sum(ao * least(1., sm / c)) AS sm_s,
+           sum(ao * least(1., tensor / c)) AS tensor_s,
+           sum(ao * least(1., dram / c)) AS dram_s
+    FROM (SELECT *, greatest(h / l, max(a) OVER (PARTITION BY cluster, node, hour, ts)) AS c
+          FROM (SELECT *, sum(ao) OVER (PARTITION BY cluster, node, hour, ts) AS h FROM held_at WHERE ao > 0))
     GROUP BY cluster, hour, node, job_id, submit_ts
 )
-SELECT cluster, hour, node, job_id, submit_ts, 'gpu', least(seen, held) AS observed, observed * nb / n,
-       observed * u / n, observed * sm / n, observed * tensor / n, observed * dram / n,
-       {idle_util_pct:Float64}, now64(3)
+SELECT cluster, hour, node, job_id, submit_ts, 'gpu', seen * k, busy_s * k, util_s * k, sm_s * k, tensor_s * k,
+       dram_s * k, {idle_util_pct:Float64}, now64(3)
 FROM own
 UNION ALL
-SELECT cluster, hour, node, job_id, submit_ts, 'node share', observed, busy_s * k, util_s * k, sm_s * k,
-       tensor_s * k, dram_s * k, {idle_util_pct:Float64}, now64(3)
-FROM (SELECT *, least(seen, held) AS observed, if(seen > 0, observed / seen, 0) AS k FROM shared);
+SELECT cluster, hour, node, job_id, submit_ts, 'node share', seen, busy_s, util_s, sm_s, tensor_s, dram_s,
+       {idle_util_pct:Float64}, now64(3)
+FROM shared;
