@@ -272,33 +272,30 @@ def _scontrol_nodes(records: list[dict[str, str]], cluster: str, source: str) ->
         node = rec.get("NodeName")
         if not node:  # skipped before: a node record cut or garbled above its NodeName
             raise OpsError(f"{source}: a record without NodeName= ({' '.join(list(rec)[:3])} ...)")
-        gpus, model, models = 0, "", {}
+        models: dict[str, int] = {}  # GPUs of each model, in Gres order
+        named = ""  # the last model named, kept for a node whose Gres lists none of it (gpu:h100:0)
         for g in rec.get("Gres", "").split(","):
             m = re.match(r"gpu(?::([^:(]+))?:(\d+)", g)
             if re.match(r"gpu(:|$)", g) and not m:  # read as no GPUs before (gpu:h100:eight)
                 raise OpsError(f"{source}: node {node}: cannot read Gres {g[:100]!r}")
             if m:
                 n = _count(m.group(2), f"{source}: node {node}: Gres gpu count", _U16)
-                gpus += n
-                model = m.group(1) or model
+                named = m.group(1) or named
                 if n:
                     models[m.group(1) or ""] = models.get(m.group(1) or "", 0) + n
-        if len(models) > 1:
-            # read as all of the last model's before (gpu:h100:2,gpu:h200:4 loaded as 6 h200): capacity and cost
-            # per model would be wrong on both sides; the inventory holds one GPU model a node
-            raise OpsError(f"{source}: node {node} has GPUs of {len(models)} models (Gres "
-                           f"{rec.get('Gres', '')[:100]}): the inventory holds one GPU model a node, so "
-                           "its capacity cannot be counted by model; nothing was loaded (docs/sources.md)")
-        if gpus > _U16:
-            raise OpsError(f"{source}: node {node}: {gpus} GPUs is not a count")
+        # one row per GPU model (gpu:h100:2,gpu:h200:4: 2 h100 and 4 h200, each counted under its model; read
+        # as 6 h200 once, then refused); a node without GPUs keeps one row, model '' and 0 GPUs
+        if sum(models.values()) > _U16:
+            raise OpsError(f"{source}: node {node}: {sum(models.values())} GPUs is not a count")
         feats = rec.get("AvailableFeatures", "").split(",")
         rack = next((f for f in feats if f.lower().startswith("rack")), "")
         cpus = _count(rec.get("CPUTot", "0") or "0", f"{source}: node {node}: CPUTot", _U32)
         partitions = [p for p in rec.get("Partitions", "").split(",") if p]
-        rows.append({"cluster": cluster, "node": node, "gpu_model": model, "gpus": gpus,
-                     "cpus": cpus, "partition": partitions[0] if partitions else "",
-                     "rack": rack, "in_service_ts": _EPOCH, "retired_ts": None, "source": source,
-                     "state": rec.get("State", ""), "partitions": partitions})
+        for model, gpus in (models or {named: 0}).items():
+            rows.append({"cluster": cluster, "node": node, "gpu_model": model, "gpus": gpus,
+                         "cpus": cpus, "partition": partitions[0] if partitions else "",
+                         "rack": rack, "in_service_ts": _EPOCH, "retired_ts": None, "source": source,
+                         "state": rec.get("State", ""), "partitions": partitions})
     if not rows:
         raise OpsError(f"{source}: no NodeName= records")
     return pl.DataFrame(rows, schema={"cluster": pl.String, "node": pl.String, "gpu_model": pl.String,
@@ -440,7 +437,9 @@ def load_capacity(wh, *, inventory: str | Path | None = None, events: str | Path
 def _load_capacity(wh, inventory, events, reservations, cluster, tz) -> dict:
 
     cluster = cluster_for_rows(wh, cluster)
-    now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
+    loaded_at = datetime.now(timezone.utc)
+    loaded_at = loaded_at.replace(microsecond=loaded_at.microsecond // 1000 * 1000)  # as the column holds it
+    now = pl.lit(loaded_at, dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
     frames = {}
     if inventory:
         frames["node_inventory"] = read_inventory(inventory, cluster).with_columns(now)
@@ -449,8 +448,34 @@ def _load_capacity(wh, inventory, events, reservations, cluster, tz) -> dict:
     if reservations:
         frames["reservation"] = read_reservations(reservations, cluster, tz).with_columns(now)
     load_frames(wh, frames)
+    if inventory and frames["node_inventory"].height:
+        _forget_other_models(wh, loaded_at)
     # the inventory, events and reservations change every hour they cover: the loaded history's hours (none
     # when nothing was read: a file without a record, or the wrong file)
     if any(f.height for f in frames.values()):
         refresh_history(wh)
     return {t: f.height for t, f in frames.items()}
+
+
+def _forget_other_models(wh, loaded_at: datetime) -> None:
+    """A node's GPU models as its latest load lists them: the inventory is keyed by (node, GPU model), so a node
+    loaded again with another model (a GPU swap, a Gres corrected) would keep its old model's row beside the
+    new one, and both would count as capacity. The rows an earlier load wrote for the nodes this load lists
+    are deleted, and so are the capacity grain's rows of a (node, model) the inventory no longer holds (the
+    refresh after the load writes the new model's)."""
+    params = {"at": loaded_at}
+    loaded = ("(cluster, node) IN (SELECT cluster, node FROM node_inventory "
+              "WHERE loaded_at = {at:DateTime64(3, 'UTC')})")
+    _delete(wh, "node_inventory", f"loaded_at < {{at:DateTime64(3, 'UTC')}} AND {loaded}", params)
+    # on a cluster the grid's rows are in each shard's capacity_node_hour_local (the inventory is replicated
+    # whole: a delete on one replica reaches the others)
+    grid = (f"capacity_node_hour_local ON CLUSTER '{wh.cfg.cluster_name}'"
+            if getattr(wh.cfg, "deployment", "single") == "cluster" else "")
+    _delete(wh, "capacity_node_hour", "(cluster, node, gpu_model) NOT IN "
+            "(SELECT cluster, node, gpu_model FROM node_inventory)", target=grid)
+
+
+def _delete(wh, table: str, where: str, params: dict | None = None, target: str = "") -> None:
+    """A lightweight DELETE, where it has rows to delete (a mutation costs a tenth of a second even without)."""
+    if wh.query_rows(f"SELECT count() FROM {table} WHERE {where}", params)[0][0]:
+        wh.command(f"DELETE FROM {target or table} WHERE {where}", params)

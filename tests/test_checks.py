@@ -248,6 +248,8 @@ def _break(wh, how: str) -> str:
     if how == "node_moved_model":  # n1 re-inventoried as an H200: chargeback's models no longer the grain's
         wh.command("INSERT INTO node_inventory SELECT * REPLACE ('h200' AS gpu_model, now64(3) AS loaded_at) "
                    "FROM node_inventory FINAL WHERE cluster = 't1' AND node = 'n1'")
+        # the inventory is keyed by (node, model) (migration 0021): the H100 row goes, as a load would take it
+        wh.command("DELETE FROM node_inventory WHERE cluster = 't1' AND node = 'n1' AND gpu_model = 'h100'")
         return "model h200"
     if how == "no_cost_model":  # the H100 left out of the cost model: cost has no row for the capacity
         wh.command("ALTER TABLE cost_model DELETE WHERE lower(gpu_model) = 'h100' SETTINGS mutations_sync = 1")

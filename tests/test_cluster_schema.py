@@ -356,7 +356,9 @@ def test_sharding_keys_keep_a_rows_versions_on_one_shard(engine, cluster_schema)
         "xid_event": (["cluster", "node"], ["cluster", "gpu", "node", "ts", "xid"], "ReplicatedReplacingMergeTree"),
         "gpu_hour": (["cluster", "node"], ["cluster", "gpu", "hour", "node"], "ReplicatedReplacingMergeTree"),
         "node_hour": (["cluster", "node"], ["cluster", "hour", "node"], "ReplicatedReplacingMergeTree"),
-        "capacity_node_hour": (["cluster", "node"], ["cluster", "hour", "node"], "ReplicatedReplacingMergeTree"),
+        # after 0021: ORDER BY (cluster, node, hour, gpu_model)
+        "capacity_node_hour": (["cluster", "node"], ["cluster", "gpu_model", "hour", "node"],
+                               "ReplicatedReplacingMergeTree"),
         "gpu_instance_sample": (["cluster", "node"], ["cluster", "gpu", "gpu_instance", "node", "ts"],
                                 "ReplicatedReplacingMergeTree"),
         "lustre_job_io": (["cluster", "job_id"], ["cluster", "component", "fs", "job_id", "jobid", "operation", "ts"],

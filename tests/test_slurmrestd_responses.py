@@ -45,13 +45,13 @@ def test_nodes_response_is_the_inventory(release, parser):
 
 
 @pytest.mark.parametrize("parser", ["0.0.41", "0.0.42"])
-def test_a_node_with_two_gpu_models_is_refused_in_one_line(parser):
-    """Slurm 24.11's ia1 and ia2 have Gres gpu:h100:2,gpu:h200:4: loaded before as 6 H200 GPUs. The inventory
-    holds one model a node, so the file is refused, naming the node and its Gres."""
-    with pytest.raises(OpsError) as e:
-        read_inventory(REST / "24.11" / parser / "slurm-nodes.json", "hpc")
-    msg = str(e.value)
-    assert "\n" not in msg and "node ia1 has GPUs of 2 models (Gres gpu:h100:2,gpu:h200:4)" in msg
+def test_a_node_with_two_gpu_models_is_a_row_per_model(parser):
+    """Slurm 24.11's ia1 and ia2 have Gres gpu:h100:2,gpu:h200:4: loaded once as 6 H200 GPUs, then refused
+    (the inventory held one model a node); now a row per model: 2 h100 and 4 h200 each (issue 49,
+    tests/test_mixed_gpu_models.py loads them)."""
+    df = read_inventory(REST / "24.11" / parser / "slurm-nodes.json", "hpc")
+    got = sorted((r["node"], r["gpu_model"], r["gpus"]) for r in df.to_dicts() if r["gpus"])
+    assert got == [("ia1", "h100", 2), ("ia1", "h200", 4), ("ia2", "h100", 2), ("ia2", "h200", 4)]
 
 
 def _t(epoch: int) -> datetime:

@@ -1,5 +1,12 @@
 -- Recompute capacity_node_hour for the whole hours of [from_ts, to_ts) (see migration 0007 for the
 -- columns). Every input is clipped to the window, so a month is exact at its boundaries.
+--   model      one row per node, GPU model and hour (migration 0021): a node with GPUs of several models
+--              (Gres=gpu:h100:2,gpu:h200:4) has a row per model, each with its model's GPUs; its down,
+--              drained and reserved time is the node's, for each model's GPUs; a run's GPU time there is
+--              split by sql/functions/gpu_model_share.sql (its typed TRES, else in proportion to the node's
+--              GPUs of each model), and so are its samples' observed and busy time; the node's telemetry
+--              (GPU samples carry no Slurm GPU type) is split in proportion to the node's GPUs of each
+--              model. A node with one model: share 1, its figures as before
 --   cut        nothing is known of a cluster's use after the as-of time of its loaded job history
 --              (sql/intermediate/cluster_as_of.sql): every figure stops at least(to_ts, as_of), the through_ts
 --              of sql/marts/data_through.sql. The hours after it keep a row with nothing in it, so a
@@ -35,7 +42,9 @@ nodes AS (
     SELECT n.cluster AS cluster, n.node AS node, n.partition AS partition, n.gpu_model AS gpu_model,
            n.rack AS rack, n.gpus AS gpus, n.in_service_ts AS in_service_ts,
            coalesce(n.retired_ts, toDateTime('2106-01-01 00:00:00', 'UTC')) AS retired,
-           ifNull(c.cut, w1) AS cut
+           ifNull(c.cut, w1) AS cut,
+           toUInt16(sum(n.gpus) OVER (PARTITION BY n.cluster, n.node)) AS node_gpus,
+           groupArray(toString(n.gpu_model)) OVER (PARTITION BY n.cluster, n.node) AS node_models
     FROM (SELECT * FROM node_inventory FINAL WHERE in_service_ts < w1 AND coalesce(retired_ts, w1) > w0) AS n
     LEFT JOIN cuts AS c ON c.cluster = n.cluster
 ),
@@ -43,7 +52,9 @@ clusters AS (
     SELECT DISTINCT cluster, cut FROM nodes
 ),
 grid AS (
-    SELECT cluster, node, hour, partition, gpu_model, rack, gpus,
+    SELECT cluster, node, hour, partition, gpu_model, rack, gpus, node_gpus,
+           -- the node's telemetry counted under this model (see "model" above)
+           if(length(node_models) <= 1 OR node_gpus = 0, 1., gpus / node_gpus) AS tel_share,
            toFloat64(gpus * overlap_s(hour, hour + 3600, in_service_ts, least(retired, cut))) AS capacity_gpu_s
     FROM nodes
     ARRAY JOIN hours_touched(greatest(w0, in_service_ts), least(w1, retired)) AS hour
@@ -99,16 +110,24 @@ reserved AS (
     GROUP BY cluster, node, hour
 ),
 allocated AS (
-    SELECT f.cluster AS cluster, f.node AS node, f.hour AS hour, sum(f.gpu_s) AS allocated_gpu_s,
-           sumIf(f.gpu_s, f.reservation != '') AS allocated_resv_gpu_s,
-           sum(ifNull(x.observed_gpu_s, 0)) AS allocated_observed_gpu_s,
-           sum(ifNull(x.busy_gpu_s, 0)) AS busy_gpu_s
-    FROM ({{intermediate run_fanout}}) AS f
-    LEFT JOIN (SELECT cluster, node, hour, job_id, submit_ts, observed_gpu_s, busy_gpu_s
-               FROM run_sample_hour FINAL WHERE hour >= w0 AND hour < w1) AS x
-        ON x.cluster = f.cluster AND x.node = f.node AND x.hour = f.hour AND x.job_id = f.job_id
-       AND x.submit_ts = f.submit_ts
-    GROUP BY cluster, node, hour
+    SELECT cluster, node, hour, gpu_model, sum(gpu_s * share) AS allocated_gpu_s,
+           sumIf(gpu_s * share, reservation != '') AS allocated_resv_gpu_s,
+           sum(observed_gpu_s * share) AS allocated_observed_gpu_s,
+           sum(busy_gpu_s * share) AS busy_gpu_s
+    FROM (
+        SELECT f.cluster AS cluster, f.node AS node, f.hour AS hour, m.gpu_model AS gpu_model, f.gpu_s AS gpu_s,
+               f.reservation AS reservation, ifNull(x.observed_gpu_s, 0) AS observed_gpu_s,
+               ifNull(x.busy_gpu_s, 0) AS busy_gpu_s,
+               gpu_model_share(f.alloc_tres, m.gpu_model, m.gpus, m.node_gpus, m.node_models) AS share
+        FROM ({{intermediate run_fanout}}) AS f
+        INNER JOIN (SELECT DISTINCT cluster, node, gpu_model, gpus, node_gpus, node_models FROM nodes) AS m
+            ON m.cluster = f.cluster AND m.node = f.node
+        LEFT JOIN (SELECT cluster, node, hour, job_id, submit_ts, observed_gpu_s, busy_gpu_s
+                   FROM run_sample_hour FINAL WHERE hour >= w0 AND hour < w1) AS x
+            ON x.cluster = f.cluster AND x.node = f.node AND x.hour = f.hour AND x.job_id = f.job_id
+           AND x.submit_ts = f.submit_ts
+    )
+    GROUP BY cluster, node, hour, gpu_model
 ),
 gpu_tel AS (
     SELECT cluster, node, hour,
@@ -140,7 +159,7 @@ node_tel AS (
     WHERE t.hour + 3600 <= x.cut
 )
 SELECT
-    g.cluster, g.node, g.hour, g.partition, g.gpu_model, g.rack, g.gpus,
+    g.cluster, g.node, g.hour, g.partition, g.gpu_model, g.rack, g.gpus, g.node_gpus,
     g.capacity_gpu_s,
     least(toFloat64(g.gpus * ifNull(u.down_s, 0)), g.capacity_gpu_s) AS down_gpu_s,
     -- a draining node runs its jobs to their end: GPUs still allocated count as allocated, not drained
@@ -157,24 +176,25 @@ SELECT
     greatest(0., least(reserved_gpu_s, g.capacity_gpu_s - down_gpu_s - drained_gpu_s - allocated_gpu_s))
         AS reserved_idle_gpu_s,
     greatest(0., g.capacity_gpu_s - down_gpu_s - drained_gpu_s - allocated_gpu_s - reserved_idle_gpu_s) AS free_gpu_s,
-    ifNull(a.busy_gpu_s, 0), ifNull(t.covered_gpu_s, 0), ifNull(a.allocated_observed_gpu_s, 0),
-    ifNull(t.util_gpu_s, 0), ifNull(t.sm_gpu_s, 0),
-    ifNull(t.tensor_gpu_s, 0), ifNull(t.dram_gpu_s, 0), ifNull(t.gpu_energy_j, 0), ifNull(t.gpu_counter_energy_j, 0),
+    ifNull(a.busy_gpu_s, 0), ifNull(t.covered_gpu_s, 0) * g.tel_share, ifNull(a.allocated_observed_gpu_s, 0),
+    ifNull(t.util_gpu_s, 0) * g.tel_share, ifNull(t.sm_gpu_s, 0) * g.tel_share,
+    ifNull(t.tensor_gpu_s, 0) * g.tel_share, ifNull(t.dram_gpu_s, 0) * g.tel_share,
+    ifNull(t.gpu_energy_j, 0) * g.tel_share, ifNull(t.gpu_counter_energy_j, 0) * g.tel_share,
     n.node_power_w_avg, ifNull(t.node_covered_s, 0),
     -- the node-hour's IT energy (sql/functions/it_energy_j.sql): IPMI power × the time its GPUs' samples cover
     -- where the node's energy was measured (sql/functions/node_energy_measured.sql), else the GPUs' energy
     ifNull(it_energy_j(if(node_energy_measured(n.node_power_w_avg, ifNull(t.node_covered_s, 0)) = 1,
                           n.node_power_w_avg, NULL),
-                       ifNull(t.node_covered_s, 0), ifNull(t.gpu_energy_j, 0)), 0),
-    ifNull(t.throttled_gpu_s, 0),
-    ifNull(n.nic_rx_bytes, 0), ifNull(n.nic_tx_bytes, 0), ifNull(n.lustre_read_bytes, 0),
-    ifNull(n.lustre_write_bytes, 0),
+                       ifNull(t.node_covered_s, 0), ifNull(t.gpu_energy_j, 0)), 0) * g.tel_share,
+    ifNull(t.throttled_gpu_s, 0) * g.tel_share,
+    ifNull(n.nic_rx_bytes, 0) * g.tel_share, ifNull(n.nic_tx_bytes, 0) * g.tel_share,
+    ifNull(n.lustre_read_bytes, 0) * g.tel_share, ifNull(n.lustre_write_bytes, 0) * g.tel_share,
     {idle_util_pct:Float64},
     now64(3)
 FROM grid AS g
 LEFT JOIN unusable AS u USING (cluster, node, hour)
 LEFT JOIN reserved AS r USING (cluster, node, hour)
-LEFT JOIN allocated AS a USING (cluster, node, hour)
+LEFT JOIN allocated AS a USING (cluster, node, hour, gpu_model)
 LEFT JOIN gpu_tel AS t USING (cluster, node, hour)
 LEFT JOIN node_tel AS n USING (cluster, node, hour)
 SETTINGS join_use_nulls = 1;

@@ -7,6 +7,7 @@
 --             the resources were held), clipped to the window: [s, e) = [usage_start_ts, usage_end_ts) ∩
 --             [from_ts, to_ts); a run still running counts to the time it was last seen
 --   spread    sacct records a run's GPUs, not which node held how many: gpus_per_node = gpus ÷ its nodes
+--             (alloc_tres: what GPU models they were, for a node with several, sql/functions/gpu_model_share.sql)
 --   held_s    the seconds of the hour the run held the node; gpu_s = gpus_per_node × held_s
 --   run_start_ts, run_end_ts  the whole run, unclipped (run_sample_hour finds the GPUs a run held by the
 --             samples its job id labels inside it, which may lie outside the window)
@@ -14,12 +15,13 @@
 -- An included query, not a (parameterized) view: ClickHouse expands SQL functions (overlap_s,
 -- hours_touched) into a view's stored query when the view is created, so a changed rule would not reach
 -- it (sql/README.md, "Templates"). Nothing creates or runs it on its own.
-SELECT cluster, job_id, submit_ts, job_id_raw, account, project, reservation, run_node_count, node, hour, s, e,
+SELECT cluster, job_id, submit_ts, job_id_raw, account, project, reservation, alloc_tres, run_node_count, node, hour, s, e,
        gpus_per_node, run_start_ts, run_end_ts,
        overlap_s(hour, hour + 3600, s, e) AS held_s,
        gpus_per_node * held_s AS gpu_s
 FROM (
-    SELECT cluster, job_id, submit_ts, job_id_raw, account, project, reservation, nodes, length(nodes) AS run_node_count,
+    SELECT cluster, job_id, submit_ts, job_id_raw, account, project, reservation, alloc_tres, nodes,
+           length(nodes) AS run_node_count,
            gpus / length(nodes) AS gpus_per_node, usage_start_ts AS run_start_ts, usage_end_ts AS run_end_ts,
            greatest(usage_start_ts, {from_ts:DateTime('UTC')}) AS s, least(usage_end_ts, {to_ts:DateTime('UTC')}) AS e
     FROM fct_job_run

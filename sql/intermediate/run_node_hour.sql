@@ -38,7 +38,19 @@ fresh AS (
            c.storage_write_bytes / nullIf(c.capacity_gpu_s, 0) AS write_per_capacity,
            c.util_gpu_s / nullIf(c.covered_gpu_s, 0) AS node_util
     FROM ({{intermediate run_fanout}}) AS f
-    LEFT JOIN (SELECT * FROM capacity_node_hour FINAL WHERE hour >= w0 AND hour < w1) AS c
+    -- the node-hour whole: a node with GPUs of several models has a row per model in the grain (migration
+    -- 0021), whose figures sum to the node's; a run there is labelled with its models joined by '+'
+    LEFT JOIN (SELECT cluster, node, hour, arrayStringConcat(arraySort(groupArray(toString(gpu_model))), '+') AS gpu_model,
+                      sum(capacity_gpu_s) AS capacity_gpu_s, sum(allocated_gpu_s) AS allocated_gpu_s,
+                      sum(covered_gpu_s) AS covered_gpu_s, sum(util_gpu_s) AS util_gpu_s, sum(sm_gpu_s) AS sm_gpu_s,
+                      sum(tensor_gpu_s) AS tensor_gpu_s, sum(dram_gpu_s) AS dram_gpu_s,
+                      sum(gpu_energy_j) AS gpu_energy_j, sum(gpu_counter_energy_j) AS gpu_counter_energy_j,
+                      sum(it_energy_j) AS it_energy_j, any(node_power_w_avg) AS node_power_w_avg,
+                      max(node_covered_s) AS node_covered_s, sum(nic_rx_bytes) AS nic_rx_bytes,
+                      sum(nic_tx_bytes) AS nic_tx_bytes, sum(storage_read_bytes) AS storage_read_bytes,
+                      sum(storage_write_bytes) AS storage_write_bytes
+               FROM capacity_node_hour FINAL WHERE hour >= w0 AND hour < w1
+               GROUP BY cluster, node, hour) AS c
         ON c.cluster = f.cluster AND c.node = f.node AND c.hour = f.hour
 ),
 gone AS (

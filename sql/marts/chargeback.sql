@@ -20,7 +20,9 @@ alloc AS (
           AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
           AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}) AS r
     LEFT JOIN dim_account AS d ON d.account = r.account
-    LEFT JOIN (SELECT node, gpu_model FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS i ON i.node = r.node
+    -- a node with GPUs of several models: its models joined by '+', as run_node_hour labels it
+    LEFT JOIN (SELECT node, arrayStringConcat(arraySort(groupArray(toString(gpu_model))), '+') AS gpu_model
+               FROM node_inventory FINAL WHERE cluster = {cluster:String} GROUP BY node) AS i ON i.node = r.node
     GROUP BY project, gpu_model
 ),
 -- each model's allocated GPU-hours and total cost (capex and energy) as cost.sql gives them

@@ -1,7 +1,8 @@
 -- Investment effectiveness of [from_ts, to_ts) by GPU model, from the cost model (cost_model, config
 -- [cost.<model>]) and capacity_node_hour:
 --   capex        capacity GPU-hours × capex_per_gpu_hour (sql/functions/): what the hardware costs while it
---                exists, used or not
+--                exists, used or not; a GPU-hour of a model is its model's node price shared by the node's
+--                GPUs (node_gpus: on a node with several models, all of them; issue 49)
 --   energy       energy_cost (× PUE × power price) of the IT energy measured, node-hour by node-hour, as
 --                capacity_node_hour holds it (formed once by its refresh, migration 0020): the whole node's, IPMI
 --                power × the time its GPUs' samples cover, where the node reported power; the GPUs' alone where
@@ -41,14 +42,14 @@ SELECT
     multiIf(countIf(c.it_energy_j > 0) = 0, 'none', countIf(c.it_energy_j > 0 AND c.ipmi = 0) = 0, 'node (IPMI)',
             countIf(c.it_energy_j > 0 AND c.ipmi = 1) = 0, 'GPUs only (no IPMI)',
             'node (IPMI) where measured, else GPUs only') AS energy_basis,
-    sum(c.capacity_gpu_s / 3600 * capex_per_gpu_hour(m.node_price, c.gpus, m.amortization_years)) AS capex,
+    sum(c.capacity_gpu_s / 3600 * capex_per_gpu_hour(m.node_price, c.node_gpus, m.amortization_years)) AS capex,
     sum(energy_cost(c.it_energy_j / 3.6e6, m.pue, m.power_price_per_kwh)) AS energy_cost,
     capex + energy_cost AS total_cost,
     total_cost / nullIf(available_gpu_h, 0) AS cost_per_available_gpu_h,
     total_cost / nullIf(allocated_gpu_h, 0) AS cost_per_allocated_gpu_h,
     total_cost / nullIf(busy_gpu_h, 0) AS cost_per_busy_gpu_h,
     sum(greatest(0, c.capacity_gpu_s - c.down_gpu_s - c.drained_gpu_s - c.allocated_gpu_s) / 3600
-        * capex_per_gpu_hour(m.node_price, c.gpus, m.amortization_years)) AS idle_cost,
+        * capex_per_gpu_hour(m.node_price, c.node_gpus, m.amortization_years)) AS idle_cost,
     sum(c.tensor_gpu_s * m.peak_bf16_tflops) / 1000 / 86400 AS pflop_days,
     total_cost / nullIf(pflop_days, 0) AS cost_per_pflop_day
 FROM grain AS c

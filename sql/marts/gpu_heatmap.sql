@@ -31,7 +31,8 @@ SELECT ifNull(i.rack, '') AS rack, g.node AS node, g.gpu AS gpu,
        max(g.temp_c_max) AS temp_c_max,
        sum(g.throttled_s) / nullIf(sum(g.covered_s), 0) AS throttled_share
 FROM per_gpu AS g
-LEFT JOIN (SELECT node, rack FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS i ON g.node = i.node
+LEFT JOIN (SELECT node, any(rack) AS rack FROM node_inventory FINAL WHERE cluster = {cluster:String} GROUP BY node) AS i
+    ON g.node = i.node
 GROUP BY rack, node, gpu
 ORDER BY rack, node, gpu
 SETTINGS join_use_nulls = 1;

@@ -50,7 +50,9 @@ held AS (
                FROM run_sample_hour FINAL WHERE cluster = {cluster:String}
                AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}) AS x
         ON x.hour = r.hour AND x.node = r.node AND x.job_id = r.job_id AND x.submit_ts = r.submit_ts
-    LEFT JOIN (SELECT node, gpus FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS i ON i.node = r.node
+    -- the node's GPUs of every model (a row per model in the inventory)
+    LEFT JOIN (SELECT node, sum(gpus) AS gpus FROM node_inventory FINAL WHERE cluster = {cluster:String} GROUP BY node) AS i
+        ON i.node = r.node
     LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
     WHERE {project:String} = ''
        OR r.account IN (SELECT account FROM dim_account WHERE project = {project:String})

@@ -47,13 +47,16 @@
 --- export = 24
 WITH
 inventory AS (
-    SELECT node, gpu_model, gpus, rack
+    -- one row a node: a node with GPUs of several models has a row per model (its models joined by '+')
+    SELECT node, arrayStringConcat(arraySort(groupArray(toString(gpu_model))), '+') AS gpu_model, sum(gpus) AS gpus,
+           any(rack) AS rack
     FROM node_inventory FINAL
     WHERE cluster = {cluster:String} AND in_service_ts < {to_ts:DateTime('UTC')}
       AND (retired_ts IS NULL OR retired_ts > {from_ts:DateTime('UTC')})
       AND ({reservation:String} = ''
            OR node IN (SELECT arrayJoin(argMax(nodes, start_ts)) FROM reservation FINAL
                        WHERE cluster = {cluster:String} AND name = {reservation:String}))
+    GROUP BY node
 ),
 -- an Xid and the DOWN or DRAIN that began within 10 minutes of it on its node are one fault (the kernel logs
 -- the Xid seconds before Slurm takes the node; dcgm-exporter's sample of it may come a step after)

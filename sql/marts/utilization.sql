@@ -71,7 +71,9 @@ FROM (SELECT c.node AS node, c.gpu_model AS gpu_model, c.partition AS partition,
       FROM capacity_node_hour AS c FINAL
       WHERE c.cluster = {cluster:String} AND c.hour >= {from_ts:DateTime('UTC')} AND c.hour < {to_ts:DateTime('UTC')}
       GROUP BY node, gpu_model, partition) AS h
-LEFT JOIN (SELECT node, partitions FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS m ON m.node = h.node
+-- (a node with GPUs of several models has a row per model in the inventory: its partitions once)
+LEFT JOIN (SELECT node, any(partitions) AS partitions FROM node_inventory FINAL WHERE cluster = {cluster:String}
+           GROUP BY node) AS m ON m.node = h.node
 -- each node-hour once per level it is in: the cluster, its GPU model, its partition, every partition it is in
 ARRAY JOIN arrayConcat([('cluster', ''), ('gpu_model', h.gpu_model), ('partition', h.partition)],
                        arrayMap(p -> ('partition_member', p), if(empty(m.partitions), [h.partition], m.partitions)))
