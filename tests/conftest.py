@@ -360,7 +360,9 @@ def table_checksums(wh) -> dict[str, tuple]:
         cols = [c for (c,) in wh.query_rows(
             "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String} "
             "ORDER BY position", {"t": t}) if c not in VOLATILE_COLUMNS]
-        expr = "cityHash64(" + ", ".join(f"`{c}`" for c in cols) + ")"
+        # over one tuple: cityHash64(a, b, ...) is NULL when any argument is, and sum() skips NULLs, so a row
+        # with a NULL column counted by count() alone; a tuple's hash sets NULL apart from 0 and '' (issue 49)
+        expr = "cityHash64(tuple(" + ", ".join(f"`{c}`" for c in cols) + "))"
         out[t] = tuple(wh.query_rows(f"SELECT count(), sum({expr}) FROM {t} FINAL")[0])
     return out
 
