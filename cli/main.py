@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
@@ -13,7 +14,7 @@ from ops_warehouse.analytics.api import Connection
 from ops_warehouse.analytics.periods import parse_month
 from ops_warehouse.config import load_config
 from ops_warehouse.dsn import dsn_secret
-from ops_warehouse.errors import OpsError
+from ops_warehouse.errors import OpsError, Terminated, sigterm_received, stop_on_sigterm
 from ops_warehouse.etl.grains import refresh_history
 from ops_warehouse.etl.retry import Retry
 from ops_warehouse.etl.watermarks import days_since, extract_end
@@ -953,6 +954,14 @@ def generate(
           f"{h.xids.height} Xid events; lemon nodes {', '.join(h.lemons)}; straggler {h.straggler}")
 
 
+def _stopped() -> None:
+    """Exit as the signal that stopped the command: 130 for SIGINT, 143 for SIGTERM (a shell's 128 + N)."""
+    if sigterm_received():
+        print("ops-report: stopped by SIGTERM", file=sys.stderr)
+        sys.exit(Terminated.exit_code)
+    sys.exit(130)
+
+
 def clickhouse_errors():
     from clickhouse_connect.driver.exceptions import Error
 
@@ -960,20 +969,31 @@ def clickhouse_errors():
 
 
 def main() -> None:
+    # cron's `timeout` and `systemctl stop` send SIGTERM: stopped as SIGINT stops a command (a load undone and
+    # logged failed, a report's files never half-written), not killed mid-insert
+    before = stop_on_sigterm()
+    try:
+        _run_app()
+    finally:  # main() in a test's process (tests/cli_runner.py) leaves that process's SIGTERM as it was
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
+
+
+def _run_app() -> None:
     try:
         rc = app(standalone_mode=False)
+        if rc == 130:  # typer returns 130 for any KeyboardInterrupt, SIGTERM's (Terminated) too
+            _stopped()
         if isinstance(rc, int) and rc:
             sys.exit(rc)
     except OpsError as e:
         print(f"ops-report: error: {e}", file=sys.stderr)
         sys.exit(2)
-    except typer.Abort:
-        sys.exit(130)
+    except (typer.Abort, KeyboardInterrupt):
+        _stopped()
     except clickhouse_errors() as e:
         print(f"ops-report: warehouse error: {str(e).strip().splitlines()[0][:500]}", file=sys.stderr)
         sys.exit(1)
-    except KeyboardInterrupt:
-        sys.exit(130)
     except Exception as e:  # usage errors from typer's click layer: shown as click would
         if hasattr(e, "show") and hasattr(e, "exit_code"):
             e.show()

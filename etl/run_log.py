@@ -2,8 +2,9 @@
 
 Every load (sacct, slurmdbd, telemetry, capacity, and each source of a nightly run) runs inside
 ``logged_run``, which writes the row when the load ends, however it ends: ``ok``, or ``failed`` with the
-error for any exception at all — an engine error, an unreachable source, a bug, SIGINT (``interrupted
-(SIGINT)``) — which it then raises again. Only SIGKILL leaves no row (nothing runs then; docs/reliability.md).
+error for any exception at all — an engine error, an unreachable source, a bug, SIGINT or SIGTERM
+(``interrupted (SIGINT)``, ``interrupted (SIGTERM)``) — which it then raises again. Only SIGKILL leaves no row
+(nothing runs then; docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ops_warehouse.errors import OpsError
+from ops_warehouse.errors import OpsError, Terminated
 
 ERROR_CHARS = 1000
 
@@ -47,8 +48,8 @@ class Run:
 
 def failure_text(e: BaseException) -> str:
     """What the run log says about an exception: its message (first line, or its kind when it has none)."""
-    if isinstance(e, KeyboardInterrupt):
-        return "interrupted (SIGINT)"
+    if isinstance(e, KeyboardInterrupt):  # Terminated is one: SIGTERM taken as SIGINT (errors.py)
+        return f"interrupted ({e.signal_name if isinstance(e, Terminated) else 'SIGINT'})"
     if isinstance(e, SystemExit):
         return f"exited ({e.code})"
     text = str(e).strip()

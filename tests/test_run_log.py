@@ -18,7 +18,7 @@ import pytest
 
 from ops_warehouse.config import Config
 from ops_warehouse.warehouse import close_embedded, open_warehouse
-from tests.conftest import DATA, LIVE, REPO
+from tests.conftest import DATA, LIVE, REPO, warehouse_checksums
 from tests.cli_runner import OPS, ops
 
 pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
@@ -53,20 +53,22 @@ def closed_port() -> int:
     return port
 
 
-def interrupt_when(args: list[str], env: dict, ready: str, cwd: Path) -> subprocess.CompletedProcess:
-    """Run ``ops-report ARGS``, send SIGINT once a stderr line contains ``ready``; its exit and output."""
+def interrupt_when(args: list[str], env: dict, ready: str, cwd: Path,
+                   sig: int = signal.SIGINT) -> subprocess.CompletedProcess:
+    """Run ``ops-report ARGS``, send ``sig`` once a line of its output contains ``ready``; its exit and its
+    stdout and stderr as one (in ``stderr``: the nightly run's step lines go to stdout, the loads' to stderr)."""
     import os
 
-    p = subprocess.Popen([*OPS, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    p = subprocess.Popen([*OPS, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          env={**os.environ, **env}, cwd=cwd)
     seen = []
-    for line in p.stderr:
+    for line in p.stdout:
         seen.append(line)
         if ready in line:
-            p.send_signal(signal.SIGINT)
+            p.send_signal(sig)
             break
-    out, err = p.communicate(timeout=300)
-    return subprocess.CompletedProcess(args, p.returncode, out, "".join(seen) + err)
+    rest, _ = p.communicate(timeout=300)
+    return subprocess.CompletedProcess(args, p.returncode, "", "".join(seen) + rest)
 
 
 # ---------------------------------------------------------------------------------------------- sacct
@@ -123,6 +125,53 @@ def test_sacct_interrupted_by_sigint_is_logged_failed(big_sacct, tmp_path):
     kind, status, error, read = log[0]
     assert (kind, status, error) == ("sacct", "failed", "interrupted (SIGINT)")
     assert 0 < read < lines, (read, lines)  # it stopped part of the way through
+
+
+def test_sacct_stopped_by_sigterm_is_undone_and_logged(big_sacct, tmp_path):
+    """SIGTERM (cron's `timeout`, `systemctl stop`) is taken as SIGINT (issue 49: before, the process died
+    mid-insert with 41,943 of 100,229 runs loaded and no run-log row): the warehouse holds exactly the rows
+    it held before the load, the run log says why, and the exit is 143 (128 + SIGTERM)."""
+    wh = tmp_path / "wh"
+    ops("--warehouse", f"chdb://{wh}", "etl", "sacct", str(LIVE / "sacct.psv"), env={"OPS_CONFIG": ""})
+    before = warehouse_checksums(wh)
+    assert before["slurm_job_run"][0] == 15  # the live Slurm file's 15 job runs (JobIDRaw without a '.')
+    lines = sum(1 for _ in open(big_sacct)) - 1
+    p = interrupt_when(["--warehouse", f"chdb://{wh}", "etl", "sacct", str(big_sacct)], {"OPS_CONFIG": ""},
+                       "loading ", tmp_path, signal.SIGTERM)
+    assert p.returncode == 143 and "Traceback" not in p.stderr, p.stderr
+    assert "stopped by SIGTERM" in p.stderr
+    assert warehouse_checksums(wh) == before
+    log = run_log_at(wh)
+    assert [(k, s, e) for k, s, e, _ in log] == [("sacct", "ok", ""), ("sacct", "failed", "interrupted (SIGTERM)")]
+    assert 0 < log[1][3] < lines, (log[1][3], lines)  # it stopped part of the way through
+
+
+def test_nightly_stopped_by_sigterm_is_undone_and_logged(big_sacct, tmp_path):
+    """The same for `etl nightly` (what cron's `timeout` stops), its sacct source mid-load: the site's sacct
+    command prints the big file twice (~170 MB, 10-20 s of load) and leaves behind a process that sends the
+    nightly run SIGTERM 4 s later, when the load is under way (its output names no point to wait for: a
+    nightly run under cron prints a step's line at its start and end, and progress only every 10 s)."""
+    wh = tmp_path / "wh"
+    sacct = tmp_path / "sacct"
+    sacct.write_text("#!/bin/sh\n"
+                     "(sleep 4; kill -TERM $PPID) </dev/null >/dev/null 2>&1 &\n"
+                     f"cat '{big_sacct}'\ntail -n +2 '{big_sacct}'\n")
+    sacct.chmod(0o755)
+    conf = tmp_path / "ops.toml"
+    conf.write_text(f'[warehouse]\ndsn = "chdb://{wh}"\n[sacct]\ncommand = ["{sacct}"]\n'
+                    '[[nightly.slurm]]\ncluster = "c1"\nsource = "sacct"\n')
+    env = {"OPS_CONFIG": str(conf), "OPS_WAREHOUSE": ""}
+    ops("etl", "sacct", str(LIVE / "sacct.psv"), env=env)
+    before = warehouse_checksums(wh)
+    p = ops("etl", "nightly", "--from", "2026-10-01", "--to", "2026-10-01", env=env, check=False)
+    assert p.returncode == 143 and "Traceback" not in p.stderr, (p.stdout, p.stderr)
+    assert warehouse_checksums(wh) == before
+    log = run_log_at(wh)
+    assert sorted((k, s, e) for k, s, e, _ in log[1:]) == [
+        ("nightly:sacct", "failed", "interrupted (SIGTERM)"), ("sacct", "failed", "interrupted (SIGTERM)")], log
+    lines = 2 * (sum(1 for _ in open(big_sacct)) - 1)
+    read = next(r for k, _, _, r in log[1:] if k == "sacct")
+    assert 0 < read < lines, (read, lines)  # stopped mid-load, not before it or after
 
 
 # ---------------------------------------------------------------------------------------------- slurmdbd
