@@ -12,7 +12,8 @@ Real inventories, their capacity by model counted by hand from their raw lines:
 A hand-built day (2026-10-05) on node m1 (`gpu:h100:2,gpu:h200:4`), no telemetry, nothing down:
   4101 typed   gres/gpu:h100=2   10:00-12:00  h100 2 × 2 = 4 GPU-h
   4102 typed   gres/gpu:h200=4   10:00-11:00  h200 4 × 1 = 4 GPU-h
-  4103 untyped gres/gpu=3        13:00-15:00  6 GPU-h, split by the node's GPUs (docs/statistics.md):
+  4103 untyped gres/gpu=3        13:00-15:00  6 GPU-h, in reservation r1 (m1, 13:00-15:00: 6 × 2 = 12 GPU-h
+                                              reserved, 6 used), split by the node's GPUs (docs/statistics.md):
                                               h100 6 × 2/6 = 2, h200 6 × 4/6 = 4
   allocated: h100 4 + 2 = 6, h200 4 + 4 = 8 GPU-h; capacity to the history's as-of time 15:00:
   h100 2 × 15 = 30, h200 4 × 15 = 60 GPU-h; utilization h100 6/30 = 0.2, h200 8/60 = 0.1333.
@@ -68,26 +69,30 @@ def test_a_node_loaded_again_with_other_models_keeps_only_the_new_ones(tmp_path,
     assert wh.query_rows("SELECT gpu_model, gpus FROM node_inventory FINAL") == [("b200", 8)]
 
 
-JOBS = [(4101, "gres/gpu:h100=2,gres/gpu=2", 2, "10:00", "12:00"),
-        (4102, "gres/gpu:h200=4,gres/gpu=4", 4, "10:00", "11:00"),
-        (4103, "gres/gpu=3", 3, "13:00", "15:00")]
+JOBS = [(4101, "gres/gpu:h100=2,gres/gpu=2", 2, "10:00", "12:00", ""),
+        (4102, "gres/gpu:h200=4,gres/gpu=4", 4, "10:00", "11:00", ""),
+        (4103, "gres/gpu=3", 3, "13:00", "15:00", "r1")]
 
 
 def _mixed_day(wh, tmp_path):
     lines = [HEAD]
-    for jid, gres, n, s, e in JOBS:
+    for jid, gres, n, s, e, resv in JOBS:
         s, e = at(s), at(e)
         submit = (s - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S")
         tres = f"billing={8 * n},cpu={8 * n},{gres},mem=100G,node=1"
         lines.append(f"{jid}|{jid}|t3|gpu|normal|proja|proja|1|alice|1|{submit}|{submit}|"
                      f"{s:%Y-%m-%dT%H:%M:%S}|{e:%Y-%m-%dT%H:%M:%S}|{int((e - s).total_seconds())}|2880|0:0|"
-                     f"COMPLETED|1|{8 * n}|{8 * n}|100G|{tres}|{tres}|m1|||job{jid}")
+                     f"COMPLETED|1|{8 * n}|{8 * n}|100G|{tres}|{tres}|m1|{resv}|job{jid}")
     (tmp_path / "sacct.psv").write_text("\n".join(lines) + "\n")
     (tmp_path / "nodes.txt").write_text(
         "NodeName=m1 Arch=x86_64 CPUTot=64 AvailableFeatures=rack01 Gres=gpu:h100:2,gpu:h200:4 State=MIXED "
         "Partitions=gpu\n")
+    (tmp_path / "resv.txt").write_text(
+        "ReservationName=r1 StartTime=2026-10-05T13:00:00 EndTime=2026-10-05T15:00:00 Duration=02:00:00 "
+        "Nodes=m1 NodeCnt=1 CoreCnt=64 Features=(null) PartitionName=gpu Flags=SPEC_NODES TRES=cpu=64 "
+        "Users=(null) Groups=(null) Accounts=proja Licenses=(null) State=ACTIVE BurstBuffer=(null)\n")
     assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
-    load_capacity(wh, inventory=tmp_path / "nodes.txt", cluster="t3")
+    load_capacity(wh, inventory=tmp_path / "nodes.txt", reservations=tmp_path / "resv.txt", cluster="t3")
     day = (datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC), datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC)
            + timedelta(days=1))
     refresh_capacity(wh, "t3", *day)
@@ -110,9 +115,15 @@ def test_typed_and_untyped_jobs_on_a_mixed_node_count_under_their_models(tmp_pat
     assert cost["h100"]["capex"] == pytest.approx(34.2231, abs=1e-4)
     assert cost["h200"]["capex"] == pytest.approx(79.8540, abs=1e-4)
     assert cost["all"]["allocated_gpu_h"] == pytest.approx(14.0)
-    laws = {o.law.name: o.status for o in run_checks(wh, cluster="t3", window=day, project="",
-                                                     names=["capacity_order", "capacity_split"])}
-    assert laws == {"capacity_order": "holds", "capacity_split": "holds"}
+    outs = run_checks(wh, cluster="t3", window=day, project="",
+                      names=["capacity_order", "capacity_split"])
+    laws = {o.law.name: o.status for o in outs}
+    assert laws == {"capacity_order": "holds", "capacity_split": "holds"}, [(o.law.name, o.error) for o in outs]
+    # r1 held m1's 6 GPUs 13:00-15:00: 12 GPU-h reserved, 4103's 6 used (before, one model's row stood for
+    # the node-hour: 2 h100 × 2 h = 4 reserved, and the used time capped at it)
+    resv = run_mart(wh, "reservations", cluster="t3", window=day).to_dicts()
+    assert [(r["reservation"], round(r["reserved_gpu_h"], 6), round(r["used_gpu_h"], 6)) for r in resv] == [
+        ("r1", 12.0, 6.0)]
     # the run grain keeps one row per run and node-hour: the job-hours are the runs' 4 + 4 + 6 = 14 GPU-h
     assert wh.query_rows("SELECT round(sum(gpu_s) / 3600, 6), count() FROM run_node_hour FINAL "
                          "WHERE cluster = 't3'") == [(14.0, 5)]

@@ -24,7 +24,8 @@ ev AS (
       AND coalesce(end_ts, cut_ts) > {from_ts:DateTime('UTC')}
 ),
 node_days AS (
-    SELECT sum(capacity_gpu_s / gpus) / 86400 AS d FROM capacity_node_hour FINAL
+    -- node_gpus: a node with GPUs of several models has a row per model, each its part of the node's time
+    SELECT sum(capacity_gpu_s / node_gpus) / 86400 AS d FROM capacity_node_hour FINAL
     WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')} AND gpus > 0
 )
 SELECT node,

@@ -30,9 +30,13 @@ hours AS (
           AND start_ts < {to_ts:DateTime('UTC')} AND end_ts > {from_ts:DateTime('UTC')}
           AND ({project:String} = '' OR hasAny(accounts, (SELECT groupUniqArray(lower(account)) FROM fct_job_run
                                                          WHERE project = {project:String})))) AS r
-    INNER JOIN (SELECT * FROM capacity_node_hour FINAL WHERE cluster = {cluster:String}
-                AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')} AND reservation != '') AS c
-        ON has(splitByChar(',', c.reservation), r.name) AND has(r.nodes, c.node)
+    -- the node-hour whole (a node with GPUs of several models has a row per model, migration 0021)
+    INNER JOIN (SELECT node, hour, any(reservation) AS reservations, sum(reserved_gpu_s) AS reserved_gpu_s,
+                       sum(allocated_resv_gpu_s) AS allocated_resv_gpu_s, sum(gpus) AS gpus
+                FROM capacity_node_hour FINAL WHERE cluster = {cluster:String}
+                AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')} AND reservation != ''
+                GROUP BY node, hour) AS c
+        ON has(splitByChar(',', c.reservations), r.name) AND has(r.nodes, c.node)
     GROUP BY r.name, c.node, c.hour
 )
 SELECT name AS reservation, any(accounts) AS accounts, any(partition) AS partition,
