@@ -15,7 +15,7 @@ from ops_warehouse.analytics.periods import parse_month
 from ops_warehouse.config import load_config
 from ops_warehouse.dsn import dsn_secret
 from ops_warehouse.errors import OpsError, Terminated, sigterm_received, stop_on_sigterm
-from ops_warehouse.etl.grains import refresh_history
+from ops_warehouse.etl.grains import rebuild_stale, refresh_history
 from ops_warehouse.etl.retry import Retry
 from ops_warehouse.etl.watermarks import days_since, extract_end
 from ops_warehouse.files import write_file
@@ -203,8 +203,12 @@ def init():
     with open_warehouse(_state["cfg"], migrate=False) as wh:
         applied = bring_up_to_date(wh)
         restored = restore_missing_objects(wh)  # the log says what was applied, not what was dropped since
+        # the grains an earlier version's SQL built, over the whole history (progress on stderr)
+        rebuilt = rebuild_stale(wh)
 
     print(f"warehouse {redact(wh.dsn)}: " + (f"applied {', '.join(applied)}" if applied else "schema up to date"))
+    if rebuilt:
+        print(f"rebuilt the grains an earlier version built: {', '.join(rebuilt)}")
     if restored:
         print(f"created again {len(restored)} missing tables and views: {', '.join(restored)} (their rows are "
               "not restored: load their sources again, then ops-report etl refresh)")

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from ops_warehouse.errors import OpsError
+from ops_warehouse.grain_versions import fingerprints, record_grains
 from ops_warehouse.sqlfiles import split_statements, sql_files
 
 _CREATE_TABLE = re.compile(r"CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+?)(?:\{\{local\}\})?\s", re.IGNORECASE)
@@ -218,8 +219,9 @@ def apply_migrations(wh, root=None, state: SchemaState | None = None) -> list[st
     )
     # created only when missing: a read-only user (docs/deployment.md) never sends DDL to a warehouse that
     # has its schema
-    if not wh.query_rows("SELECT 1 FROM system.tables WHERE database = currentDatabase() "
-                         "AND name = 'schema_migrations'"):
+    new = not wh.query_rows("SELECT 1 FROM system.tables WHERE database = currentDatabase() "
+                            "AND name = 'schema_migrations'")
+    if new:
         wh.command(
             f"CREATE TABLE IF NOT EXISTS schema_migrations {oc} (name String, kind LowCardinality(String), "
             f"checksum String, applied_at DateTime64(3, 'UTC')) ENGINE = {engine} ORDER BY name"
@@ -239,6 +241,11 @@ def apply_migrations(wh, root=None, state: SchemaState | None = None) -> list[st
             {"n": record, "k": kind, "c": checksum},
         )
         applied.append(record)
+    if new:
+        # empty grains: the loads fill them with this SQL (an older warehouse has no record: its grains are
+        # rebuilt by the next writer, etl/grains.py's rebuild_stale)
+        current = fingerprints(root)
+        record_grains(wh, current, current)
     return applied
 
 

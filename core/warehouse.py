@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from ops_warehouse.config import Config
 from ops_warehouse.dsn import dsn_secret, redact  # redact: imported from here by the loads and the CLI
 from ops_warehouse.errors import OpsError
+from ops_warehouse.grain_versions import stale_grains
 from ops_warehouse.migrations import (
     apply_migrations,
     apply_ttl,
@@ -72,6 +73,9 @@ class Warehouse:
         self.embedded_path = embedded_path
         self._engine = engine
         self._closed = False
+        # the grains built by an earlier version's SQL (core/grain_versions.py), found by bring_up_to_date:
+        # the writers rebuild them (etl/grains.py: rebuild_stale), a report refuses to read them
+        self.stale_grains: tuple[str, ...] = ()
         if engine is not None:
             engine.users += 1
 
@@ -204,6 +208,24 @@ def _open_chdb(path: Path):
         raise OpsError(f"cannot open embedded warehouse {path}: {str(e).splitlines()[0]}") from None
 
 
+def _refuse_unwritable(path: Path) -> None:
+    """chDB opens <warehouse>/status for writing (its lock) whenever it opens a warehouse, to read too, and has
+    no read-only mode that does without it (its `mode=ro` only refuses writes once open), and the turn's lock
+    file lies beside the warehouse: on a read-only mount or a folder this user may not write, one line before
+    the engine prints its own `Code: 76 ... Permission denied` and fails with another (issue 49)."""
+    turn_file = path.parent / f".{path.name}.turn"
+    for p, what in ((path, "folder"), (path / "status", "lock file"), (path.parent, "parent folder")):
+        if p == path.parent and os.access(turn_file, os.W_OK):
+            continue  # the turn's lock file exists and is writable: the parent need not be
+        if p.exists() and not os.access(p, os.W_OK):
+            ro = bool(os.statvfs(p).f_flag & os.ST_RDONLY)
+            raise OpsError(
+                f"the embedded warehouse {path} cannot be opened: its {what} {p} is "
+                f"{'on a read-only file system' if ro else 'not writable by this user'}, and the engine (chDB) "
+                "writes its lock file and the turn's beside it even to read; read it from a writable copy "
+                "(cp -a), with write access to the folder, or on a ClickHouse server (docs/deployment.md)")
+
+
 def _locked_by_other(path: Path) -> bool:
     status = path / "status"
     if not status.exists():
@@ -236,6 +258,7 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True, cr
             raise OpsError(f"no warehouse at {path}: check the path (--warehouse, OPS_WAREHOUSE or the config's "
                            "[warehouse] dsn), or make one with ops-report init")
         if engine is None:
+            pass  # H1REVERT
             close_embedded()  # one engine per process: another directory's is closed first
             turn = Turn(path, cfg.purpose, cfg.wait_s)
             turn.take()
@@ -281,6 +304,11 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True, cr
     if migrate:
         try:
             bring_up_to_date(wh)
+            if wh.stale_grains and not create:
+                # a read (a report, the API) never rebuilds, and must not show figures of the old SQL
+                raise OpsError(f"the warehouse {redact(dsn)} holds grains ({', '.join(wh.stale_grains)}) built by "
+                               "an earlier version of ops-warehouse: run ops-report init (as the ETL user) to "
+                               "rebuild them before reading")
         except BaseException:
             wh.close()
             raise
@@ -301,6 +329,9 @@ def bring_up_to_date(wh: Warehouse) -> list[str]:
     applied = apply_migrations(wh, state=state)
     if applied:
         state = None  # what the migrations changed is read again, step by step
+    recorded = state.recorded if state is not None else dict(
+        wh.query_rows("SELECT name, checksum FROM schema_migrations FINAL"))
+    wh.stale_grains = stale_grains(recorded)
     if projects:
         sync_projects(wh, state)
     cost_rows = state.cost_rows if state is not None else wh.query_rows("SELECT count() FROM cost_model")[0][0]

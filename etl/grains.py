@@ -29,6 +29,8 @@ import re
 from datetime import date, datetime, timedelta, timezone
 
 from ops_warehouse.etl.watermarks import set_watermark, watermark
+from ops_warehouse.grain_versions import record_grains
+from ops_warehouse.progress import count_progress
 from ops_warehouse.sqlfiles import sql_query, sql_statements
 
 _HOURLY_GRAINS = ("capacity_node_hour", "run_node_hour")
@@ -73,6 +75,78 @@ def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct
             set_watermark(wh, _BUILT + grain, _BUILT_TS)
 
 
+def rebuild_stale(wh) -> tuple[str, ...]:
+    """Rebuild, over the whole loaded history, the grains an earlier version's SQL built
+    (``wh.stale_grains``, core/grain_versions.py), in the order they read each other, and record today's
+    fingerprints: after an upgrade, every report reads what a fresh load of the same files gives. What
+    `ops-report init` does, and every load before its own refresh. Returns the grains rebuilt."""
+    stale = tuple(getattr(wh, "stale_grains", ()))
+    rebuilds = {"telemetry_hourly": _rebuild_telemetry_hourly, "gpu_day": _build_gpu_day,
+                "job_run": _rebuild_job_run, "hourly": _rebuild_hourly}
+    for grain in stale:
+        rebuilds[grain](wh)
+    if stale:
+        record_grains(wh, stale)
+        wh.stale_grains = ()
+    return stale
+
+
+def _rebuild_telemetry_hourly(wh) -> None:
+    """gpu_hour and node_hour from the fine samples, a week at a time. With ``telemetry.fine_ttl_days`` the
+    hours whose samples the TTL may have removed keep their rollups (rebuilt from what is left they would
+    lose time)."""
+    lo, hi = wh.query_rows("SELECT min(lo), max(hi) FROM (SELECT min(ts) AS lo, max(ts) AS hi FROM gpu_sample "
+                           "UNION ALL SELECT min(ts), max(ts) FROM node_sample) WHERE hi > toDateTime(0)")[0]
+    if hi is None or hi.year < 2000:
+        return
+    lo, hi = _hour(lo.replace(tzinfo=timezone.utc)), _hour(hi.replace(tzinfo=timezone.utc)) + timedelta(hours=1)
+    if wh.cfg.telemetry_ttl_days:
+        lo = max(lo, _ceil_hour(datetime.now(timezone.utc) - timedelta(days=wh.cfg.telemetry_ttl_days)))
+    weeks = [(t, min(_next_week(t), hi)) for t in _steps(lo, hi, _next_week)]
+    with count_progress("rebuilding telemetry_hourly (weeks)") as progress:
+        for i, (w0, w1) in enumerate(weeks, 1):
+            for stmt in sql_statements("intermediate/telemetry_hourly.sql"):
+                wh.command(stmt, {"from_ts": w0, "to_ts": w1})
+            progress(i, len(weeks))
+
+
+def _rebuild_job_run(wh) -> None:
+    """as_of_by_cluster and job_run for every run (as refresh_all_jobs makes them)."""
+    _refresh_as_of(wh)
+    _refresh_job_run(wh, datetime(1970, 1, 1, tzinfo=timezone.utc))
+
+
+def _rebuild_hourly(wh) -> None:
+    """The hourly grains over the whole job history, a month at a time (a refresh of whole hours gives the
+    rows one refresh of the whole span gives)."""
+    first, as_of = history_as_of(wh)
+    if as_of is None:
+        return
+    hi = _hour(as_of) + timedelta(hours=1)
+    months = [(t, min(_next_month(t), hi)) for t in _steps(first, hi, _next_month)]
+    with count_progress("rebuilding capacity_node_hour, run_node_hour, run_telemetry (months)") as progress:
+        for i, (m0, m1) in enumerate(months, 1):
+            refresh_capacity(wh, "", m0, m1)
+            progress(i, len(months))
+
+
+def _next_month(t: datetime) -> datetime:
+    return (t.replace(day=1, hour=0) + timedelta(days=32)).replace(day=1)
+
+
+def _next_week(t: datetime) -> datetime:
+    return t + timedelta(days=7)
+
+
+def _steps(lo: datetime, hi: datetime, step) -> list[datetime]:
+    """The starts of [lo, hi) cut where ``step`` (a time -> the next start) says."""
+    out, t = [], lo
+    while t < hi:
+        out.append(t)
+        t = step(t)
+    return out
+
+
 def history_as_of(wh) -> tuple[datetime | None, datetime | None]:
     """(start of the first month with a job, latest as-of time) of the loaded job history over every cluster
     (sql/intermediate/cluster_as_of.sql): the span the hourly grain covers, since reports are by month (the
@@ -88,6 +162,7 @@ def refresh_after_jobs(wh, first_ts: datetime | None, old: tuple[datetime | None
     """After a job load that wrote runs from ``first_ts`` on (``old``: the history's span before it): the
     hourly grains for the days that changed, whole days, within the loaded history. A first load (nothing
     loaded before) refreshes the whole history."""
+    rebuild_stale(wh)
     _refresh_as_of(wh)
     if first_ts is not None:
         _refresh_job_run(wh, first_ts)
@@ -116,6 +191,7 @@ def refresh_all_jobs(wh) -> tuple[datetime, datetime] | None:
     run loses its row: the refresh writes only clusters with runs) and job_run for every run, then the hourly
     grains for the whole history as a job load's refresh makes them, to the hour after the as-of time. Returns
     that span (None: no job is left)."""
+    rebuild_stale(wh)
     _refresh_as_of(wh)
     if wh.query_rows("SELECT count() FROM as_of_by_cluster WHERE cluster NOT IN (SELECT DISTINCT cluster FROM "
                      "slurm_job_run)")[0][0]:
@@ -134,6 +210,7 @@ def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None
     """The hours of [w0, w1) (default: the whole loaded history) that the job history reaches: after a
     capacity load (inventory, events and reservations change every hour they cover) or a telemetry load.
     Returns the hours refreshed (None: nothing)."""
+    rebuild_stale(wh)
     if w0 is None and w1 is None:  # `etl refresh` of everything
         _refresh_as_of(wh)
         _refresh_job_run(wh, datetime(1970, 1, 1, tzinfo=timezone.utc))
@@ -156,6 +233,7 @@ def refresh_hourly(wh, w0: datetime, w1: datetime) -> None:
     """After a telemetry load of [w0, w1): its hourly rollups (sql/intermediate/telemetry_hourly.sql), the
     daily GPU rollup of its days (sql/intermediate/gpu_day.sql), then the hourly grains' telemetry for the
     hours the job history reaches."""
+    rebuild_stale(wh)
     for stmt in sql_statements("intermediate/telemetry_hourly.sql"):
         wh.command(stmt, {"from_ts": w0, "to_ts": w1})
     if not _holds_rows(wh, "gpu_day"):
