@@ -599,6 +599,7 @@ def monthly(
     if formats is None:
         raise OpsError("--format must be md, html, json or all")
     m = parse_month(month) if month else None
+    _wh()  # the warehouse opens (or is refused, in one line) before any folder is made
     if out is not None or formats not in (["md"], ["json"]):
         out = _out_folder(out or Path("reports-out"))
     with _steps("monthly report") as progress:
@@ -630,6 +631,7 @@ def export(
     duckdb -c "SELECT * FROM 'exports/ai1-A-2026-10/job_sizes.parquet'"."""
 
     m = parse_month(month) if month else None
+    _wh()  # the warehouse opens (or is refused, in one line) before any folder is made
     _out_folder(out)
     with count_progress("export marts") as progress:
         manifest = _analytics().export_month(Connection(_wh()), out, m, project=project, cluster=slurm_cluster,
@@ -733,9 +735,10 @@ def whatif(
     _choice(fmt, "--format", ("table", "json", "md", "html"))
     if fmt == "html" and out is None:
         raise OpsError("--format html needs --out FILE")
+    start, end = _month_or_days(month, date_from, date_to)
+    _wh()  # the warehouse opens (or is refused, in one line) before any folder is made
     if out is not None:
         _out_file(out)
-    start, end = _month_or_days(month, date_from, date_to)
     an = _analytics()
     change = parse_change(add or [], remove or [], reservation or [], scale_load)
     api = Connection(_wh())

@@ -208,6 +208,24 @@ def _open_chdb(path: Path):
         raise OpsError(f"cannot open embedded warehouse {path}: {str(e).splitlines()[0]}") from None
 
 
+def _refuse_unwritable(path: Path) -> None:
+    """chDB opens <warehouse>/status for writing (its lock) whenever it opens a warehouse, to read too, and has
+    no read-only mode that does without it (its `mode=ro` only refuses writes once open), and the turn's lock
+    file lies beside the warehouse: on a read-only mount or a folder this user may not write, one line before
+    the engine prints its own `Code: 76 ... Permission denied` and fails with another (issue 49)."""
+    turn_file = path.parent / f".{path.name}.turn"
+    for p, what in ((path, "folder"), (path / "status", "lock file"), (path.parent, "parent folder")):
+        if p == path.parent and os.access(turn_file, os.W_OK):
+            continue  # the turn's lock file exists and is writable: the parent need not be
+        if p.exists() and not os.access(p, os.W_OK):
+            ro = bool(os.statvfs(p).f_flag & os.ST_RDONLY)
+            raise OpsError(
+                f"the embedded warehouse {path} cannot be opened: its {what} {p} is "
+                f"{'on a read-only file system' if ro else 'not writable by this user'}, and the engine (chDB) "
+                "writes its lock file and the turn's beside it even to read; read it from a writable copy "
+                "(cp -a), with write access to the folder, or on a ClickHouse server (docs/deployment.md)")
+
+
 def _locked_by_other(path: Path) -> bool:
     status = path / "status"
     if not status.exists():
@@ -240,6 +258,7 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True, cr
             raise OpsError(f"no warehouse at {path}: check the path (--warehouse, OPS_WAREHOUSE or the config's "
                            "[warehouse] dsn), or make one with ops-report init")
         if engine is None:
+            _refuse_unwritable(path)
             close_embedded()  # one engine per process: another directory's is closed first
             turn = Turn(path, cfg.purpose, cfg.wait_s)
             turn.take()
