@@ -14,15 +14,22 @@
 WITH
 alloc AS (
     SELECT d.project AS project, i.gpu_model AS gpu_model,
-           sum(r.gpus_per_node * overlap_s(r.s, r.e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})) / 3600 AS gpu_h,
+           sum(r.gpus_per_node * overlap_s(r.s, r.e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})
+               * gpu_model_share(ifNull(t.alloc_tres, ''), i.gpu_model, i.gpus, i.node_gpus, i.node_models)) / 3600
+               AS gpu_h,
            uniqExact(r.job_id, r.submit_ts) AS runs
     FROM (SELECT * FROM run_node_hour FINAL WHERE cluster = {cluster:String}
           AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
           AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}) AS r
     LEFT JOIN dim_account AS d ON d.account = r.account
-    -- a node with GPUs of several models: its models joined by '+', as run_node_hour labels it
-    LEFT JOIN (SELECT node, arrayStringConcat(arraySort(groupArray(toString(gpu_model))), '+') AS gpu_model
-               FROM node_inventory FINAL WHERE cluster = {cluster:String} GROUP BY node) AS i ON i.node = r.node
+    -- a row per GPU model of the run's node: on a node with several, the run's part of each model is the
+    -- capacity grain's (sql/functions/gpu_model_share.sql, from the run's AllocTRES); one model: all of it
+    LEFT JOIN (SELECT node, gpu_model, gpus, toUInt16(sum(gpus) OVER (PARTITION BY node)) AS node_gpus,
+                       groupArray(toString(gpu_model)) OVER (PARTITION BY node) AS node_models
+                FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS i ON i.node = r.node
+    LEFT JOIN (SELECT job_id, submit_ts, alloc_tres FROM fct_job_run WHERE cluster = {cluster:String}
+               AND usage_end_ts > {from_ts:DateTime('UTC')} AND usage_start_ts < {to_ts:DateTime('UTC')}) AS t
+        ON t.job_id = r.job_id AND t.submit_ts = r.submit_ts
     GROUP BY project, gpu_model
 ),
 -- each model's allocated GPU-hours and total cost (capex and energy) as cost.sql gives them

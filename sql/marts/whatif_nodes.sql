@@ -8,8 +8,13 @@
 SELECT i.node AS node, i.partition AS partition, i.gpu_model AS gpu_model, i.gpus AS gpus,
        i.in_service_ts AS in_service_ts, i.retired_ts AS retired_ts,
        ifNull(e.unusable, []) AS unusable
-FROM (SELECT * FROM node_inventory FINAL WHERE cluster = {cluster:String} AND in_service_ts < {to_ts:DateTime('UTC')}
-      AND (retired_ts IS NULL OR retired_ts > {from_ts:DateTime('UTC')})) AS i
+-- one row a node, which the replay places jobs on: a node with GPUs of several models (a row per model in the
+-- inventory, migration 0021) is one node of all its GPUs, its models joined by '+'
+FROM (SELECT node, any(partition) AS partition, arrayStringConcat(arraySort(groupArray(toString(gpu_model))), '+')
+                 AS gpu_model, sum(gpus) AS gpus, min(in_service_ts) AS in_service_ts, any(retired_ts) AS retired_ts
+      FROM (SELECT * FROM node_inventory FINAL WHERE cluster = {cluster:String}
+            AND in_service_ts < {to_ts:DateTime('UTC')} AND (retired_ts IS NULL OR retired_ts > {from_ts:DateTime('UTC')}))
+      GROUP BY node) AS i
 LEFT JOIN (SELECT node,
                   groupArray((toInt64(start_ts), toInt64(least(coalesce(end_ts, {to_ts:DateTime('UTC')}),
                                                               {to_ts:DateTime('UTC')})))) AS unusable
