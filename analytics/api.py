@@ -92,7 +92,8 @@ class Connection:
         if self._held is None:
             if embedded_path(self._cfg.dsn) is None:
                 if self._server is None:
-                    self._server = open_warehouse(self._cfg)
+                    # a read: grains an earlier version built are refused, not rebuilt (core/warehouse.py)
+                    self._server = open_warehouse(self._cfg, create=False)
                 self._held = self._server
             else:
                 # the schema is brought up to date by the first call only: later calls only read; a path that

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+import ops_warehouse as ow
+from ops_warehouse.errors import OpsError
 from ops_warehouse.grain_versions import GRAINS, fingerprints, stale_grains
 from tests.cli_runner import cli
 
@@ -109,6 +111,18 @@ def test_init_on_an_old_warehouse_gives_every_figure_of_a_fresh_load(site, tmp_p
 
 
 @pytest.mark.slow
+def test_a_load_without_init_rebuilds_too(site, tmp_path):
+    """The nightly load after an upgrade, with nobody running init: the sacct file loaded again (no new run)
+    brings the warehouse to what a fresh load gives."""
+    folder, fresh = site
+    shutil.copytree(folder / "warehouse", tmp_path / "warehouse", symlinks=True)
+    shutil.copytree(folder / "site", tmp_path / "site")
+    cli("etl", "sacct", str(tmp_path / "site" / "sacct" / "sacct.psv"), env=env(tmp_path, "warehouse"))
+    diffs = differences(monthly(tmp_path, "warehouse", "out"), fresh)
+    assert diffs == [], f"{len(diffs)} figures differ, e.g. {diffs[:3]}"
+
+
+@pytest.mark.slow
 def test_a_report_on_an_old_warehouse_asks_for_init_and_reads_nothing(tmp_path):
     folder = unpack("95a5e297", tmp_path)
     p = cli("monthly", "--cluster", "--month", MONTH, "--format", "json", "--out", str(tmp_path / "out"),
@@ -117,6 +131,9 @@ def test_a_report_on_an_old_warehouse_asks_for_init_and_reads_nothing(tmp_path):
     (line,) = p.stderr.strip().splitlines()
     assert "built by an earlier version of ops-warehouse: run ops-report init" in line
     assert "telemetry_hourly, gpu_day, job_run, hourly" in line
+    # the API's reads the same
+    with pytest.raises(OpsError, match="run ops-report init"):
+        ow.connect(f"chdb://{folder / 'warehouse'}").clusters()
 
 
 def copy_sql(tmp_path: Path) -> Path:
