@@ -69,6 +69,15 @@ def test_a_node_loaded_again_with_other_models_keeps_only_the_new_ones(tmp_path,
     assert wh.query_rows("SELECT gpu_model, gpus FROM node_inventory FINAL") == [("b200", 8)]
 
 
+def test_a_site_csv_lists_a_mixed_node_once_per_model(tmp_path, wh):
+    p = tmp_path / "inventory.csv"
+    p.write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
+                 "m1,h100,2,gpu,r1,2025-01-01\nm1,h200,4,gpu,r1,2025-01-01\nn2,h100,8,gpu,r1,2025-01-01\n")
+    assert load_capacity(wh, inventory=p, cluster="t3") == {"node_inventory": 3}
+    assert wh.query_rows("SELECT node, gpu_model, gpus FROM node_inventory FINAL ORDER BY node, gpu_model") == [
+        ("m1", "h100", 2), ("m1", "h200", 4), ("n2", "h100", 8)]
+
+
 JOBS = [(4101, "gres/gpu:h100=2,gres/gpu=2", 2, "10:00", "12:00", ""),
         (4102, "gres/gpu:h200=4,gres/gpu=4", 4, "10:00", "11:00", ""),
         (4103, "gres/gpu=3", 3, "13:00", "15:00", "r1")]
