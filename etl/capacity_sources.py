@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo
 import polars as pl
 from ops_warehouse.errors import OpsError
 from ops_warehouse.dsn import redact
+from ops_warehouse.etl import dst_fold
 from ops_warehouse.etl import slurmrestd_json as rest
 from ops_warehouse.etl import slurmrestd_source as rest_source
 from ops_warehouse.etl.grains import refresh_history
@@ -202,6 +203,24 @@ def _ts(value: str | None, what: str, tz: ZoneInfo | None = None) -> datetime | 
     return d
 
 
+def _span(start: str | None, end: str | None, what: str, tz: ZoneInfo) -> tuple[datetime | None, datetime | None]:
+    """A record's (start, end) in UTC. A local time in the autumn DST fold takes its later instant only where
+    the earlier one would end the record before it starts (a drain from 01:50 EDT to 01:10 EST); a record
+    that ends before it starts under every reading is refused: stored, a node got a fault of 0 hours and
+    swap points, a reservation was missing from the report (etl/dst_fold.py)."""
+    first, last = _ts(start, what), _ts(end, what)  # checked as text (read as UTC: only the form matters)
+    local = [None if v is None else datetime.fromisoformat(v[:-1] + "+00:00" if v.endswith("Z") else v)
+             for v in (start if first else None, end if last else None)]
+    got = dst_fold.span(local[0], local[1], tz)
+    if got is None:
+        raise OpsError(f"{what}: ends before it starts (start {start}, end {end}, read in {tz.key}); nothing "
+                       "of the file was loaded")
+    for d, v in zip(got, (start, end)):
+        if d is not None and not 1970 <= d.year <= 2105:
+            raise OpsError(f"{what}: time {v!r} is out of range")
+    return got
+
+
 def read_inventory(path: str | Path, cluster: str) -> pl.DataFrame:
     """A site inventory CSV, ``scontrol show node`` text or slurmrestd's nodes response -> node_inventory rows."""
     path = Path(path)
@@ -351,12 +370,12 @@ def read_events(path: str | Path, default_cluster: str, tz: str = "UTC") -> pl.D
         if not node:  # a cluster-level event (TRES change, controller restart): not about a node
             continue
         where = f"{path.name} line {n}"
-        start = _ts(rec.get("TimeStart"), where, local)
-        if start is None:
+        if _ts(rec.get("TimeStart"), where) is None:
             raise OpsError(f"{where}: event without a start time")
+        start, end = _span(rec.get("TimeStart"), rec.get("TimeEnd"), f"{where}: node {node} event", local)
         for one in _nodes(node, where):
             rows.append({"cluster": rec.get("Cluster") or default_cluster, "node": one, "start_ts": start,
-                         "end_ts": _ts(rec.get("TimeEnd"), where, local), "state": _event_state(rec.get("State", "")),
+                         "end_ts": end, "state": _event_state(rec.get("State", "")),
                          "reason": rec.get("Reason", ""), "user": rec.get("User", ""),
                          "source": f"sacctmgr:{path.name}"})
     return pl.DataFrame(rows, schema={"cluster": pl.String, "node": pl.String, "start_ts": TS, "end_ts": TS,
@@ -381,9 +400,9 @@ def read_reservations(path: str | Path, cluster: str, tz: str = "UTC") -> pl.Dat
         if not name:  # skipped before, as a record cut above its name would have been
             raise OpsError(f"{path.name}: a record without ReservationName= ({' '.join(list(rec)[:3])} ...)")
         where = f"{path.name} reservation {name}"
-        start, end = _ts(rec.get("StartTime"), where, local), _ts(rec.get("EndTime"), where, local)
-        if start is None or end is None:
+        if _ts(rec.get("StartTime"), where) is None or _ts(rec.get("EndTime"), where) is None:
             raise OpsError(f"{where}: needs StartTime and EndTime")
+        start, end = _span(rec.get("StartTime"), rec.get("EndTime"), where, local)
 
         def names(key: str) -> list[str]:
             v = rec.get(key, "")

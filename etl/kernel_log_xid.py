@@ -31,6 +31,8 @@ from pathlib import Path
 
 import polars as pl
 from ops_warehouse.errors import OpsError
+from ops_warehouse.etl import dst_fold
+from ops_warehouse.etl.frames import fmt
 from ops_warehouse.etl.openmetrics_source import QUARANTINE_SCHEMA, clip_raw, quarantine
 from ops_warehouse.etl.row_cluster import cluster_for_rows
 from ops_warehouse.etl.run_log import logged_load
@@ -49,6 +51,7 @@ _ISO_LINE = (r"^(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\
 # journalctl's short form and traditional syslog: Jun 10 03:09:55 host ident: message (no year, local time)
 _BSD_LINE = (r"^(?P<mon>[A-Z][a-z]{2})\s+(?P<day>\d{1,2})\s+(?P<hms>\d{2}:\d{2}:\d{2}(?:\.\d+)?)\s+(?P<host>\S+)\s+"
              r"(?P<ident>[^\s:\[]+)(?:\[\d+\])?:\s(?P<msg>.*)$")
+_BSD_TIME = r"^([A-Z][a-z]{2}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2})"
 _MONTHS = {m: k for k, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov",
                                        "Dec"), start=1)}
 # journald's fields that say where, when and what (journalctl -o json)
@@ -104,10 +107,17 @@ def parse_text(data: bytes, *, year: int | None = None, tz: str = "UTC") -> tupl
                        "the file's first line (and --tz, the zone the host's clock was in, if not UTC)")
     month = bsd.get_column("mon").replace_strict(_MONTHS, default=None, return_dtype=pl.Int32)
     rollover = (month < month.forward_fill().shift(1)).fill_null(False).cast(pl.Int32).cum_sum()
-    bsd_ts = (pl.concat_str([(pl.lit(year or 1970) + rollover).cast(pl.String), bsd.get_column("mon"),
-                              bsd.get_column("day"), bsd.get_column("hms")], separator=" ", ignore_nulls=False)
-              .str.to_datetime("%Y %b %d %H:%M:%S%.f", strict=False, time_unit="us")
-              .dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null").dt.convert_time_zone("UTC"))
+    bsd_local = (pl.concat_str([(pl.lit(year or 1970) + rollover).cast(pl.String), bsd.get_column("mon"),
+                                 bsd.get_column("day"), bsd.get_column("hms")], separator=" ", ignore_nulls=False)
+                 .str.to_datetime("%Y %b %d %H:%M:%S%.f", strict=False, time_unit="us"))
+    # a time in the autumn DST fold is placed by the host's line order (etl/dst_fold.py); one that cannot be
+    # is quarantined rather than merged with the other pass's Xid of the same minute
+    placed = dst_fold.log_readings(
+        pl.DataFrame({"host": bsd.get_column("host"), "local": pl.select(bsd_local).to_series(),
+                      "boot_s": bsd.get_column("msg").str.extract(r"^\[\s*(\d+\.\d+)\]", 1).cast(pl.Float64)}),
+        "local", tz, boot_s="boot_s")
+    bsd_ts = placed.get_column("ts")
+    fold_bad = (placed.get_column("ambiguous") & ~is_iso).alias("fold_bad")
     iso_ts = (iso.get_column("ts").str.replace(",", ".", literal=True).str.replace(r"Z$", "+00:00")
               .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%z", strict=False, time_unit="us", time_zone="UTC"))
     pick = {k: pl.when(is_iso).then(iso.get_column(k)).otherwise(bsd.get_column(k)) for k in ("host", "ident", "msg")}
@@ -115,9 +125,14 @@ def parse_text(data: bytes, *, year: int | None = None, tz: str = "UTC") -> tupl
                          pl.select(pick["host"]).to_series().alias("host"),
                          pl.select(pick["ident"]).to_series().alias("ident"),
                          pl.select(pick["msg"]).to_series().alias("message"),
-                         pl.lit(None, pl.String).alias("transport"))
-    return _split_unreadable(out, "not a journalctl or syslog line with a time and a host (dmesg's [seconds "
-                                  "since boot] is no wall-clock time)")
+                         pl.lit(None, pl.String).alias("transport"), fold_bad)
+    ambiguous = _kernel_only(out.filter(pl.col("fold_bad"))).select(
+        "line_no", fmt("ambiguous local time '{}' (the DST fold of {}: the host's line order does not say "
+                       "which pass)", pl.col("raw").str.extract(_BSD_TIME, 1), pl.lit(tz)).alias("reason"),
+        "raw")
+    good, bad = _split_unreadable(out.filter(~pl.col("fold_bad")), "not a journalctl or syslog line with a time and "
+                                  "a host (dmesg's [seconds since boot] is no wall-clock time)")
+    return good, pl.concat([bad, ambiguous.cast(_BAD)])
 
 
 def _decode_json(c: pl.DataFrame, fields: dict) -> tuple[pl.DataFrame, pl.DataFrame]:

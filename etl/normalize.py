@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
-from ops_warehouse.etl import durations, hostlist, tres
+from ops_warehouse.etl import dst_fold, durations, hostlist, tres
 from ops_warehouse.etl.frames import fmt, on_rows
 
 # States whose record will not change again (the run has ended).
@@ -163,6 +163,7 @@ def _checks(window: TimeWindow | None = None) -> list[tuple[pl.Expr, pl.Expr]]:
         (pl.col("gpus").is_null() | pl.col("_tres_bad")
          | pl.col("nnodes").is_between(0, 10_000_000).not_() | pl.col("ncpus").is_between(0, 1_000_000_000).not_(),
          fmt("bad AllocTRES '{}'", pl.col("alloc_tres"))),
+        (pl.col("_ambiguous").is_not_null(), fmt("ambiguous local time '{}'", pl.col("_ambiguous"))),
         (pl.col("end_ts") < pl.col("start_ts"), pl.lit("End before Start")),
         # a job cannot start before it was submitted (a node's clock, a hand-edited line): loaded, it made
         # its wait negative (issue 27). A step's Submit is not its own (docs/sources.md): jobs only; a pending
@@ -242,6 +243,8 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw:
     )
     t = on_rows(t, pl.col("_elapsed").is_null() & pl.col("_elapsed_txt").is_not_null(), lambda s: s.with_columns(
         _elapsed=durations.duration_s(pl.col("_elapsed_txt"), 1)))
+    # a time in the autumn DST fold: the instant the record's order and ElapsedRaw say (etl/dst_fold.py)
+    t = dst_fold.sacct_readings(t, tz, PENDING_STATES)
     # TimelimitRaw is minutes; text forms (D-HH:MM:SS) take the regex path
     tl = pl.col("_tl_txt")
     t = t.with_columns(_tl_s=tl.cast(pl.Float64, strict=False) * 60)

@@ -179,7 +179,7 @@ def events_case(draw):
         fields = ["ai1", expr, start.strftime("%Y-%m-%dT%H:%M:%S"), end.strftime("%Y-%m-%dT%H:%M:%S") if end else "Unknown",
                   state, reason, "root(0)"]
         if draw(st.integers(0, 6)) == 0:
-            kind = draw(st.sampled_from(["start", "end", "nodes", "cut", "utf8", "no_start"]))
+            kind = draw(st.sampled_from(["start", "end", "nodes", "cut", "utf8", "no_start", "backwards"]))
             if kind == "start":
                 fields[2] = draw(st.sampled_from(["yesterday", "2026-13-01T00:00:00", "9999-01-01T00:00:00", "1969-01-01T00:00:00"]))
             elif kind == "end":
@@ -188,6 +188,8 @@ def events_case(draw):
                 fields[1] = draw(st.sampled_from(["gpu-[001-", "a[0-999]b[0-999]c[0-999]", "n[5-1]", "x]"]))
             elif kind == "no_start":
                 fields[2] = draw(st.sampled_from(["Unknown", ""]))
+            elif kind == "backwards":  # ends before it starts (issue 49 item 5: stored as a 0-hour fault before)
+                fields[3] = (start - timedelta(minutes=draw(st.integers(1, 5000)))).strftime("%Y-%m-%dT%H:%M:%S")
             line = "|".join(fields[:draw(st.integers(1, 4))] if kind == "cut" else fields)
             lines.append(_bad_bytes(draw, line).decode("utf-8", "surrogateescape") if kind == "utf8" else line)
             n_bad += 1
@@ -230,12 +232,15 @@ def reservations_case(draw):
                  f"PartitionName=h100 Flags=SPEC_NODES\n   TRES=cpu=112\n   Users=(null) Groups=(null) "
                  f"Accounts={accounts} Licenses=(null) State=ACTIVE BurstBuffer=(null) Watts=n/a\n")
         if draw(st.integers(0, 5)) == 0:
-            kind = draw(st.sampled_from(["no_name", "start", "no_end", "nodes", "utf8"]))
+            kind = draw(st.sampled_from(["no_name", "start", "no_end", "nodes", "utf8", "backwards"]))
             if kind == "start":
                 block = block.replace(f"StartTime={start:%Y-%m-%dT%H:%M:%S}", "StartTime=" + draw(st.sampled_from(
                     ["now", "2026-13-01T00:00:00", "9999-12-31T00:00:00"])))
             elif kind == "no_end":
                 block = block.replace(f"EndTime={end:%Y-%m-%dT%H:%M:%S}", "EndTime=Unknown")
+            elif kind == "backwards":  # ends before it starts: stored and missing from the report before
+                block = block.replace(f"EndTime={end:%Y-%m-%dT%H:%M:%S}",
+                                      f"EndTime={start - timedelta(hours=draw(st.integers(1, 500))):%Y-%m-%dT%H:%M:%S}")
             elif kind == "nodes":
                 block = block.replace(f"Nodes={nodes}", "Nodes=" + draw(st.sampled_from(["gpu-[001-", "x[[1]]", "n[0-99999999999999999999]"])))
             elif kind == "no_name":
