@@ -27,6 +27,7 @@ from ops_warehouse.migrations import (
     sync_cost_model,
     sync_projects,
 )
+from ops_warehouse.read_only import open_read_only, writable
 from ops_warehouse.turns import Turn
 
 # clickhouse-connect logs its errors as well as raising them; the raised error is reported (one line, no
@@ -209,21 +210,14 @@ def _open_chdb(path: Path):
 
 
 def _refuse_unwritable(path: Path) -> None:
-    """chDB opens <warehouse>/status for writing (its lock) whenever it opens a warehouse, to read too, and has
-    no read-only mode that does without it (its `mode=ro` only refuses writes once open), and the turn's lock
-    file lies beside the warehouse: on a read-only mount or a folder this user may not write, one line before
-    the engine prints its own `Code: 76 ... Permission denied` and fails with another (issue 49)."""
-    turn_file = path.parent / f".{path.name}.turn"
-    for p, what in ((path, "folder"), (path / "status", "lock file"), (path.parent, "parent folder")):
-        if p == path.parent and os.access(turn_file, os.W_OK):
-            continue  # the turn's lock file exists and is writable: the parent need not be
-        if p.exists() and not os.access(p, os.W_OK):
-            ro = bool(os.statvfs(p).f_flag & os.ST_RDONLY)
-            raise OpsError(
-                f"the embedded warehouse {path} cannot be opened: its {what} {p} is "
-                f"{'on a read-only file system' if ro else 'not writable by this user'}, and the engine (chDB) "
-                "writes its lock file and the turn's beside it even to read; read it from a writable copy "
-                "(cp -a), with write access to the folder, or on a ClickHouse server (docs/deployment.md)")
+    """A writer (a load, init) of a warehouse this process may not write (a read-only mount, a folder of
+    another user): one line, before chDB prints its own `Code: 76 ... Permission denied` and fails with
+    another (issue 49). Reads open such a warehouse read-only instead (core/read_only.py)."""
+    if not path.exists() or writable(path):
+        return
+    ro = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    raise OpsError(f"the embedded warehouse {path} is {'on a read-only file system' if ro else 'not writable by this user'}: "
+                   "loads and init need to write it (reports, summaries and the API read it as it is)")
 
 
 def _locked_by_other(path: Path) -> bool:
@@ -257,6 +251,10 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True, cr
             # chDB keeps a warehouse's catalog in <path>/metadata: no folder, no warehouse
             raise OpsError(f"no warehouse at {path}: check the path (--warehouse, OPS_WAREHOUSE or the config's "
                            "[warehouse] dsn), or make one with ops-report init")
+        if engine is None and not create and not writable(path):
+            # a read of a warehouse this process may not write: a scratch engine attaches it read-only
+            close_embedded()
+            engine = _EMBEDDED[key] = _Engine(*open_read_only(path))
         if engine is None:
             _refuse_unwritable(path)
             close_embedded()  # one engine per process: another directory's is closed first
