@@ -58,7 +58,7 @@ def clip_raw(text: str, limit: int = 4000) -> str:
 
 def read_samples(path: Path, at: datetime | None = None) -> pl.DataFrame:
     """Long frame: metric, label columns, timestamp (UTC), value (bad lines left out: see parse_text)."""
-    return parse_text(path, at)[0].drop("line_no")
+    return parse_text(path, at)[0].drop("line_no", "_series")
 
 
 def _labels(g: pl.DataFrame) -> pl.DataFrame:
@@ -109,8 +109,21 @@ def parse_text(path: Path, at: datetime | None = None) -> tuple[pl.DataFrame, pl
         pl.col("_value").alias("value"),
         pl.col("labels").fill_null("").str.count_matches(_POD_COUNT).cast(pl.UInt32).alias("_pods"),
         "line_no",
+        pl.col("labels").fill_null("").alias("_series"),  # the whole label set: what tells two series apart
     )
     return samples, quarantine
+
+
+def superseded(samples: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(samples less the lines a later line of the same series and time gives another value, those lines:
+    line_no, reason). The later line's value is the sample's, as before; the earlier ones were dropped without
+    a word (one series has one value at a time: which is right, the file does not say)."""
+    key = ["metric", "_series", "timestamp"]
+    s = samples.with_columns(_kept=pl.col("line_no").max().over(key), _values=pl.col("value").n_unique().over(key))
+    over = (pl.col("line_no") != pl.col("_kept")) & (pl.col("_values") > 1)
+    q = s.filter(over).select("line_no", fmt("another value of the series at the same time on line {} (kept)",
+                                             pl.col("_kept")).alias("reason"))
+    return s.filter(~over).drop("_kept", "_values"), q
 
 
 # warehouse columns of integer type (sql/migrations/0002): a value they cannot hold was stored wrapped
@@ -249,6 +262,8 @@ def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at
     for p in paths:
         samples, q = parse_text(Path(p), at)
         samples, q_gpu = split_bad_samples(samples, cat)
+        samples, q_twice = superseded(samples)
+        q_gpu = pl.concat([q_gpu, q_twice])
         if q_gpu.height:
             lines = pl.DataFrame({"raw": Path(p).read_bytes().decode("utf-8", "replace").split("\n")})
             q_gpu = q_gpu.unique("line_no", keep="first").join(
@@ -263,7 +278,7 @@ def load_text_files(wh, paths: list[Path], date_from: date, date_to: date, *, at
         n_bad += q.height
         if instance:
             samples = samples.with_columns(pl.col("instance").fill_null(instance))
-        parts.append(samples.drop("line_no"))
+        parts.append(samples.drop("line_no", "_series"))
     samples = pl.concat(parts, how="vertical_relaxed")
     w0 = datetime.combine(date_from, datetime.min.time(), timezone.utc)
     window = (w0, datetime.combine(date_to, datetime.min.time(), timezone.utc) + timedelta(days=1))

@@ -29,8 +29,7 @@ def _lit(text: str) -> str:
 
 def checked(select: str, columns: list[str], model: str = "''") -> str:
     """``select`` with each of ``columns`` NULL where it is no reading (same columns, same order)."""
-    replace = ", ".join(f"if(sample_value_problem({_lit(c)}, {c}, {model}) = '', {c}, NULL) AS {c}"
-                        for c in columns)
+    replace = ", ".join(f"if(sample_value_ok({_lit(c)}, {c}, {model}), {c}, NULL) AS {c}" for c in columns)
     return f"SELECT * REPLACE ({replace}) FROM ({select})"
 
 
@@ -41,10 +40,12 @@ def problems(select: str, columns: list[tuple[str, str, str]], series: str, mode
     naming the series."""
     pairs = ", ".join(f"tuple({name}, CAST({c} AS Nullable(Float64)), sample_value_problem({_lit(as_)}, {c}, {model}))"
                       for c, name, as_ in columns)
+    # the reasons are worked out for the rows that have one only (the test is a few comparisons a value)
+    good = " AND ".join(f"sample_value_ok({_lit(as_)}, {c}, {model})" for c, _, as_ in columns)
     return (f"SELECT {_lit(origin)} AS source, toUInt64(_line) AS line_no, "
             "concat(p.1, ' ', toString(p.2), ': ', p.3) AS reason, "
             f"concat({series}, ' at ', formatDateTime(ts, '%F %T'), ' ', p.1, ' ', toString(p.2)) AS raw, ts "
-            f"FROM ({select}) ARRAY JOIN arrayFilter(p -> p.3 != '', [{pairs}]) AS p")
+            f"FROM (SELECT * FROM ({select}) WHERE NOT ({good})) ARRAY JOIN arrayFilter(p -> p.3 != '', [{pairs}]) AS p")
 
 
 def rejected_values(wh, selects: list[str], params: dict) -> pl.DataFrame:
@@ -58,7 +59,8 @@ def rejected_values(wh, selects: list[str], params: dict) -> pl.DataFrame:
 
 def rejected_energy_steps(wh, relation: str, params: dict) -> pl.DataFrame:
     """The window's energy steps the GPU cannot have drawn (sql/staging/gpu_energy_steps_rejected.sql) as
-    quarantine rows of the load's source."""
+    quarantine rows of the load's source. Run after the load's gpu_sample rows are in: only the GPUs with a
+    step it stored as unknown are ordered by time again (few, but every GPU on a first load without seeds)."""
     (sql,) = split_statements(sql_text("staging/gpu_energy_steps_rejected.sql"))
     return pl.from_arrow(wh.query_arrow(sql.replace("{{input}}", relation).rstrip(";"), params))
 

@@ -52,8 +52,9 @@ def _series(**changes) -> dict[str, list]:
     return s
 
 
-def _text(series: dict[str, list], path):
-    """Prometheus text exposition (ms timestamps), the scrapes of the hour one after another."""
+def _text(series: dict[str, list], path, again: dict[str, dict[int, float]] | None = None):
+    """Prometheus text exposition (ms timestamps), the scrapes of the hour one after another; ``again``:
+    {metric: {sample index: value}} written a second time after the metric's samples."""
     out = []
     for name, (kind, help_) in METRICS.items():
         out += [f"# HELP {name} {help_}", f"# TYPE {name} {kind}"]
@@ -61,6 +62,8 @@ def _text(series: dict[str, list], path):
             ms = int((T0 + timedelta(seconds=k * STEP_S)).timestamp() * 1000)
             text = {float("inf"): "+Inf", float("-inf"): "-Inf"}.get(v, "NaN" if v != v else repr(v))
             out.append(f"{name}{{{LABELS}}} {text} {ms}")
+        for k, v in (again or {}).get(name, {}).items():
+            out.append(f"{name}{{{LABELS}}} {v!r} {int((T0 + timedelta(seconds=k * STEP_S)).timestamp() * 1000)}")
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
     return path
 
@@ -185,3 +188,17 @@ def test_the_law_holds_on_the_good_hour_and_breaks_on_a_counter_taken_for_a_rese
     assert r["key"] == "gpu01 gpu 0 2026-10-01 00:00"
     assert r["value"] == pytest.approx((2_600_486_000 + 1_044_000) / 3.6e6)
     assert r["bound"] == pytest.approx(2000 * 169 * 3600 / 3.6e6)
+
+
+def test_two_values_of_one_series_at_one_time_are_counted_and_the_later_line_kept(cfg, wh, tmp_path):
+    # sample 30's power is written again further down the file with 310 W: the later line wins (as before),
+    # and the earlier one is quarantined instead of dropped without a word
+    path = _text(_series(), tmp_path / "twice.prom", again={"DCGM_FI_DEV_POWER_USAGE": {30: 310.0}})
+    c = load_text_files(wh, [path], DAY, DAY, cluster="c")
+    # by hand: (60 × 300 + 310) / 61 = 300.1639 W
+    assert _report(cfg)["power_w_mean"] == pytest.approx((60 * 300 + 310) / 61)
+    assert c["quarantined"] == 1
+    # lines: 2 + 61 GPU_UTIL, then POWER_USAGE's HELP and TYPE, its samples on lines 66-126 (sample 30: 96),
+    # the repeated one on 127
+    assert rows(wh, "SELECT source, line_no, reason FROM etl_quarantine FINAL") == [
+        (str(path.resolve()), 96, "another value of the series at the same time on line 127 (kept)")]
