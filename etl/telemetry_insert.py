@@ -23,9 +23,9 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 from ops_warehouse.errors import OpsError
+from ops_warehouse.etl import sample_quarantine
 from ops_warehouse.etl.lustre_jobs import JOB_METRICS
 from ops_warehouse.etl.metric_catalog import GPU_COLUMNS, NODE_MAP_COLUMNS, NODE_SCALAR_COLUMNS, Metric
-from ops_warehouse.etl import sample_quarantine
 from ops_warehouse.etl.staging import staged
 from ops_warehouse.sqlfiles import split_statements, sql_text
 
@@ -220,7 +220,7 @@ def _job_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool, li
     if line:
         return base
     # a job_stats entry's rows are long (one per counter): a rejected value is no row
-    base += f" AND sample_value_problem({sample_quarantine._lit(sample_quarantine.JOB_VALUE_AS)}, m.2, '') = ''"
+    base += f" AND sample_value_ok({_lit(sample_quarantine.JOB_VALUE_AS)}, m.2, '')"
     if not seed:
         return base
     k = "jobid, target, component, operation, metric"
