@@ -11,6 +11,8 @@ free, or no label at all: the "no label" form). Jobs, [start, end), none on the 
   4002 4 GPUs (4-7) 10:52:30 .. 11:31:40   2 %  39 min 10 s each
   4003 2 GPUs (4-5) 13:01:00 .. 13:03:00  50 %  2 min, between the scrapes of 13:00 and 13:05: no sample reads it
   4004 8 GPUs       16:02:30 .. 17:02:30   1 %  an idle run of exactly an hour
+  4005 8 GPUs       18:00:00 .. 19:00:02  90 %  its label still on every GPU at the 19:00 scrape
+  4006 8 GPUs       19:00:10 .. 19:04:00  50 %  between the scrapes of 19:00 and 19:05: no sample names it
 
 Worked by hand, per GPU (the step of the sample at t is [t, t + 5 min)):
   4001: the 10:45 sample (free, 0 %) covers 10:47-10:50, 3 min, idle; the samples 10:50 .. 12:10 read it
@@ -25,7 +27,12 @@ Worked by hand, per GPU (the step of the sample at t is [t, t + 5 min)):
   4004: the 16:00 sample (free) covers 16:02:30-16:05; 16:05 .. 17:00 read it at 1 %: observed 60 min
         (before: 55 min in hour 16 and the 17:00 sample's 5 min capped at 2.5: 57.5 min, under the idle list's
         hour, so the run was missed), mean utilization 1 % × 57.5 / 60 = 0.958333 %.
-Allocated = observed: (344 + 4 × 39 1/6 + 4 + 8 × 60) GPU-min = 30,280 + 28,800 GPU-s; busy 332 GPU-min.
+  4005: 8 × 3,602 GPU-s, all busy (the 19:00 sample, labelled 4005 at 90 %, covers its last 2 s).
+  4006: the 19:00 step's GPU time less 4005's 8 × 2 s is 2,384 GPU-s, more than 4006's 8 × 230 = 1,840: it
+        is observed whole (before: nothing, no row, as for 4003), and busy whole: the step reads 90 % on
+        every GPU, the state it was last seen in.
+Allocated = observed: (344 + 4 × 39 1/6 + 4 + 8 × 60) GPU-min = 30,280 + 28,800 GPU-s, and 28,816 + 1,840
+GPU-s for 4005 and 4006; busy 332 GPU-min + 28,816 + 1,840 GPU-s.
 Without the label the node's figures are the same (per node-hour the busy GPUs go to the runs holding it):
 hour 10 busy 4 × 10 min, hour 11 4 × 60, hour 12 4 × 13.
 """
@@ -51,7 +58,9 @@ STEP = timedelta(minutes=5)
 JOBS = [(4001, range(0, 4), "10:47:00", "12:13:00", 90.0),
         (4002, range(4, 8), "10:52:30", "11:31:40", 2.0),
         (4003, range(4, 6), "13:01:00", "13:03:00", 50.0),
-        (4004, range(0, 8), "16:02:30", "17:02:30", 1.0)]
+        (4004, range(0, 8), "16:02:30", "17:02:30", 1.0),
+        (4005, range(0, 8), "18:00:00", "19:00:02", 90.0),
+        (4006, range(0, 8), "19:00:10", "19:04:00", 50.0)]
 
 
 def at(hms: str) -> datetime:
@@ -119,23 +128,26 @@ def test_observed_equals_allocated_at_run_edges(site):
         12: (4 * 13, 4 * 13, 4 * 13),
         13: (2 * 2, 2 * 2, 0),
         16: (8 * 57.5, 8 * 57.5, 0),
-        17: (8 * 2.5, 8 * 2.5, 0)}.items()}
+        17: (8 * 2.5, 8 * 2.5, 0),
+        18: (8 * 60, 8 * 60, 8 * 60),
+        19: ((16 + 1_840) / 60, (16 + 1_840) / 60, (16 + 1_840) / 60)}.items()}
     u = run_mart(wh, "utilization", cluster="t2", window=OCT).filter(pl.col("level") == "cluster").to_dicts()[0]
-    assert u["allocated_gpu_h"] * 3600 == pytest.approx(30_280 + 28_800)
-    assert u["allocated_observed_gpu_h"] * 3600 == pytest.approx(30_280 + 28_800)
-    assert u["busy_gpu_h"] * 60 == pytest.approx(332)
+    assert u["allocated_gpu_h"] * 3600 == pytest.approx(30_280 + 28_800 + 28_816 + 1_840)
+    assert u["allocated_observed_gpu_h"] * 3600 == pytest.approx(30_280 + 28_800 + 28_816 + 1_840)
+    assert u["busy_gpu_h"] * 3600 == pytest.approx(332 * 60 + 28_816 + 1_840)
 
     runs = {r[0]: (r[1], round(r[2], 6), round(r[3], 6)) for r in wh.query_rows(
         "SELECT job_id, any(attribution), sum(observed_gpu_s), sum(busy_gpu_s) FROM run_sample_hour FINAL "
         "WHERE cluster = 't2' GROUP BY job_id ORDER BY job_id")}
     if labelled:
         assert runs == {"4001": ("gpu", 344 * 60, 332 * 60), "4002": ("gpu", 9_400, 0.0),
-                        "4003": ("node share", 240, 0.0), "4004": ("gpu", 28_800, 0.0)}
+                        "4003": ("node share", 240, 0.0), "4004": ("gpu", 28_800, 0.0),
+                        "4005": ("gpu", 28_816, 28_816), "4006": ("node share", 1_840, 1_840)}
     else:
         # sacct does not say which GPUs 4001 and 4002 held: they share the node's busy GPUs (documented limit)
         assert {j: r[:2] for j, r in runs.items()} == {
             "4001": ("node share", 344 * 60), "4002": ("node share", 9_400), "4003": ("node share", 240),
-            "4004": ("node share", 28_800)}
+            "4004": ("node share", 28_800), "4005": ("node share", 28_816), "4006": ("node share", 1_840)}
 
 
 def test_the_idle_run_of_exactly_an_hour_is_found(site):

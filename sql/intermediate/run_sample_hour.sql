@@ -19,12 +19,13 @@
 --              Its allocation there, a GPUs (sacct's even spread), is shared by the G GPUs named: each
 --              GPU-second counts a ÷ G (a = G unless a multi-node run's GPUs are spread unevenly)
 --   'node      every other run (the site has no mapping, or a run shorter than a step that fell between two
---   share'     scrapes and no label names): in each step piece of the node, L seconds, the runs holding it
---              share the samples no job labels (hpc_job = ''), n GPUs, by their GPU time there, a × overlap:
---              observed = a × overlap × min(1, n × L ÷ H), H the sum of the runs' a × overlap in the piece;
---              busy = a × overlap × min(1, busy GPUs ÷ C), C the GPUs the runs held at once (H ÷ L, at least
---              the largest run's a): unallocated GPUs do no work, so the busy GPUs go to the runs; the
---              activities alike. A node-hour's sums are exact, a run's only when it held the whole node
+--   share'     scrapes, which no label names): in each step piece of the node, L seconds, the samples' GPU
+--              time less what the identified runs took of it, R, is shared by these runs by their GPU time
+--              there, a × overlap: observed = a × overlap × min(1, R ÷ H), H the sum of the runs' a × overlap
+--              in the piece; busy = a × overlap × min(1, busy time left ÷ D), D the GPU time they could hold,
+--              min(R, C × L) with C the GPUs they held at once (H ÷ L, at least the largest run's a), and at
+--              least H: unallocated GPUs do no work, so the busy time goes to the runs; the activities alike.
+--              A node-hour's sums are exact, a run's only when it held the whole node
 -- busy ≤ observed ≤ allocated in every row by construction. Rows are written only where samples exist: the
 -- node-hours of the window that samples' steps cover lose their old rows first (a run moved or no longer
 -- seen by any sample leaves none behind), and a refresh after the fine samples expired keeps what was
@@ -80,29 +81,47 @@ ident AS (
     WHERE arrayExists(t -> t >= f.run_start_ts AND t < f.run_end_ts, l.tss)
     GROUP BY cluster, hour, node, job_id, submit_ts, gpu
 ),
-own AS (
+-- each identified GPU's step pieces, with the part of each that the run held
+own_piece AS (
     SELECT i.cluster AS cluster, i.hour AS hour, i.node AS node, i.job_id AS job_id, i.submit_ts AS submit_ts,
-           any(i.a) / uniqExact(i.gpu) AS k,
-           toFloat64(sum(overlap_s(p.ps, p.pe, i.hs, i.he))) AS seen,
-           -- (sum(if()), not sumIf: the engine makes sumIf over the joined rows Nullable, NULL where none is busy)
-           toFloat64(sum(if(p.util_pct >= {idle_util_pct:Float64}, overlap_s(p.ps, p.pe, i.hs, i.he), 0))) AS busy_s,
-           sum(overlap_s(p.ps, p.pe, i.hs, i.he) * p.util_pct / 100) AS util_s,
-           sum(overlap_s(p.ps, p.pe, i.hs, i.he) * p.sm) AS sm_s,
-           sum(overlap_s(p.ps, p.pe, i.hs, i.he) * p.tensor) AS tensor_s,
-           sum(overlap_s(p.ps, p.pe, i.hs, i.he) * p.dram) AS dram_s
+           i.a AS a, i.gpu AS gpu, p.ts AS ts, toFloat64(overlap_s(p.ps, p.pe, i.hs, i.he)) AS o,
+           p.util_pct AS util_pct, p.sm AS sm, p.tensor AS tensor, p.dram AS dram
     FROM ident AS i
     INNER JOIN piece AS p ON p.cluster = i.cluster AND p.node = i.node AND p.hour = i.hour AND p.gpu = i.gpu
     WHERE p.pe > i.hs AND p.ps < i.he
+),
+own AS (
+    SELECT cluster, hour, node, job_id, submit_ts, any(a) / uniqExact(gpu) AS k, sum(o) AS seen,
+           -- (sum(if()), not sumIf: the engine makes sumIf over the joined rows Nullable, NULL where none is busy)
+           sum(if(util_pct >= {idle_util_pct:Float64}, o, 0)) AS busy_s, sum(o * util_pct / 100) AS util_s,
+           sum(o * sm) AS sm_s, sum(o * tensor) AS tensor_s, sum(o * dram) AS dram_s
+    FROM own_piece
     GROUP BY cluster, hour, node, job_id, submit_ts
 ),
--- 'node share': the node's unlabelled samples per step piece, shared by the runs no label names
-node_piece AS (
-    SELECT cluster, node, hour, ts, min(ps) AS ps, max(pe) AS pe, toFloat64(count()) AS n,
-           toFloat64(sum(if(util_pct >= {idle_util_pct:Float64}, 1, 0))) AS nb, sum(util_pct) / 100 AS u,
-           sum(sm) AS sm, sum(tensor) AS tensor, sum(dram) AS dram
-    FROM piece
-    WHERE hpc_job = ''
+-- what the identified runs took of each step piece of the node (GPU-seconds, and their busy and active parts)
+claimed AS (
+    SELECT cluster, node, hour, ts, sum(o) AS cl, sum(if(util_pct >= {idle_util_pct:Float64}, o, 0)) AS cl_busy,
+           sum(o * util_pct / 100) AS cl_util, sum(o * sm) AS cl_sm, sum(o * tensor) AS cl_tensor,
+           sum(o * dram) AS cl_dram
+    FROM own_piece
     GROUP BY cluster, node, hour, ts
+),
+-- 'node share': the node's step pieces less what the identified runs took: r sampled GPU-seconds left, of
+-- which busy_left busy (and the activities alike), shared by the runs no label names
+node_piece AS (
+    SELECT n.cluster AS cluster, n.node AS node, n.hour AS hour, n.ts AS ts, n.ps AS ps, n.pe AS pe,
+           toFloat64(toInt64(n.pe) - toInt64(n.ps)) AS l,
+           greatest(0., n.n * l - ifNull(c.cl, 0)) AS r,
+           greatest(0., n.nb * l - ifNull(c.cl_busy, 0)) AS busy_left,
+           greatest(0., n.u * l - ifNull(c.cl_util, 0)) AS util_left,
+           greatest(0., n.sm * l - ifNull(c.cl_sm, 0)) AS sm_left,
+           greatest(0., n.tensor * l - ifNull(c.cl_tensor, 0)) AS tensor_left,
+           greatest(0., n.dram * l - ifNull(c.cl_dram, 0)) AS dram_left
+    FROM (SELECT cluster, node, hour, ts, min(ps) AS ps, max(pe) AS pe, toFloat64(count()) AS n,
+                 toFloat64(sum(if(util_pct >= {idle_util_pct:Float64}, 1, 0))) AS nb, sum(util_pct) / 100 AS u,
+                 sum(sm) AS sm, sum(tensor) AS tensor, sum(dram) AS dram
+          FROM piece GROUP BY cluster, node, hour, ts) AS n
+    LEFT JOIN claimed AS c ON c.cluster = n.cluster AND c.node = n.node AND c.hour = n.hour AND c.ts = n.ts
 ),
 unnamed AS (
     SELECT f.* FROM fan AS f
@@ -112,24 +131,25 @@ unnamed AS (
 ),
 held_at AS (
     SELECT f.cluster AS cluster, f.hour AS hour, f.node AS node, f.job_id AS job_id, f.submit_ts AS submit_ts,
-           n.ts AS ts, f.a AS a, f.a * toFloat64(overlap_s(n.ps, n.pe, f.hs, f.he)) AS ao,
-           toFloat64(toInt64(n.pe) - toInt64(n.ps)) AS l, n.n AS n, n.nb AS nb, n.u AS u,
-           n.sm AS sm, n.tensor AS tensor, n.dram AS dram
+           n.ts AS ts, f.a AS a, f.a * toFloat64(overlap_s(n.ps, n.pe, f.hs, f.he)) AS ao, n.l AS l, n.r AS r,
+           n.busy_left AS busy_left, n.util_left AS util_left, n.sm_left AS sm_left, n.tensor_left AS tensor_left,
+           n.dram_left AS dram_left
     FROM node_piece AS n
     INNER JOIN unnamed AS f ON f.cluster = n.cluster AND f.node = n.node AND f.hour = n.hour
     WHERE n.pe > f.hs AND n.ps < f.he
 ),
 -- h: the runs' GPU time in the piece; c: the GPUs they held at once (their mean over the piece, at least the
--- largest run's), over which the busy GPUs spread
+-- largest run's); the busy time left goes to the runs over the GPU time they could hold (the sampled time
+-- left, at most c × l), never more than they held: unallocated GPUs do no work
 shared AS (
     SELECT cluster, hour, node, job_id, submit_ts,
-           sum(ao * least(1., n * l / h)) AS seen,
-           sum(ao * least(1., nb / c)) AS busy_s,
-           sum(ao * least(1., u / c)) AS util_s,
-           sum(ao * least(1., sm / c)) AS sm_s,
-           sum(ao * least(1., tensor / c)) AS tensor_s,
-           sum(ao * least(1., dram / c)) AS dram_s
-    FROM (SELECT *, greatest(h / l, max(a) OVER (PARTITION BY cluster, node, hour, ts)) AS c
+           sum(ao * least(1., r / h)) AS seen,
+           sum(ao * least(1., busy_left / d)) AS busy_s,
+           sum(ao * least(1., util_left / d)) AS util_s,
+           sum(ao * least(1., sm_left / d)) AS sm_s,
+           sum(ao * least(1., tensor_left / d)) AS tensor_s,
+           sum(ao * least(1., dram_left / d)) AS dram_s
+    FROM (SELECT *, greatest(h, least(r, greatest(h / l, max(a) OVER (PARTITION BY cluster, node, hour, ts)) * l)) AS d
           FROM (SELECT *, sum(ao) OVER (PARTITION BY cluster, node, hour, ts) AS h FROM held_at WHERE ao > 0))
     GROUP BY cluster, hour, node, job_id, submit_ts
 )
