@@ -60,29 +60,32 @@ def test_every_law_holds_on_the_site(site):
 
 def test_busy_and_idle_per_sample_against_the_raw_files(site):
     """Busy, observed and allocated-but-idle GPU-hours by GPU model against DuckDB over the raw dcgm files and
-    the simulation's GPU allocations (which GPU each run held): a sample inside an allocation (start ≤ its time
-    < end) stands for its step (1,800 s here) of the run's GPU time, at most the run's time on the GPU in that
-    hour, busy at 5 % or more. The warehouse knows the GPUs from dcgm-exporter's hpc_job label, not from the
-    simulation."""
+    the simulation's GPU allocations (which GPU each run held): a sample at ts stands for its step [ts, ts +
+    1,800 s) of its GPU, and a run gets the overlap of each step with its allocation, busy where the sample
+    reads 5 % or more (issue 49; before, a sample inside the run counted its whole step capped at the run's
+    time in the hour, and with half-hour steps the runs lost much of a step at their edges). The warehouse
+    knows the GPUs from dcgm-exporter's hpc_job label, not from the simulation."""
     con = site[2]
     want = {r[0]: r[1:] for r in con.execute("""
         WITH d AS (SELECT Hostname AS node, CAST(gpu AS INT) AS gpu, epoch(timestamp)::BIGINT AS ts,
-                          DCGM_FI_DEV_GPU_UTIL AS util FROM dcgm WHERE epoch(timestamp) >= w0() AND epoch(timestamp) < w1()),
-        a AS (SELECT job_id, start_ts, node, gpu, epoch(start_ts)::BIGINT AS s, least(epoch(end_ts)::BIGINT, w1()) AS e
+                          DCGM_FI_DEV_GPU_UTIL AS util FROM dcgm WHERE epoch(timestamp) < w1()),
+        a AS (SELECT node, gpu, greatest(epoch(start_ts)::BIGINT, w0()) AS s, least(epoch(end_ts)::BIGINT, w1()) AS e
               FROM gpu_alloc),
-        x AS (SELECT a.job_id, a.start_ts, a.node, a.gpu, d.ts // 3600 AS h, any_value(a.s) AS s, any_value(a.e) AS e,
-                     count(*) AS n, count(*) FILTER (WHERE util >= 5) AS nb
-              FROM d JOIN a ON a.node = d.node AND a.gpu = d.gpu AND d.ts >= a.s AND d.ts < a.e GROUP BY ALL),
-        y AS (SELECT *, least(n * 1800, greatest(0, least(e, (h + 1) * 3600) - greatest(s, h * 3600))) AS o FROM x)
-        SELECT i.gpu_model, sum(o) / 3600, sum(o * nb / n) / 3600 FROM y JOIN inventory i USING (node) GROUP BY 1
+        x AS (SELECT a.node, least(a.e, d.ts + 1800) - greatest(a.s, d.ts) AS o, d.util AS util
+              FROM d JOIN a ON a.node = d.node AND a.gpu = d.gpu AND d.ts < a.e AND d.ts + 1800 > a.s)
+        SELECT i.gpu_model, sum(o) / 3600, coalesce(sum(o) FILTER (WHERE util >= 5), 0) / 3600
+        FROM x JOIN inventory i USING (node) GROUP BY 1
     """).fetchall()}
     got = {r["key"]: r for r in mart(site, "utilization").filter(pl.col("level") == "gpu_model").to_dicts()}
     assert sum(o - b for o, b in want.values()) > 10  # some allocated time sat idle: not a vacuous comparison
     for model, (obs, busy) in want.items():
         g = got[model]
         assert g["busy_gpu_h"] <= g["allocated_observed_gpu_h"] <= g["allocated_gpu_h"] + 1e-9, model
-        assert g["allocated_observed_gpu_h"] == pytest.approx(obs, rel=0.01), model
-        assert g["busy_gpu_h"] == pytest.approx(busy, rel=0.01), model
+        assert g["allocated_observed_gpu_h"] == pytest.approx(obs, rel=1e-9), model
+        # busy to 0.1 %: a run shorter than a step that fell between two scrapes has no label and shares the
+        # node's step with the other unnamed runs, busy by the node's samples rather than its own GPU's
+        # (b200 1,104.51 against 1,104.16 GPU-h, h100 23,158.95 against 23,156.17)
+        assert g["busy_gpu_h"] == pytest.approx(busy, rel=1e-3), model
         assert g["allocated_idle_gpu_h"] == pytest.approx(obs - busy, rel=0.01, abs=0.5), model
 
 
