@@ -65,6 +65,19 @@ def rejected_energy_steps(wh, relation: str, params: dict) -> pl.DataFrame:
     return pl.from_arrow(wh.query_arrow(sql.replace("{{input}}", relation).rstrip(";"), params))
 
 
+def repeated_samples(wh, selects: list[str], params: dict) -> pl.DataFrame:
+    """The window's GPU and time that the files give twice with different values (``selects``: each file's rows
+    with source, line_no, node, gpu, ts and v, a digest of the values): gpu_sample keeps one of the rows, which
+    one is not defined, so the record says how many there were and where the first is."""
+    sql = (f"SELECT any(source) AS source, min(line_no) AS line_no, concat(toString(uniqExact(v)), "
+           "' different values of one GPU at one time in ', toString(count()), ' rows: one is stored') AS reason, "
+           "concat(node, ' gpu ', toString(gpu), ' at ', formatDateTime(ts, '%F %T')) AS raw "
+           f"FROM ({' UNION ALL '.join(selects)}) "
+           "WHERE ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')} AND node != '' "
+           "GROUP BY node, gpu, ts HAVING uniqExact(v) > 1")
+    return pl.from_arrow(wh.query_arrow(sql, params))
+
+
 def store(wh, q: pl.DataFrame) -> int:
     """Write rejected samples to etl_quarantine; returns how many."""
     if not q.height:

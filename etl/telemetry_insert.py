@@ -345,6 +345,7 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                 continue
             parts: dict[bool, list[str]] = {False: [], True: []}
             problems: list[str] = []
+            lined: list[str] = []  # the GPU files' rows with their lines and a digest of their values
             for paths, seed in ((main, False), (seeds, True)):
                 for p in paths:
                     cols = set(pq.read_schema(p).names)
@@ -358,6 +359,10 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                         origin, first = files.origin.get(p, (source, -1) if files.staged else (str(p), 1))
                         line = f"{rel.row_number()} + {first}" if first >= 0 and rel.row_number() != "0" else "0"
                         problems.append(_problem_select(kind, make, r, cols, cat, origin, line))
+                        if kind == "gpu":
+                            lined.append(f"SELECT {_lit(origin)} AS source, toUInt64(_line) AS line_no, node, gpu, ts, "
+                                         f"cityHash64(tuple({', '.join(GPU_COLUMNS)})) AS v "
+                                         f"FROM ({make(r, cols, cat, False, line=line)})")
             if not parts[False]:
                 continue
             main_rows = _union(parts[False])
@@ -375,6 +380,10 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
             rejected = [sample_quarantine.rejected_values(wh, [q for q in problems if q], params)]
             if kind == "gpu":
                 rejected.append(sample_quarantine.rejected_energy_steps(wh, relation, {**params, "kind": kind}))
+                n, keys = wh.query_rows(f"SELECT count(), uniqExact(node, gpu, ts) {window_rows}", params)[0]
+                counts["gpu_rows"] += int(n)
+                if keys < n:  # a GPU and time twice: the table keeps one of the rows; where they differ, say so
+                    rejected.append(sample_quarantine.repeated_samples(wh, lined, params))
             counts["quarantined"] += sample_quarantine.store(wh, pl.concat(rejected, how="vertical_relaxed"))
             # the load's last raw value of each counter series, for the next load (after the rows: a load that
             # failed above leaves no edge, and its rerun steps as it would have)
@@ -383,7 +392,6 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                 wh.client.command(sql.replace("{{input}}", _edge_rows(kind, main_rows)).rstrip(";"),
                                   parameters={**params, "kind": kind}, settings={"optimize_on_insert": 0})
             if kind == "gpu":
-                counts["gpu_rows"] += _count(wh, f"SELECT count() {window_rows}", params)
                 counts["xid_events"] += _count(
                     wh, "SELECT count() FROM xid_event FINAL WHERE cluster = {cluster:String} AND source = "
                         "{source:String} AND ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}", params)

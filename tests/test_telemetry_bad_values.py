@@ -202,3 +202,19 @@ def test_two_values_of_one_series_at_one_time_are_counted_and_the_later_line_kep
     # the repeated one on 127
     assert rows(wh, "SELECT source, line_no, reason FROM etl_quarantine FINAL") == [
         (str(path.resolve()), 96, "another value of the series at the same time on line 127 (kept)")]
+
+
+def test_a_day_file_giving_one_gpu_and_time_twice_with_two_values_is_counted(cfg, wh, tmp_path):
+    # the day file holds sample 30 (00:30) a second time, at the end, with 310 W: gpu_sample keeps one row of
+    # the two (which one is not defined); before, nothing said so
+    root = _parquet(_series(), tmp_path / "telemetry")
+    f = root / "dcgm" / f"{DAY}.parquet"
+    d = pl.read_parquet(f)
+    pl.concat([d, d[30].with_columns(DCGM_FI_DEV_POWER_USAGE=pl.lit(310.0))]).write_parquet(f)
+    c = load_parquet_dir(wh, root, DAY, DAY, cluster="c")
+    assert c["quarantined"] == 1 and c["gpu_rows"] == 62
+    # the file's rows 31 and 62 (row numbers from 1): the first of them is the record's line
+    assert rows(wh, "SELECT source, line_no, reason, raw FROM etl_quarantine FINAL") == [
+        (str(f), 31, "2 different values of one GPU at one time in 2 rows: one is stored",
+         "gpu01 gpu 0 at 2026-10-01 00:30:00")]
+    assert rows(wh, "SELECT count() FROM gpu_sample FINAL") == [(61,)]
