@@ -102,6 +102,7 @@ def _quarantined(wh) -> list[tuple]:
 PATHS = ["text", "parquet"]
 
 
+@pytest.mark.both_forms  # on a server the files are uploaded into scratch tables first: the same rows
 @pytest.mark.parametrize("how", PATHS)
 def test_a_nan_power_sample_is_quarantined_and_the_mean_is_the_good_samples(cfg, wh, tmp_path, how):
     c = _load(wh, how, _series(DCGM_FI_DEV_POWER_USAGE={30: float("nan")}), tmp_path)
