@@ -170,9 +170,11 @@ def test_a_grain_is_stale_when_its_sql_or_what_it_reads_changes(tmp_path):
     # a function the fan-out (an included file) calls: the hourly grains only
     assert stale_after("functions/overlap_s.sql", "greatest(toInt64(0)", "greatest(toInt64(1)") == ("hourly",)
     # the view job_run reads: job_run and the hourly grains that read job_run
-    assert stale_after("intermediate/fct_job_run.sql", "FROM slurm_job_run FINAL", "FROM slurm_job_run  FINAL") == ("job_run", "hourly")
+    assert stale_after("intermediate/fct_job_run.sql", "FROM slurm_job_run FINAL",
+                       "FROM slurm_job_run  FINAL") == ("job_run", "hourly")
     # the throttling rule the hourly rollups use: they, and the grains that read them
-    assert stale_after("functions/gpu_is_throttled.sql", "0xEC) != 0", "0xED) != 0") == ("telemetry_hourly", "gpu_day", "hourly")
+    assert stale_after("functions/gpu_is_throttled.sql", "0xEC) != 0",
+                       "0xED) != 0") == ("telemetry_hourly", "gpu_day", "hourly")
     # a new migration (a new table or column): every grain
     (root / "migrations" / "9999_new.sql").write_text("SELECT 1;\n")
     assert stale_grains(recorded, fingerprints(root)) == tuple(GRAINS)
