@@ -99,9 +99,12 @@ def test_monthly_report_of_the_demo_matches_the_ground_truth(demo_runs):
 def test_demo_busy_and_idle_gpu_time_per_sample_match_the_raw_files(demo_runs):
     """Busy and allocated-but-idle GPU-hours of the cluster report against an independent per-sample
     computation: DuckDB over the demo's raw dcgm-exporter files and the simulation's own GPU allocations
-    (truth/gpu_alloc.parquet: which GPU each run held, which sacct does not say). A sample inside an
-    allocation (start ≤ its time < end, before the end of the loaded history) stands for its step of that
-    run's GPU time, at most the run's time on the node in that hour; busy when it reads 5 % or more. And the
+    (truth/gpu_alloc.parquet: which GPU each run held, which sacct does not say). A sample at ts stands for
+    its step [ts, ts + 300 s) of its GPU (issue 49: the GPU's state from the scrape to the next); a run gets
+    the overlap of each step of its GPUs with its allocation (before the end of the loaded history), busy
+    when the sample reads 5 % or more. So the observed GPU-hours are the allocated ones wherever the GPU was
+    sampled (before issue 49 a sample counted its whole step capped at the run's time in the node-hour, and
+    each run lost part of a step at its edges: 1.1 % of the 31-day demo's allocated GPU-hours). And the
     laws: busy ≤ observed ≤ allocated; cost per busy GPU-hour ≥ per allocated."""
     import duckdb
 
@@ -115,21 +118,24 @@ def test_demo_busy_and_idle_gpu_time_per_sample_match_the_raw_files(demo_runs):
     data = base / "a" / "data"
     t0 = int(datetime(2026, 10, 1, tzinfo=timezone.utc).timestamp())
     t1 = t0 + DAYS * 86400
-    obs, busy = duckdb.connect().execute(f"""
+    alloc, obs, busy = duckdb.connect().execute(f"""
         WITH d AS (SELECT Hostname AS node, CAST(gpu AS INT) AS gpu, epoch(timestamp)::BIGINT AS ts,
                           DCGM_FI_DEV_GPU_UTIL AS util
                    FROM read_parquet('{data}/telemetry/dcgm/*.parquet') WHERE epoch(timestamp) < {t1}),
-        a AS (SELECT job_id, start_ts, node, gpu, epoch(start_ts)::BIGINT AS s, least(epoch(end_ts)::BIGINT, {t1}) AS e
+        a AS (SELECT node, gpu, greatest(epoch(start_ts)::BIGINT, {t0}) AS s, least(epoch(end_ts)::BIGINT, {t1}) AS e
               FROM read_parquet('{data}/truth/gpu_alloc.parquet')),
-        x AS (SELECT a.job_id, a.start_ts, a.node, a.gpu, d.ts // 3600 AS h, any_value(a.s) AS s, any_value(a.e) AS e,
-                     count(*) AS n, count(*) FILTER (WHERE util >= 5) AS nb
-              FROM d JOIN a ON a.node = d.node AND a.gpu = d.gpu AND d.ts >= a.s AND d.ts < a.e GROUP BY ALL),
-        y AS (SELECT *, least(n * 300, greatest(0, least(e, (h + 1) * 3600) - greatest(s, h * 3600))) AS o FROM x)
-        SELECT sum(o) / 3600, sum(o * nb / n) / 3600 FROM y""").fetchone()
-    assert obs > 0.9 * cl["allocated_gpu_h"] and obs - busy > 10  # telemetry covers the runs; some sat idle
-    assert cl["busy_gpu_h"] == pytest.approx(busy, rel=0.01)
-    assert cl["allocated_idle_gpu_h"] == pytest.approx(obs - busy, rel=0.01)
-    assert cl["allocated_observed_gpu_h"] == pytest.approx(obs, rel=0.01)
+        x AS (SELECT least(a.e, d.ts + 300) - greatest(a.s, d.ts) AS o, d.util AS util
+              FROM d JOIN a ON a.node = d.node AND a.gpu = d.gpu AND d.ts < a.e AND d.ts + 300 > a.s)
+        SELECT (SELECT sum(e - s) FROM a WHERE e > s) / 3600, sum(o) / 3600,
+               coalesce(sum(o) FILTER (WHERE util >= 5), 0) / 3600 FROM x""").fetchone()
+    assert obs > 0.99 * alloc and obs - busy > 10  # telemetry covers the runs; some sat idle
+    assert cl["allocated_gpu_h"] == pytest.approx(alloc, rel=1e-6)
+    assert cl["allocated_observed_gpu_h"] == pytest.approx(obs, rel=1e-6)
+    # busy to 0.1 %: a run shorter than a step that fell between two scrapes has no label and shares the node's
+    # step with the other unnamed runs, busy by the node's samples rather than its own GPU's (4,945.77 against
+    # 4,945.23 GPU-h on the 3-day demo)
+    assert cl["busy_gpu_h"] == pytest.approx(busy, rel=1e-3)
+    assert cl["allocated_idle_gpu_h"] == pytest.approx(obs - busy, rel=0.01, abs=1.0)
     assert cl["observed_own_gpu_share"] > 0.99  # the demo's files carry dcgm-exporter's hpc_job label
 
 
@@ -155,9 +161,10 @@ def test_demo_gpu_energy_matches_the_raw_counters(demo_runs):
 
 
 def test_demo_idle_gpu_runs_and_hardware_failures_match_the_truth(demo_runs):
-    """Idle-GPU runs: at least 90 % of the runs the simulation planted idle (every GPU under 5 %) that held
-    their GPUs for 70 minutes or more of the loaded history (an hour of telemetry, with a margin for the
-    5-minute samples at the ends), and none that was busy (on the 31-day demo: 33 of the 34 planted). Hardware failures: the
+    """Idle-GPU runs: every run the simulation planted idle (every GPU under 5 %) that held its GPUs for an
+    hour or more of the loaded history (a sample's step counts for the part of it the run held, issue 49, so
+    an hour held is an hour observed: on the 31-day demo 29 of 29, where the whole-step-capped count missed 3),
+    and none that was busy. Hardware failures: the
     runs the simulation's node failures ended (NODE_FAIL), and none of the FAILED runs whose application
     faulted (Xid 31, not hardware)."""
     base, outs = demo_runs
@@ -170,10 +177,10 @@ def test_demo_idle_gpu_runs_and_hardware_failures_match_the_truth(demo_runs):
         pl.col("node").n_unique().alias("nodes"))
     idle = per_run.filter(pl.col("max_util") < 5)
     held_s = pl.min_horizontal(pl.col("end_ts").dt.epoch("s"), pl.lit(int(t1))) - pl.col("start_ts").dt.epoch("s")
-    long = idle.filter(held_s >= 70 * 60)
+    long = idle.filter(held_s >= 60 * 60)
     found = {j["job_id"] for j in r["idle_gpu_jobs"]}
     assert long.height >= 1  # the 3-day demo plants one (tests/test_generated_phenomena.py: shared nodes too)
-    assert len(set(long["job_id"]) & found) >= 0.9 * long.height
+    assert set(long["job_id"]) <= found
     assert found <= set(idle["job_id"])  # nothing busy reported idle
     runs = pl.read_parquet(data / "truth" / "runs.parquet")
     node_fail = runs.filter(pl.col("state") == "NODE_FAIL", pl.col("end").is_not_null(), pl.col("end") < t1).height
