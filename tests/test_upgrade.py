@@ -33,7 +33,8 @@ MONTH = "2026-10"
 
 def unpack(sha: str, folder: Path) -> Path:
     with tarfile.open(DATA / f"{sha}.tar.gz") as t:
-        t.extractall(folder, filter="data")
+        # (the "data" filter: Pythons from 3.10.12 on; the files are this repository's own)
+        t.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
     return folder
 
 
