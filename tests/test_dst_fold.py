@@ -18,6 +18,7 @@ from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.kernel_log_xid import parse_text
 from ops_warehouse.etl.sacct_load import load_sacct
+from ops_warehouse.etl.sacct_text import XDMOD_FIELDS, parse_fields
 from tests.conftest import DATA, rows
 
 DST = DATA / "dst"
@@ -150,3 +151,21 @@ def test_a_drain_across_the_fold_is_read_across_it(wh, tmp_path):
         ("gpu-003", utc("2026-11-01T05:10:00"), utc("2026-11-01T05:30:00"))]
     assert rows(wh, "SELECT name, start_ts, end_ts FROM reservation FINAL") == [
         ("fold", utc("2026-11-01T05:40:00"), utc("2026-11-01T06:00:00"))]
+
+
+def test_headerless_xdmod_form_is_read_the_same(wh, tmp_path):
+    """The same jobs 701 and 702 as Open XDMoD's headerless `--fields xdmod` dump writes them (Elapsed as text,
+    01:10:00 and 00:20:00): every sacct text path goes through one normalize, so 4200 s and 1200 s again."""
+    def xdmod(job: int, submit: str, start: str, end: str, elapsed: str) -> str:
+        return "|".join([str(job), str(job), "c1", "h100", "normal", "proja", "grp", "1000", "kim", "1000",
+                         submit, submit, start, end, elapsed, "0:0", "COMPLETED", "1", "16", "16", "64G",
+                         "billing=16,cpu=16,gres/gpu=4,mem=64G,node=1", "billing=16,cpu=16,gres/gpu=4,mem=64G,node=1",
+                         "10:00:00", "gpu001", "job"]) + "\n"
+    p = tmp_path / "xdmod.log"
+    p.write_text(xdmod(701, "2026-11-01T00:55:00", "2026-11-01T01:10:00", "2026-11-01T01:20:00", "01:10:00")
+                 + xdmod(702, "2026-11-01T01:45:00", "2026-11-01T01:50:00", "2026-11-01T01:10:00", "00:20:00"))
+    r = load_sacct(wh, p, fields=parse_fields(XDMOD_FIELDS), tz="America/New_York")
+    assert (r.jobs_loaded, r.quarantined) == (2, 0)
+    assert [(j, s, e, d) for j, _, s, e, d in _runs(wh)] == [
+        ("701", utc("2026-11-01T05:10:00"), utc("2026-11-01T06:20:00"), 4200),
+        ("702", utc("2026-11-01T05:50:00"), utc("2026-11-01T06:10:00"), 1200)]
