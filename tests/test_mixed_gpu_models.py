@@ -142,3 +142,20 @@ def test_typed_and_untyped_jobs_on_a_mixed_node_count_under_their_models(tmp_pat
     # the run grain keeps one row per run and node-hour: the job-hours are the runs' 4 + 4 + 6 = 14 GPU-h
     assert wh.query_rows("SELECT round(sum(gpu_s) / 3600, 6), count() FROM run_node_hour FINAL "
                          "WHERE cluster = 't3'") == [(14.0, 5)]
+
+
+def test_a_law_broken_on_one_model_of_a_mixed_node_names_the_model(tmp_path, wh):
+    """busy ≤ allocated per (node, model): 2 busy GPU-hours written on m1's h200 row of 11:00, where nothing was
+    allocated to h200 (4102 ended at 11:00), break it on that row, which the law's key names."""
+    from ops_warehouse.analytics.checks import run_checks
+
+    day = _mixed_day(wh, tmp_path)
+    wh.command("INSERT INTO capacity_node_hour SELECT * REPLACE (7200. AS busy_gpu_s, 7200. AS allocated_observed_gpu_s, "
+               "now64(3) + 1 AS refreshed_at) FROM capacity_node_hour FINAL "
+               "WHERE node = 'm1' AND gpu_model = 'h200' AND hour = '2026-10-05 11:00:00'")
+    (out,) = run_checks(wh, cluster="t3", window=day, project="", names=["capacity_order"])
+    assert out.status == "broken"
+    rows = out.rows.filter(pl.col("section") == "capacity_node_hour").to_dicts()
+    assert {(r["key"], r["figure"], r["value"], r["bound"]) for r in rows} == {
+        ("m1 h200 2026-10-05 11:00", "allocated observed ≤ allocated", 2.0, 0.0),
+        ("m1 h200 2026-10-05 11:00", "busy ≤ allocated", 2.0, 0.0)}

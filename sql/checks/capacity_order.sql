@@ -1,4 +1,5 @@
--- law: busy ≤ allocated ≤ available ≤ capacity GPU-hours, in every node-hour of the capacity grain, at every
+-- law: busy ≤ allocated ≤ available ≤ capacity GPU-hours, in every node-hour of the capacity grain (each GPU
+--   model's row of a node with several: the key names the model), at every
 --   level and key of the utilization and cost marts and on every day of the daily timeline; a reservation's
 --   used ≤ reserved GPU-hours; nothing unused is negative.
 -- why: a GPU is busy only while a job holds it (no work runs on an unallocated GPU), a job can be allocated
@@ -9,7 +10,7 @@
 --   comparison), value ≤ bound broken by off_by, in GPU-hours.
 WITH
 per_node_hour AS (
-    SELECT concat(node, ' ', formatDateTime(hour, '%F %R')) AS key,
+    SELECT concat(node, if(gpus = node_gpus, '', concat(' ', gpu_model)), ' ', formatDateTime(hour, '%F %R')) AS key,
            busy_gpu_s / 3600 AS busy, allocated_observed_gpu_s / 3600 AS observed, allocated_gpu_s / 3600 AS allocated,
            (capacity_gpu_s - down_gpu_s - drained_gpu_s) / 3600 AS available, capacity_gpu_s / 3600 AS capacity,
            gpus AS gpus_in_node

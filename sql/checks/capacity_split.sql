@@ -9,7 +9,7 @@
 --   off_by = value − bound, in GPU-hours (shares for idle_capacity's shares).
 WITH
 compared AS (
-    SELECT 'capacity_node_hour' AS section, concat(node, ' ', formatDateTime(hour, '%F %R')) AS key,
+    SELECT 'capacity_node_hour' AS section, concat(node, if(gpus = node_gpus, '', concat(' ', gpu_model)), ' ', formatDateTime(hour, '%F %R')) AS key,
            c.1 AS figure, c.2 AS value, c.3 AS bound
     FROM (SELECT * FROM capacity_node_hour FINAL WHERE cluster = {cluster:String}
           AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')})
