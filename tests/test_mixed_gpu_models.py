@@ -8,6 +8,7 @@ Real inventories, their capacity by model counted by hand from their raw lines:
     `gpu:model_a:2,gpu:model_b:2`: model_a 4 × 4 + 2 × 2 = 20 GPUs, model_b 20, on 20 nodes
   - Slurm-web's slurmrestd 24.11 nodes (both data parsers): cn1-cn4 no gres, ia1 and ia2
     `gpu:h100:2,gpu:h200:4`: h100 2 × 2 = 4, h200 4 × 2 = 8
+  and a day of each (no jobs: all free) is those GPUs × 24 GPU-hours by model (model_a 480, h100 96, ...).
 
 A hand-built day (2026-10-05) on node m1 (`gpu:h100:2,gpu:h200:4`), no telemetry, nothing down:
   4101 typed   gres/gpu:h100=2   10:00-12:00  h100 2 × 2 = 4 GPU-h
@@ -57,6 +58,12 @@ def test_real_inventories_with_two_models_on_a_node_load_by_model(path, by_model
     # loaded again: nothing doubled
     load_capacity(wh, inventory=DATA / path, cluster="real")
     assert dict(wh.query_rows("SELECT gpu_model, sum(gpus) FROM node_inventory FINAL GROUP BY gpu_model")) == by_model
+    # a day's capacity by model (no job history: nothing cut, all free): each model's GPUs × 24 h
+    day = (datetime(2026, 10, 5, tzinfo=UTC), datetime(2026, 10, 6, tzinfo=UTC))
+    refresh_capacity(wh, "real", *day)
+    util = {r["key"]: (r["capacity_gpu_h"], r["free_gpu_h"])
+            for r in run_mart(wh, "utilization", cluster="real", window=day).to_dicts() if r["level"] == "gpu_model"}
+    assert util == {m: (24.0 * n, 24.0 * n) for m, n in by_model.items()}
 
 
 def test_a_node_loaded_again_with_other_models_keeps_only_the_new_ones(tmp_path, wh):
@@ -108,6 +115,7 @@ def _mixed_day(wh, tmp_path):
     return day
 
 
+@pytest.mark.slow  # 6 s on 2 vCPUs
 def test_typed_and_untyped_jobs_on_a_mixed_node_count_under_their_models(tmp_path, wh):
     from ops_warehouse.analytics.checks import run_checks
 
@@ -144,6 +152,7 @@ def test_typed_and_untyped_jobs_on_a_mixed_node_count_under_their_models(tmp_pat
                          "WHERE cluster = 't3'") == [(14.0, 5)]
 
 
+@pytest.mark.slow  # 5 s on 2 vCPUs
 def test_a_law_broken_on_one_model_of_a_mixed_node_names_the_model(tmp_path, wh):
     """busy ≤ allocated per (node, model): 2 busy GPU-hours written on m1's h200 row of 11:00, where nothing was
     allocated to h200 (4102 ended at 11:00), break it on that row, which the law's key names."""
