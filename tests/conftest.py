@@ -347,9 +347,10 @@ VOLATILE_COLUMNS = ("loaded_at", "refreshed_at", "synced_at", "updated_at", "app
 LOG_TABLES = ("etl_run_log",)
 
 
-def table_checksums(wh) -> dict[str, tuple]:
+def table_checksums(wh, ignore: tuple[str, ...] = ()) -> dict[str, tuple]:
     """Order-independent content checksums (row count, sum of row hashes) of every warehouse table, as
-    queries see it (FINAL: after ReplacingMergeTree's deduplication), without VOLATILE_COLUMNS."""
+    queries see it (FINAL: after ReplacingMergeTree's deduplication), without VOLATILE_COLUMNS nor the
+    columns ``ignore`` names."""
     out = {}
     tables = [t for (t,) in wh.query_rows(
         "SELECT name FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree' "
@@ -359,7 +360,7 @@ def table_checksums(wh) -> dict[str, tuple]:
             continue
         cols = [c for (c,) in wh.query_rows(
             "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String} "
-            "ORDER BY position", {"t": t}) if c not in VOLATILE_COLUMNS]
+            "ORDER BY position", {"t": t}) if c not in VOLATILE_COLUMNS and c not in ignore]
         # over one tuple: cityHash64(a, b, ...) is NULL when any argument is, and sum() skips NULLs, so a row
         # with a NULL column counted by count() alone; a tuple's hash sets NULL apart from 0 and '' (issue 49)
         expr = "cityHash64(tuple(" + ", ".join(f"`{c}`" for c in cols) + "))"
