@@ -26,8 +26,8 @@ telemetry for an idle run):
   between 20 and 30 minutes; GPU-hours lost = GPUs × that ÷ 60.
 - every planted idle run that ran at least an hour (a sample's step counts for the part of it the run held,
   issue 49: an hour held is an hour of telemetry; a 10-minute margin was needed before), on shared nodes too
-  (each run's own GPUs, named by dcgm-exporter's hpc_job label in the generator's files), each with a mean utilization under 5 %; and nothing that is not a planted idle
-  run.
+  (each run's own GPUs, named by dcgm-exporter's hpc_job label in the generator's files), each with a mean
+  utilization under 5 %; and nothing that is not a planted idle run.
 - on the node scorecard (node_health.sql): the straggler first and on the swap list; the planted hot nodes,
   and only they, throttled; each lemon with its DOWN events, on the swap list when it had two faults (6
   points); nothing on the swap list that was not planted.
