@@ -736,11 +736,12 @@ def whatif(
     if fmt == "html" and out is None:
         raise OpsError("--format html needs --out FILE")
     start, end = _month_or_days(month, date_from, date_to)
+    # the changes are checked before anything opens: a count out of range is the user's to fix, warehouse or not
+    change = parse_change(add or [], remove or [], reservation or [], scale_load)
     _wh()  # the warehouse opens (or is refused, in one line) before any folder is made
     if out is not None:
         _out_file(out)
     an = _analytics()
-    change = parse_change(add or [], remove or [], reservation or [], scale_load)
     api = Connection(_wh())
     with api.session() as w, _steps("what-if replay"):
         p = api.period(parse_month(month) if month else None, start=start, end=end, cluster=slurm_cluster)

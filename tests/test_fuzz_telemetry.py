@@ -68,11 +68,23 @@ def pool() -> tuple[list[Sample], list[str]]:
     return good, skipped
 
 
+# the ranges a value must keep to load (sql/functions/sample_value_range.sql, docs/telemetry.md): one outside
+# them is quarantined as an exporter's bad value, so a changed value that must still load is drawn inside them
+_RANGES = {"gpu_util_pct": 100.0, "sm_active": 1.0, "gr_engine_active": 1.0, "tensor_active": 1.0,
+           "dram_active": 1.0, "power_w": 2000.0}
+
+
 def _in_column(metric: str, value: float) -> float:
-    """A value the metric's warehouse column holds (the integer columns: whole, from 0 to 2^32-1)."""
-    if CAT[metric].column in ("throttle_reasons", "xid_last"):
+    """A value the metric's warehouse column holds (the integer columns: whole, from 0 to 2^32-1) and its
+    range accepts (never negative but a temperature; utilization, activities and power below their top)."""
+    col, scale = CAT[metric].column, CAT[metric].scale
+    if col in ("throttle_reasons", "xid_last"):
         return float(int(abs(value)) % 2**32)
-    return value
+    if col == "temp_c":
+        return value
+    if col in _RANGES:
+        return abs(value * scale) % _RANGES[col] / scale
+    return abs(value)
 
 
 def _hostname(labels: str) -> str:
