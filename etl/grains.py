@@ -45,11 +45,15 @@ def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct
     touches. ``cluster`` is accepted for symmetry with the marts: the refresh covers every cluster in the
     warehouse (the grid is cheap)."""
     threshold = wh.cfg.idle_util_pct if idle_util_pct is None else idle_util_pct
-    # from the hour before: a run in it is named by the labels of the hour after it too (run_sample_hour's
-    # 'gpu' attribution looks an hour either side), so the samples a load brings change the hour before them
-    w0, w1 = _hour(w0) - timedelta(hours=1), _ceil_hour(w1)
-    if w1 <= w0 + timedelta(hours=1):
+    w0, w1 = _hour(w0), _ceil_hour(w1)
+    if w1 <= w0:
         return
+    # from the hour before, where the loaded history has it: a run in it is named by the labels of the hour
+    # after it too (run_sample_hour's 'gpu' attribution looks an hour either side), so the samples a load
+    # brings change the hour before them; never before the history's first month (the grid starts there)
+    first, _ = history_as_of(wh)
+    if first is not None and w0 - timedelta(hours=1) >= first:
+        w0 -= timedelta(hours=1)
     params = {"from_ts": w0, "to_ts": w1, "idle_util_pct": float(threshold)}
     # both files include the run → node → hour fan-out, sql/intermediate/run_fanout.sql; without an inventory
     # there is no grid to write (nor one written before: nodes are never removed from it)
