@@ -100,6 +100,7 @@ def _retry(label: str):
 def _etl() -> SimpleNamespace:
     """The loads and their sources (polars, pyarrow, the sources' clients), for the `etl` commands."""
     from ops_warehouse.etl import (
+        backfill,
         capacity_sources,
         carbon_intensity,
         kernel_log_xid,
@@ -125,7 +126,8 @@ def _etl() -> SimpleNamespace:
         load_slurmdbd=slurmdbd_source.load_slurmdbd, load_parquet_dir=telemetry_load.load_parquet_dir,
         fetch_jobs=slurmrestd_source.fetch_jobs, slurm_jwt=slurmrestd_source.token,
         load_vm_export=vm_export_source.load_vm_export, load_kernel_log=kernel_log_xid.load_kernel_log,
-        load_victorialogs=victorialogs_source.load_victorialogs,
+        load_victorialogs=victorialogs_source.load_victorialogs, load_resumably=backfill.load_resumably,
+        FILE_CHUNK_DAYS=backfill.FILE_CHUNK_DAYS, SERVER_CHUNK_DAYS=backfill.SERVER_CHUNK_DAYS,
     )
 
 
@@ -330,6 +332,9 @@ def etl_metrics(
         help="Scrape target (host:port) for samples without an instance label (a file saved from an exporter's "
              "/metrics, e.g. node_exporter or ipmi_exporter: Prometheus adds the label when it scrapes)")] = None,
     cluster: Annotated[Optional[str], typer.Option(help="Cluster name for the rows (default: config)")] = None,
+    restart: Annotated[bool, typer.Option(
+        help="Load the whole window again even where an earlier run of it was stopped part-way (by default "
+             "that run is resumed at the first day it had not loaded: docs/sources.md)")] = False,
 ):
     """Load downsampled GPU, network, storage and power telemetry for whole days."""
     etl = _etl()
@@ -348,7 +353,10 @@ def etl_metrics(
             raise OpsError("--source file needs --file DIR or --file FILE")
         if len(file) == 1 and file[0].is_dir():
             with count_progress("telemetry days") as progress:
-                c = etl.load_parquet_dir(_wh(), file[0], d0, d1, cluster=cluster, progress=progress)
+                c = etl.load_resumably(
+                    _wh(), f"file:{file[0].resolve()}", d0, d1,
+                    lambda a, b, p: etl.load_parquet_dir(_wh(), file[0], a, b, cluster=cluster, progress=p),
+                    chunk_days=etl.FILE_CHUNK_DAYS, progress=progress, restart=restart)
         else:
             from datetime import datetime, timezone
 
@@ -370,19 +378,31 @@ def etl_metrics(
         if step < 1:
             raise OpsError("--step must be positive")
         with count_progress("telemetry days") as progress:
-            c = etl.load_prometheus(_wh(), url, d0, d1, step_s=step, cluster=cluster, progress=progress)
+            c = etl.load_resumably(
+                _wh(), f"prometheus:{etl.PromClient(url).url}", d0, d1,
+                lambda a, b, p: etl.load_prometheus(_wh(), url, a, b, step_s=step, cluster=cluster, progress=p),
+                chunk_days=etl.SERVER_CHUNK_DAYS, progress=progress, restart=restart)
 
         what = redact(url)
     elif source == "vm-export":
 
         if not (url or file):
             raise OpsError("--source vm-export needs --url or --file EXPORT.jsonl")
-        c = etl.load_vm_export(_wh(), url or file[0], d0, d1, cluster=cluster)
-        c["days"] = (d1 - d0).days + 1
+        if url:  # a day at a time: an export is held in memory until it is inserted
+            with count_progress("telemetry days") as progress:
+                c = etl.load_resumably(_wh(), f"vm-export:{url}", d0, d1,
+                                       lambda a, b, p: etl.load_vm_export(_wh(), url, a, b, cluster=cluster),
+                                       chunk_days=etl.SERVER_CHUNK_DAYS, progress=progress, restart=restart)
+        else:
+            c = etl.load_vm_export(_wh(), file[0], d0, d1, cluster=cluster)
+            c["days"] = (d1 - d0).days + 1
 
         what = redact(url) if url else str(file[0])
     else:
         raise OpsError("--source must be file, prometheus, victoriametrics or vm-export")
+    if c.get("resumed_from"):
+        print(f"resumed at {c['resumed_from']}: the {c['skipped_days']} days before it were loaded by an earlier "
+              "run of this window that was stopped (--restart loads them again)")
     print(f"{what}: {c['days']} days, {c['gpu_rows']} GPU samples, {c['node_rows']} node samples, "
           f"{c['xid_events']} Xid events, "
           + (f"{c['job_io_rows']} Lustre job I/O rows, " if c.get("job_io_rows") else "")

@@ -1,0 +1,108 @@
+"""What an operator backfilling years of telemetry expects of `ops-report etl metrics` (issue 50): progress
+lines that say how long is left, and a load stopped part-way (Ctrl-C, SIGTERM) that, run again, goes on at
+the first day it had not loaded instead of loading the window from its first day again, leaving what one
+uninterrupted load leaves."""
+
+from __future__ import annotations
+
+import io
+from datetime import date, datetime, timedelta, timezone
+
+import pytest
+
+from ops_warehouse import progress as progress_mod
+from ops_warehouse.etl import telemetry_load
+from ops_warehouse.generate import generate
+from tests.cli_runner import cli
+from tests.conftest import warehouse_checksums
+
+DAY1 = date(2026, 10, 1)
+DAYS = 4
+
+
+def _log_lines(monkeypatch, calls: list[tuple[float, int, int]]) -> list[str]:
+    """The plain (non-terminal) progress lines for calls (clock s, done, total)."""
+    clock = iter(t for t, _, _ in calls)
+    monkeypatch.setattr(progress_mod.time, "monotonic", lambda: next(clock))
+    err = io.StringIO()
+    monkeypatch.setattr(progress_mod.sys, "stderr", err)
+    with progress_mod.count_progress("telemetry days") as p:
+        for _, done, total in calls:
+            p(done, total)
+    return [ln.split(" ", 1)[1] for ln in err.getvalue().splitlines()]
+
+
+def test_progress_lines_say_how_long_is_left(monkeypatch):
+    # 2 days in 20 s: 10 s a day, 8 days left = 80 s; the call 5 s later is within 10 s of the last line
+    # (not printed); the end says how long the whole took
+    lines = _log_lines(monkeypatch, [(100, 0, 10), (120, 2, 10), (125, 3, 10), (200, 10, 10)])
+    assert lines == ["telemetry days: 0/10", "telemetry days: 2/10, about 1 min 20 s left",
+                     "telemetry days: 10/10, done in 1 min 40 s"]
+
+
+def test_a_resumed_load_estimates_from_its_own_days(monkeypatch):
+    # resumed at day 1,000 of 1,826 (five years): one day in 30 s, 825 days left = 24,750 s = 6 h 52 min 30 s;
+    # counting the skipped days as done in those 30 s would say under 25 s
+    lines = _log_lines(monkeypatch, [(0, 1000, 1826), (30, 1001, 1826)])
+    assert lines[1] == "telemetry days: 1001/1826, about 6 h 52 min left"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp("site")
+    generate(out, start=datetime(2026, 10, 1, tzinfo=timezone.utc), days=DAYS, jobs_per_day=60, nodes=4, seed=11,
+             metrics_step_s=1800)
+    return out
+
+
+def _telemetry_runs(path) -> list[tuple[str, str]]:
+    """(window, status) of each telemetry row of etl_run_log, in order."""
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+    w = open_warehouse(Config(dsn=f"chdb://{path}"), migrate=False)
+    try:
+        return [(s.rsplit(" ", 1)[1], st) for s, st in w.query_rows(
+            "SELECT source, status FROM etl_run_log WHERE source_kind = 'telemetry' ORDER BY started_at")]
+    finally:
+        close_embedded()
+
+
+@pytest.mark.slow  # a generated site: docs/testing.md
+def test_a_stopped_backfill_resumes_where_it_stopped(site, tmp_path, monkeypatch):
+    """Stopped (KeyboardInterrupt: what SIGINT and SIGTERM raise) once day 2's samples are in: run again, it
+    loads days 3 and 4 only (the run log's windows), and the warehouse equals one uninterrupted load of the
+    4 days, every table (content checksums). Before, the second run loaded days 1-4 again."""
+    env = {"OPS_CONFIG": ""}
+    args = ["etl", "metrics", "--source", "file", "--file", str(site), "--from", str(DAY1),
+            "--to", str(DAY1 + timedelta(days=DAYS - 1)), "--cluster", "ai1"]
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    for wh in (whole, stopped):
+        cli("--warehouse", f"chdb://{wh}", "etl", "sacct", str(site / "sacct" / "sacct.psv"), env=env)
+    cli("--warehouse", f"chdb://{whole}", *args, env=env)
+
+    real = telemetry_load.load_parquet_dir
+
+    def stopping_after_day_2(wh, root, d0, d1, *, progress=None, **kw):
+        def p(done, n):
+            if progress:
+                progress(done, n)
+            if d0 + timedelta(days=done - 1) == DAY1 + timedelta(days=1):
+                raise KeyboardInterrupt  # Ctrl-C as day 3 begins
+        return real(wh, root, d0, d1, progress=p, **kw)
+
+    monkeypatch.setattr(telemetry_load, "load_parquet_dir", stopping_after_day_2)
+    r = cli("--warehouse", f"chdb://{stopped}", *args, env=env, check=False)
+    assert r.returncode == 130, (r.stdout, r.stderr)
+    monkeypatch.setattr(telemetry_load, "load_parquet_dir", real)
+    r = cli("--warehouse", f"chdb://{stopped}", *args, env=env)
+    assert _telemetry_runs(stopped) == [("2026-10-01..2026-10-04", "failed"), ("2026-10-03..2026-10-04", "ok")]
+    assert "resumed at 2026-10-03" in r.stdout, r.stdout
+    a, b = warehouse_checksums(whole), warehouse_checksums(stopped)
+    assert a["gpu_sample"][0] == DAYS * 48 * 4 * 8  # 4 days of 30-minute samples, 4 nodes of 8 GPUs
+    assert {t for t in a if a[t] != b.get(t)} == set()
+
+    # finished, the same command loads the whole window again (a deliberate reload), and changes nothing
+    cli("--warehouse", f"chdb://{stopped}", *args, env=env)
+    assert _telemetry_runs(stopped)[-1] == ("2026-10-01..2026-10-04", "ok")
+    assert warehouse_checksums(stopped) == b
