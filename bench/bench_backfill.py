@@ -1,0 +1,267 @@
+"""Benchmark: a backfill of the demo's site (114 nodes, 848 GPUs, 60 s samples), as an operator runs it, against
+the engine's bare INSERT ... SELECT of the same Parquet files, measured back to back in one run; and a sacct
+file of 5 M jobs.
+
+    .venv/bin/python bench/bench_backfill.py [--days 14] [--small-days 7] [--vm-days 2] [--sacct-jobs 5000000]
+
+A year at 60 s is ~446 M GPU rows (1.22 M a day): generating it alone takes over an hour on 2 cores, so the
+bench loads ``--days`` of it and extrapolates to 365 days (printed as an extrapolation, never as a
+measurement). The extrapolation holds only if the load's rate and peak memory do not depend on the window:
+the file load is measured at two windows (``--small-days`` and ``--days``) side by side to show it.
+
+1. generates ``--days`` days of the site's exporter Parquet (ops_warehouse.generate, as `ops-report demo` and
+   `ops-report generate` write them, at 60 s instead of the demo's 300 s);
+2. for each window: the product, as `ops-report etl metrics --source file` runs it (etl/backfill.py over
+   load_parquet_dir: resumable, a week per chunk), in a fresh child and warehouse: wall time, GPU rows/s, the
+   child's peak RSS (bench/peak_rss.py); then the engine alone (bench_telemetry.py's ceiling child: the same
+   files' INSERT ... SELECT into equivalent tables, all families, no counter work);
+3. VictoriaMetrics (when /usr/bin/victoria-metrics is there): the first ``--vm-days`` days written into a
+   fresh server (its CSV import, not timed as the product's), then the product as `ops-report etl metrics
+   --source vm-export --url` runs it (a day per chunk), and the server alone answering the same export
+   requests (bodies read and dropped);
+4. a sacct file of ``--sacct-jobs`` jobs: bench_etl_sacct.py's product and engine children (``0``: skip).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from peak_rss import peak_rss_mb  # bench/peak_rss.py (benches run as scripts from bench/)
+
+BENCH = Path(__file__).resolve().parent
+START = datetime(2026, 10, 1, tzinfo=timezone.utc)
+YEAR_DAYS = 365
+GOAL_RATIO = 0.8  # issue 50: Parquet telemetry at >= 0.8 of the engine's INSERT ... SELECT
+GOAL_RSS_MB = 1536  # issue 50: peak RSS <= 1.5 GB whatever the window
+
+
+# ---------------------------------------------------------------------------------------------- children
+
+def child_file(data: str, wh: str, days: int) -> dict:
+    from ops_warehouse.config import Config
+    from ops_warehouse.etl.backfill import FILE_CHUNK_DAYS, load_resumably
+    from ops_warehouse.etl.telemetry_load import load_parquet_dir
+    from ops_warehouse.warehouse import open_warehouse
+
+    w = open_warehouse(Config(dsn=f"chdb://{wh}"))
+    d0, d1 = START.date(), START.date() + timedelta(days=days - 1)
+    t = time.perf_counter()
+    c = load_resumably(w, f"file:{Path(data).resolve()}", d0, d1,
+                       lambda a, b, p: load_parquet_dir(w, data, a, b, cluster="bench", progress=p),
+                       chunk_days=FILE_CHUNK_DAYS)
+    return {"seconds": time.perf_counter() - t, "rows": c["gpu_rows"], "peak_rss_mb": peak_rss_mb()}
+
+
+def _export_match() -> str:
+    from ops_warehouse.etl.lustre_jobs import JOB_METRICS
+    from ops_warehouse.etl.metric_catalog import catalog
+
+    return "{__name__=~\"" + "|".join(sorted([*catalog(None), *JOB_METRICS])) + "\"}"
+
+
+def child_vm(url: str, wh: str, days: int) -> dict:
+    from ops_warehouse.config import Config
+    from ops_warehouse.etl.backfill import SERVER_CHUNK_DAYS, load_resumably
+    from ops_warehouse.etl.vm_export_source import load_vm_export
+    from ops_warehouse.warehouse import open_warehouse
+
+    w = open_warehouse(Config(dsn=f"chdb://{wh}"))
+    d0, d1 = START.date(), START.date() + timedelta(days=days - 1)
+    t = time.perf_counter()
+    c = load_resumably(w, f"vm-export:{url}", d0, d1,
+                       lambda a, b, p: load_vm_export(w, url, a, b, cluster="bench"), chunk_days=SERVER_CHUNK_DAYS)
+    return {"seconds": time.perf_counter() - t, "rows": c["gpu_rows"], "peak_rss_mb": peak_rss_mb()}
+
+
+def child_vm_server(url: str, wh: str, days: int) -> dict:
+    """The server alone: the export requests the product makes (a day and the day before it, per day), read
+    and dropped."""
+    import urllib.parse
+    import urllib.request
+
+    match, size = _export_match(), 0
+    t = time.perf_counter()
+    for k in range(days):
+        w0 = START + timedelta(days=k)
+        q = urllib.parse.urlencode({"match[]": match, "start": int((w0 - timedelta(days=1)).timestamp()),
+                                    "end": int((w0 + timedelta(days=1) - timedelta(milliseconds=1)).timestamp())})
+        with urllib.request.urlopen(f"{url}/api/v1/export?{q}", timeout=3600) as r:
+            while chunk := r.read(1 << 20):
+                size += len(chunk)
+    return {"seconds": time.perf_counter() - t, "bytes": size, "peak_rss_mb": peak_rss_mb()}
+
+
+CHILDREN = {"file": child_file, "vm": child_vm, "vm_server": child_vm_server}
+
+
+def run(kind: str, data: str, work: Path, days: int) -> dict:
+    wh = work / f"wh-{kind}-{days}"
+    shutil.rmtree(wh, ignore_errors=True)
+    argv = ([sys.executable, str(BENCH / "bench_telemetry.py"), "--child", "ceiling"] if kind == "ceiling"
+            else [sys.executable, __file__, "--child", kind])
+    p = subprocess.run([*argv, "--data", data, "--wh", str(wh), "--days", str(days)], capture_output=True, text=True)
+    shutil.rmtree(wh, ignore_errors=True)
+    if p.returncode:
+        raise SystemExit(f"{kind} child failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------------------------- inputs
+
+def window(site: Path, out: Path, days: int) -> Path:
+    """A site folder holding the first ``days`` day files of ``site`` (links): what a load of those days
+    and the engine's glob over them both read."""
+    for fam in (site / "telemetry").iterdir():
+        (out / "telemetry" / fam.name).mkdir(parents=True, exist_ok=True)
+        for k in range(days):
+            f = fam / f"{(START + timedelta(days=k)):%Y-%m-%d}.parquet"
+            if f.exists():
+                (out / "telemetry" / fam.name / f.name).symlink_to(f)
+    return out
+
+
+def import_into_vm(url: str, site: Path, days: int) -> None:
+    """The day files into VictoriaMetrics through its CSV import (labels and metric columns named by the
+    exporters' own names, as a scrape stores them); empty values are skipped by the server."""
+    import urllib.request
+
+    import polars as pl
+
+    for fam in sorted((site / "telemetry").iterdir()):
+        for k in range(days):
+            f = fam / f"{(START + timedelta(days=k)):%Y-%m-%d}.parquet"
+            if not f.exists():
+                continue
+            df = pl.read_parquet(f)
+            labels = [c for c, t in df.schema.items() if c != "timestamp" and t == pl.String]
+            metrics = [c for c, t in df.schema.items() if c != "timestamp" and t != pl.String]
+            cols = [pl.col("timestamp").dt.epoch("ms"), *labels, *metrics]
+            fmt = ",".join(["1:time:unix_ms", *[f"{i + 2}:label:{c}" for i, c in enumerate(labels)],
+                            *[f"{i + 2 + len(labels)}:metric:{c}" for i, c in enumerate(metrics)]])
+            body = df.select(cols).write_csv(include_header=False).encode()
+            req = urllib.request.Request(f"{url}/api/v1/import/csv?format={fmt}", data=body, method="POST")
+            with urllib.request.urlopen(req, timeout=3600) as r:
+                assert r.status in (200, 204), r.status
+    urllib.request.urlopen(f"{url}/internal/force_flush", timeout=300).read()
+
+
+def sacct(jobs: int, work: Path) -> dict:
+    out = work / "sacct.json"
+    p = subprocess.run([sys.executable, str(BENCH / "bench_etl_sacct.py"), "--jobs", str(jobs), "--small-jobs", "0",
+                        "--workdir", str(work / "sacct"), "--json", str(out)], capture_output=True, text=True)
+    shutil.rmtree(work / "sacct", ignore_errors=True)
+    if p.returncode:
+        raise SystemExit(f"bench_etl_sacct.py failed:\n{p.stderr[-3000:]}")
+    print("\n".join("  sacct: " + ln for ln in p.stdout.splitlines() if not ln.startswith("RESULT")))
+    return json.loads(out.read_text())
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--days", type=int, default=14, help="the larger window measured (days from 2026-10-01)")
+    ap.add_argument("--small-days", type=int, default=7, help="the smaller window, to show what grows with it")
+    ap.add_argument("--nodes", type=int, default=114, help="the demo's 114 (90 H100, 16 H200, 8 B200 nodes)")
+    ap.add_argument("--vm-days", type=int, default=2, help="days through VictoriaMetrics (0: skip)")
+    ap.add_argument("--sacct-jobs", type=int, default=5_000_000, help="jobs in the sacct file (0: skip)")
+    ap.add_argument("--workdir", type=Path, help="default: a temporary folder, removed after")
+    ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
+    ap.add_argument("--data", help=argparse.SUPPRESS)
+    ap.add_argument("--wh", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        print(json.dumps(CHILDREN[a.child](a.data, a.wh, a.days)))
+        return
+    work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-backfill-"))
+    try:
+        from ops_warehouse.generate import scaled_spec
+        from ops_warehouse.generate.schedule import simulate
+        from ops_warehouse.generate.telemetry import write_telemetry
+
+        spec = scaled_spec(a.nodes)
+        site = work / "site"
+        t = time.perf_counter()
+        h = simulate(spec, start=START, days=a.days, jobs_per_day=900, seed=1)
+        write_telemetry(site, spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc, node_events=h.node_events,
+                        xids=h.xids, throttle=h.throttle, start=START, end=h.end, step_s=60, seed=1)
+        gpus = int(h.inventory["gpus"].sum())
+        print(f"generated {a.days} days of 60 s telemetry for {gpus} GPUs on {h.inventory.height} nodes in "
+              f"{time.perf_counter() - t:.0f} s", flush=True)
+
+        sizes = sorted({d for d in (a.small_days, a.days) if d > 0})
+        file_runs = {}
+        for days in sizes:
+            data = str(window(site, work / f"site-{days}d", days))
+            prod = run("file", data, work, days)  # product, then the engine alone, back to back
+            ceil = run("ceiling", data, work, days)
+            prod_rate, ceil_rate = prod["rows"] / prod["seconds"], ceil["rows"] / ceil["seconds"]
+            file_runs[days] = (prod, ceil)
+            print(f"{days} days from Parquet: product {prod['rows']:,} GPU rows in {prod['seconds']:.1f} s = "
+                  f"{prod_rate:,.0f} rows/s, peak RSS {prod['peak_rss_mb']:,.0f} MB; engine alone "
+                  f"{ceil['rows']:,} rows in {ceil['seconds']:.1f} s = {ceil_rate:,.0f} rows/s, peak RSS "
+                  f"{ceil['peak_rss_mb']:,.0f} MB; ratio {prod_rate / ceil_rate:.2f}", flush=True)
+            print(f"RESULT backfill_parquet_{days}d rows_per_s={prod_rate:.0f} ceiling_rows_per_s={ceil_rate:.0f} "
+                  f"ratio={prod_rate / ceil_rate:.2f} goal=>={GOAL_RATIO} peak_mb={prod['peak_rss_mb']:.0f} "
+                  f"wall_s={prod['seconds']:.1f} gpu_rows={prod['rows']}", flush=True)
+        big, (prod, ceil) = sizes[-1], file_runs[sizes[-1]]
+        print(f"RESULT backfill_parquet_memory peak_mb={prod['peak_rss_mb']:.0f} goal=<={GOAL_RSS_MB}MB days={big}"
+              + "".join(f" peak_mb_{d}d={file_runs[d][0]['peak_rss_mb']:.0f}" for d in sizes))
+        per_day = prod["rows"] / big
+        sizes_rss = ", ".join(f"{d} days {file_runs[d][0]['peak_rss_mb']:,.0f} MB" for d in sizes)
+        print(f"EXTRAPOLATION (not measured): {YEAR_DAYS} days of this site = {per_day * YEAR_DAYS / 1e6:,.0f} M GPU "
+              f"rows: the product at its {big}-day rate {prod['seconds'] / big * YEAR_DAYS / 3600:.1f} h, the engine "
+              f"alone {ceil['seconds'] / big * YEAR_DAYS / 3600:.1f} h; peak RSS as measured if it does not grow "
+              f"with the window ({sizes_rss})")
+        print(f"RESULT backfill_year_extrapolated product_h={prod['seconds'] / big * YEAR_DAYS / 3600:.2f} "
+              f"engine_h={ceil['seconds'] / big * YEAR_DAYS / 3600:.2f} gpu_rows={per_day * YEAR_DAYS:.0f} "
+              f"from_days={big}")
+
+        if a.vm_days and shutil.which("victoria-metrics"):
+            sys.path.insert(0, str(BENCH.parent))
+            from tests import prometheus_harness as ph
+
+            vm = ph.VictoriaMetrics(work / "vmdata").start()
+            try:
+                t = time.perf_counter()
+                import_into_vm(vm.url, site, a.vm_days + 1)  # and the day after: the last day's end sample
+                print(f"VictoriaMetrics: {a.vm_days + 1} days imported in {time.perf_counter() - t:.0f} s "
+                      f"(not part of the load)", flush=True)
+                server = run("vm_server", vm.url, work, a.vm_days)
+                prod_vm = run("vm", vm.url, work, a.vm_days)
+            finally:
+                vm.stop()
+            rate = prod_vm["rows"] / prod_vm["seconds"]
+            print(f"{a.vm_days} days from VictoriaMetrics (/api/v1/export, a day per chunk): product "
+                  f"{prod_vm['rows']:,} GPU rows in {prod_vm['seconds']:.1f} s = {rate:,.0f} rows/s, peak RSS "
+                  f"{prod_vm['peak_rss_mb']:,.0f} MB; the server alone answering the same requests "
+                  f"{server['seconds']:.1f} s ({server['bytes'] / 1e6:,.0f} MB); product / server time "
+                  f"{prod_vm['seconds'] / server['seconds']:.1f}")
+            print(f"RESULT backfill_victoriametrics rows_per_s={rate:.0f} server_s={server['seconds']:.1f} "
+                  f"wall_s={prod_vm['seconds']:.1f} peak_mb={prod_vm['peak_rss_mb']:.0f} days={a.vm_days} "
+                  f"ratio={server['seconds'] / prod_vm['seconds']:.2f}")
+            print(f"EXTRAPOLATION (not measured): {YEAR_DAYS} days from VictoriaMetrics at this rate "
+                  f"{prod_vm['seconds'] / a.vm_days * YEAR_DAYS / 3600:.1f} h (the server alone "
+                  f"{server['seconds'] / a.vm_days * YEAR_DAYS / 3600:.1f} h)")
+
+        if a.sacct_jobs:
+            s = sacct(a.sacct_jobs, work)
+            p, c = s["product"], s["ceiling"]
+            print(f"RESULT backfill_sacct rows_per_s={p['rows_per_s']:.0f} ceiling_rows_per_s={c['rows_per_s']:.0f} "
+                  f"ratio={s['ratio']:.2f} peak_mb={p['peak_rss_mb']:.0f} jobs={a.sacct_jobs} "
+                  f"wall_s={p['seconds']:.1f}")
+            print(f"RESULT backfill_sacct_memory peak_mb={p['peak_rss_mb']:.0f} goal=<=1024MB jobs={a.sacct_jobs}")
+    finally:
+        if not a.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
