@@ -1,10 +1,10 @@
-"""Benchmark: a backfill of the demo's site (114 nodes, 848 GPUs, 60 s samples), as an operator runs it, against
+"""Benchmark: a backfill of the demo's site (114 nodes, 912 GPUs, 60 s samples), as an operator runs it, against
 the engine's bare INSERT ... SELECT of the same Parquet files, measured back to back in one run; and a sacct
 file of 5 M jobs.
 
     .venv/bin/python bench/bench_backfill.py [--days 14] [--small-days 7] [--vm-days 2] [--sacct-jobs 5000000]
 
-A year at 60 s is ~446 M GPU rows (1.22 M a day): generating it alone takes over an hour on 2 cores, so the
+A year at 60 s is ~479 M GPU rows (1.31 M a day): generating it alone takes over an hour on 2 cores, so the
 bench loads ``--days`` of it and extrapolates to 365 days (printed as an extrapolation, never as a
 measurement). The extrapolation holds only if the load's rate and peak memory do not depend on the window:
 the file load is measured at two windows (``--small-days`` and ``--days``) side by side to show it.

@@ -26,15 +26,16 @@ def _progress(label: str, unit: str):
 
             yield bar
         return
-    last = [0.0]
+    last: list[float | None] = [None]
     start: list[tuple[float, int]] = []  # (when, done) of the first call: the rate counts only this run's work
 
     def log(done: int, total: int) -> None:
         now = time.monotonic()
-        first = not start
-        if first:
+        if not start:
             start.append((now, done))
-        if first or now - last[0] >= 10 or done >= total:
+            if done == 0 and total:  # the rate's starting point; a resumed load's first line says where it is
+                return
+        if last[0] is None or now - last[0] >= 10 or done >= total:
             last[0] = now
             what = f"{100 * done / total if total else 100:.0f}% ({done}/{total} bytes)" if unit == "bytes" \
                 else f"{done}/{total}"
