@@ -97,19 +97,47 @@ def check_json(jobs: list) -> list[str]:
     Decided over the document's job objects with a readable job id: a key that only some jobs lack is
     those jobs' fault (each is quarantined or loads with an empty value, as before); a document whose
     jobs are all unreadable has nothing to decide on and each job is quarantined."""
-    objs = [j for j in jobs if isinstance(j, dict)]
-    if objs and not any("job_id" in j for j in objs):
-        missing = ["job_id"]
-    else:
-        good = [j for j in objs if _readable_id(j)]
-        if not good:
+    seen = JsonKeys()
+    for job in jobs:
+        seen.add(job)
+    return seen.absent()
+
+
+class JsonKeys:
+    """``check_json`` one job at a time, for a document read as a stream (etl/sacct_json.py): what it keeps is
+    which keys were seen, not the jobs."""
+
+    def __init__(self):
+        self.objs = self.with_id = self.good = False
+        self.required = [p for p in JSON_REQUIRED[1:]]  # not seen yet in a job with a readable id
+        self.optional = dict(JSON_KEYS)
+
+    def add(self, job) -> None:
+        if not isinstance(job, dict):
+            return
+        self.objs = True
+        self.with_id = self.with_id or "job_id" in job
+        if not _readable_id(job):
+            return
+        self.good = True
+        if self.required:
+            self.required = [p for p in self.required if not _has(job, p)]
+        if self.optional:
+            self.optional = {f: p for f, p in self.optional.items() if not _has(job, p)}
+
+    def absent(self) -> list[str]:
+        """The text fields no job has; raises Refused when no job has a required key."""
+        if self.objs and not self.with_id:
+            missing = ["job_id"]
+        elif not self.good:
             return []
-        missing = [".".join(p) for p in JSON_REQUIRED[1:] if not any(_has(j, p) for j in good)]
-        if not missing:
-            return [f for f, p in JSON_KEYS.items() if not any(_has(j, p) for j in good)]
-    raise Refused(f"refused, no job of this sacct --json document has {', '.join(missing)} (every job record "
-                  "needs job_id, state and time.submission, time.start, time.end); nothing was loaded; export "
-                  f"with sacct --json (Slurm 21.08 or later) or: {hint()}")
+        else:
+            missing = [".".join(p) for p in self.required]
+            if not missing:
+                return list(self.optional)
+        raise Refused(f"refused, no job of this sacct --json document has {', '.join(missing)} (every job record "
+                      "needs job_id, state and time.submission, time.start, time.end); nothing was loaded; export "
+                      f"with sacct --json (Slurm 21.08 or later) or: {hint()}")
 
 
 def defaults(columns: list[str], cluster: str, json: bool = False) -> list[str]:

@@ -4,14 +4,22 @@ Schema differences handled: numbers that became ``{set, infinite, number}`` obje
 ``state.current`` and exit-code ``status`` that became lists (23.11), step ids as strings or objects.
 Known 22.05 bugs, taken as they are (see docs/sources.md): exit codes of failed jobs printed as SUCCESS/0,
 the reservation name printed as a garbage integer (dropped), unlimited time limits as null (UNLIMITED).
-Jobs are turned into rows one by one here: json.load has already built one Python dict per job, so this
+Jobs are turned into rows one by one here: the decoder has already built one Python dict per job, so this
 pass costs the same order as parsing; bulk history comes through the text path.
+
+A document is read from its file a piece at a time (``iter_jobs``: the decoder on one job at a time), so the
+memory a load holds is a chunk of jobs, not the document (issue 50: ``path.read_text`` held all of it, and
+``json.loads`` a Python dict per job of it). It is read twice: once to check it (well-formed to its end,
+and the input contract over all its jobs), once to build the chunks; a broken document loads nothing.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 
 import polars as pl
 from ops_warehouse.etl import sacct_contract
@@ -178,8 +186,152 @@ def _step_rows(job, parent: dict) -> list[dict]:
     return rows
 
 
+# jobs per chunk of records a streamed document yields (each job with its steps, a few rows)
+CHUNK_JOBS = 20_000
+_READ_CHARS = 1 << 20
+_DECODER = json.JSONDecoder()
+_WS = " \t\n\r"
+
+
+class _Stream:
+    """A JSON text read from a file a piece at a time: ``buf[pos:]`` is what is not yet consumed."""
+
+    def __init__(self, f):
+        self.f = f
+        self.dec = codecs.getincrementaldecoder("utf-8-sig")()  # -sig: skips a byte order mark
+        self.buf, self.pos, self.eof = "", 0, False
+        # where buf starts in the document: characters and lines before it, and where its line began (an
+        # error names its place in the document, as json.loads names it)
+        self.base, self.lines, self.line_start = 0, 0, 0
+
+    def more(self, chars: int) -> None:
+        data = self.f.read(chars)
+        n = self.buf.count("\n", 0, self.pos)
+        if n:
+            self.lines += n
+            self.line_start = self.base + self.buf.rindex("\n", 0, self.pos) + 1
+        self.base += self.pos
+        self.buf = self.buf[self.pos:] + self.dec.decode(data, final=not data)
+        self.pos, self.eof = 0, not data
+
+    def error(self, e: json.JSONDecodeError | str) -> ValueError:
+        """json.loads's message for an error here: what, and its line, column and character in the document."""
+        if isinstance(e, str):
+            e = json.JSONDecodeError(e, self.buf, self.pos)
+        at = self.base + e.pos
+        line = self.lines + self.buf.count("\n", 0, e.pos) + 1
+        k = self.buf.rfind("\n", 0, e.pos)
+        col = e.pos - k if k >= 0 else at - self.line_start + 1
+        return ValueError(f"{e.msg}: line {line} column {col} (char {at})")
+
+    def peek(self) -> str:
+        """The next character that is not white space ('' at the end of the text)."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in _WS:
+                self.pos += 1
+            if self.pos < len(self.buf) or self.eof:
+                return self.buf[self.pos:self.pos + 1]
+            self.more(_READ_CHARS)
+
+    def expect(self, chars: str) -> str:
+        c = self.peek()
+        if not c or c not in chars:
+            raise self.error(f"Expecting {chars[0]!r} delimiter")
+        self.pos += 1
+        return c
+
+    def value(self):
+        """The next JSON value, decoded whole. A value that runs past what was read reads more (twice as
+        much each time, so a huge value costs a few decodes, not one per piece); one that ends exactly where
+        the text read ends may go on (a number) and is decoded again with more."""
+        self.peek()
+        chars = _READ_CHARS
+        while True:
+            try:
+                v, end = _DECODER.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError as e:
+                if self.eof:
+                    raise self.error(e) from None
+                v, end = None, -1
+            except RecursionError:  # deeply nested arrays (tests/test_fuzz_sacct.py)
+                raise ValueError("nested too deeply to be sacct --json output") from None
+            if end >= 0 and (end < len(self.buf) or self.eof):
+                self.pos = end
+                return v
+            self.more(chars)
+            chars *= 2
+
+
+def iter_jobs(path: Path) -> Iterator:
+    """The elements of a ``sacct --json`` document's ``jobs`` list, one at a time, read from the file as they
+    are needed; the rest of the document (meta, errors, warnings) is decoded and dropped. Raises ValueError
+    (UnicodeDecodeError for bytes that are not UTF-8) where json.loads would refuse the document, or when it
+    has no ``jobs`` list."""
+    with open(path, "rb") as f:
+        s = _Stream(f)
+        if s.peek() != "{":  # (not decoded further: a top-level list may be as large as the file)
+            raise ValueError("not sacct --json output (no 'jobs' list)")
+        s.expect("{")
+        seen_jobs = False
+        if s.peek() == "}":
+            s.expect("}")
+        else:
+            while True:
+                if s.peek() != '"':
+                    raise s.error("Expecting property name enclosed in double quotes")
+                key = s.value()
+                s.expect(":")
+                if key == "jobs" and s.peek() == "[":
+                    if seen_jobs:  # json.loads keeps the last of two; two lists are not sacct's output
+                        raise ValueError("two 'jobs' lists in one document")
+                    seen_jobs = True
+                    s.expect("[")
+                    if s.peek() == "]":
+                        s.expect("]")
+                    else:
+                        while True:
+                            yield s.value()
+                            if s.expect(",]") == "]":
+                                break
+                else:
+                    s.value()
+                    if key == "jobs":  # (json.loads keeps the last: this one, which is no list)
+                        seen_jobs = False
+                if s.expect(",}") == "}":
+                    break
+        if s.peek():
+            raise s.error("Extra data")
+        if not seen_jobs:
+            raise ValueError("not sacct --json output (no 'jobs' list)")
+
+
+def check_file(path: Path) -> list[str]:
+    """Read a ``sacct --json`` file through once: raises ValueError (or UnicodeDecodeError) if it is not a
+    well-formed document, sacct_contract.Refused if it lacks what every job needs; else returns the text
+    fields none of its jobs has (left out of its records, as absent from a text dump)."""
+    seen = sacct_contract.JsonKeys()
+    for job in iter_jobs(path):
+        seen.add(job)
+    return seen.absent()
+
+
+def read_json_file(path: Path, chunk_jobs: int | None = None) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+    """(records, quarantine) per chunk of ``chunk_jobs`` jobs of a ``sacct --json`` file (each job with its
+    steps in one chunk), after ``check_file`` found it whole; memory is a chunk's, whatever the file's size."""
+    absent = check_file(path)
+    chunk_jobs = chunk_jobs or CHUNK_JOBS
+    jobs = iter_jobs(path)
+    first = 1
+    while True:
+        batch = [job for _, job in zip(range(chunk_jobs), jobs)]
+        if not batch:
+            return
+        yield _frames(batch, first, absent)
+        first += len(batch)
+
+
 def read_json(text: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(records, quarantine) for one ``sacct --json`` document; raises ValueError if it is not one."""
+    """(records, quarantine) for one ``sacct --json`` document held as text; raises ValueError if it is not one."""
     try:
         doc = json.loads(text)
     except RecursionError:  # deeply nested arrays: json.loads raised this past the loader (tests/test_fuzz_sacct.py)
@@ -189,8 +341,13 @@ def read_json(text: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     # the input contract, on the document's keys before any row is built (etl/sacct_contract.py): raises
     # Refused when no job has a required key; the fields no job has are left out, as absent from a text dump
     absent = sacct_contract.check_json(doc["jobs"])
+    return _frames(doc["jobs"], 1, absent)
+
+
+def _frames(jobs: Iterable, first: int, absent: list[str]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(records, quarantine) of jobs numbered from ``first`` (a job's number is its records' line_no)."""
     rows, bad = [], []
-    for i, job in enumerate(doc["jobs"], start=1):
+    for i, job in enumerate(jobs, start=first):
         raw = json.dumps(job, ensure_ascii=False)[:4000]
         try:
             row = _job_row(job)

@@ -74,20 +74,24 @@ def _chunks(path: Path, fmt: str, delimiter: str, fields: list[str] | None
             ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.Expr, str]]:
     """(records, quarantine, raw-line expression, tz override or '') per chunk."""
     if fmt == "json":
+        # read as a stream, a chunk of jobs at a time, after a first pass found the document whole: a broken
+        # one loads nothing, as when it was read in one piece (etl/sacct_json.py)
         try:
-            text = path.read_text(encoding="utf-8-sig")  # -sig: skips a byte order mark
-            records, bad = sacct_json.read_json(text)
+            sacct_json.check_file(path)
         except sacct_contract.Refused as e:  # a document lacking what every job needs: nothing loads
             raise sacct_contract.Refused(f"{path}: {e}") from None
         except (UnicodeDecodeError, ValueError) as e:
+            with open(path, "rb") as f:
+                head = f.read(4000)
             bad = pl.DataFrame(
                 {"line_no": [1], "reason": [f"unreadable sacct --json: {str(e).splitlines()[0][:200]}"],
-                 "raw": [path.read_bytes()[:4000].decode("utf-8", "replace")]},
+                 "raw": [head.decode("utf-8", "replace")]},
                 schema=QUARANTINE_SCHEMA,
             )
             yield pl.DataFrame(schema={"line_no": pl.UInt64, "raw": pl.String}), bad, pl.col("raw"), "UTC"
             return
-        yield records, bad, pl.col("raw"), "UTC"  # JSON carries epoch seconds
+        for records, bad in sacct_json.read_json_file(path):
+            yield records, bad, pl.col("raw"), "UTC"  # JSON carries epoch seconds
         return
     for records, bad, raw in sacct_text.read_text(path, delimiter, fields):
         yield records, bad, raw, ""
