@@ -9,7 +9,8 @@
    straight into equivalent tables (`INSERT … SELECT … FROM file('dcgm/*.parquet')`, columns renamed, no
    counter work), in a child;
 4. OpenMetrics: the product loading the first 2-hour OpenMetrics window of the first day;
-5. Prometheus (when installed): promtool backfill of the first day, then `load_prometheus` for that day.
+5. Prometheus (when installed): promtool backfill of the first day, then `load_prometheus` for that day and
+   the server answering the same requests alone (bench/bench_prometheus.py).
 """
 
 from __future__ import annotations
@@ -36,10 +37,24 @@ def child(kind: str, data: str, wh: str, days: int) -> dict:
     d0, d1 = START.date(), START.date() + timedelta(days=days - 1)
     t = time.perf_counter()
     if kind == "product":
-        from ops_warehouse.etl.telemetry_load import load_parquet_dir
+        from ops_warehouse.etl import telemetry_load
 
-        c = load_parquet_dir(w, data, d0, d1, cluster="bench")
-        rows = c["gpu_rows"]
+        # the grains' refresh timed apart: issue 50 asks >= 0.8 of the engine for the load, >= 0.5 with it
+        refresh = telemetry_load.refresh_hourly
+        refresh_s = [0.0]
+
+        def timed_refresh(*args, **kw):
+            t_r = time.perf_counter()
+            try:
+                return refresh(*args, **kw)
+            finally:
+                refresh_s[0] += time.perf_counter() - t_r
+
+        telemetry_load.refresh_hourly = timed_refresh
+        c = telemetry_load.load_parquet_dir(w, data, d0, d1, cluster="bench")
+        seconds = time.perf_counter() - t
+        return {"seconds": seconds, "load_s": seconds - refresh_s[0], "refresh_s": refresh_s[0],
+                "rows": c["gpu_rows"], "peak_rss_mb": peak_rss_mb()}
     elif kind == "ceiling":
         w.command("CREATE TABLE ceiling (node LowCardinality(String), gpu UInt16, ts DateTime('UTC'), "
                   "model_name LowCardinality(String), uuid String, gpu_util_pct Nullable(Float32), "
@@ -80,23 +95,10 @@ def child(kind: str, data: str, wh: str, days: int) -> dict:
         first = sorted((Path(data) / "telemetry" / "openmetrics").glob("*.om"))[0]
         c = load_text_files(w, [first], d0, d0, cluster="bench")
         rows = c["gpu_rows"]
-    else:  # prometheus
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from ops_warehouse.etl.prometheus_source import load_prometheus
-        from tests import prometheus_harness as ph
+    else:  # prometheus: bench/bench_prometheus.py, on this run's day
+        from bench_prometheus import measure
 
-        base = Path(wh).parent
-        t_b = time.perf_counter()
-        ph.backfill(sorted((Path(data) / "telemetry" / "openmetrics").glob("*.om")), base / "tsdb")
-        p = ph.Prometheus(base / "tsdb").start()
-        backfill_s = time.perf_counter() - t_b
-        t = time.perf_counter()
-        try:
-            c = load_prometheus(w, p.url, d0, d0, step_s=60, cluster="bench")
-        finally:
-            p.stop()
-        return {"seconds": time.perf_counter() - t, "rows": c["gpu_rows"], "backfill_s": backfill_s,
-                "queries": c["queries"], "peak_rss_mb": peak_rss_mb()}
+        return measure(sorted((Path(data) / "telemetry" / "openmetrics").glob("*.om")), Path(wh).parent, w)
     return {"seconds": time.perf_counter() - t, "rows": rows, "peak_rss_mb": peak_rss_mb()}
 
 
@@ -144,29 +146,33 @@ def main() -> None:
         gpus = int(h.inventory["gpus"].sum())
         print(f"generated {a.days} days of 60 s telemetry for {gpus} GPUs on {h.inventory.height} nodes "
               f"(+ one day of OpenMetrics) in {gen_s:.0f} s")
+        # product and ceiling back to back, each in a fresh child, the same files
         prod = run("product", data, work, a.days)
         ceil = run("ceiling", data, work, a.days)
         print(f"product load_parquet_dir: {prod['rows']:,} GPU rows in {prod['seconds']:.1f} s = "
-              f"{prod['rows'] / prod['seconds']:,.0f} rows/s, peak RSS {prod['peak_rss_mb']:,.0f} MB "
+              f"{prod['rows'] / prod['seconds']:,.0f} rows/s ({prod['load_s']:.1f} s the load, "
+              f"{prod['refresh_s']:.1f} s the grains' refresh), peak RSS {prod['peak_rss_mb']:,.0f} MB "
               f"(plus node rows, Xid events and hourly rollups)")
         print(f"engine ceiling (file() Parquet -> tables, all families): {ceil['rows']:,} rows in {ceil['seconds']:.1f} s = "
               f"{ceil['rows'] / ceil['seconds']:,.0f} rows/s, peak RSS {ceil['peak_rss_mb']:,.0f} MB")
-        ratio = (prod['rows'] / prod['seconds']) / (ceil['rows'] / ceil['seconds'])
-        print(f"ratio product/ceiling: {ratio:.2f} (goal >= 0.8)")
-        print(f"RESULT telemetry_load rows_per_s={prod['rows'] / prod['seconds']:.0f} "
-              f"ceiling_rows_per_s={ceil['rows'] / ceil['seconds']:.0f} ratio={ratio:.2f} goal=>=0.8 "
+        ceil_rate = ceil['rows'] / ceil['seconds']
+        load_ratio = (prod['rows'] / prod['load_s']) / ceil_rate
+        ratio = (prod['rows'] / prod['seconds']) / ceil_rate
+        print(f"ratio product/ceiling: {load_ratio:.2f} the load (goal >= 0.8), {ratio:.2f} with the grains "
+              f"(goal >= 0.5)")
+        print(f"RESULT telemetry_load rows_per_s={prod['rows'] / prod['load_s']:.0f} "
+              f"ceiling_rows_per_s={ceil_rate:.0f} ratio={load_ratio:.2f} goal=>=0.8 "
               f"peak_mb={prod['peak_rss_mb']:.0f} gpu_rows={prod['rows']}")
+        print(f"RESULT telemetry_load_with_grains rows_per_s={prod['rows'] / prod['seconds']:.0f} "
+              f"ceiling_rows_per_s={ceil_rate:.0f} ratio={ratio:.2f} goal=>=0.5 peak_mb={prod['peak_rss_mb']:.0f}")
         om = run("openmetrics", data, work, 1)
         print(f"OpenMetrics, one 2-hour window: {om['rows']:,} GPU rows in {om['seconds']:.1f} s = "
               f"{om['rows'] / om['seconds']:,.0f} rows/s, peak RSS {om['peak_rss_mb']:,.0f} MB")
         print(f"RESULT openmetrics_load rows_per_s={om['rows'] / om['seconds']:.0f} peak_mb={om['peak_rss_mb']:.0f}")
         if not a.skip_prometheus and shutil.which("prometheus"):
-            pr = run("prometheus", data, work, 1)
-            print(f"Prometheus, one day: promtool backfill {pr['backfill_s']:.0f} s; load_prometheus "
-                  f"{pr['rows']:,} GPU rows in {pr['seconds']:.1f} s = {pr['rows'] / pr['seconds']:,.0f} rows/s "
-                  f"({pr['queries']} queries), peak RSS {pr['peak_rss_mb']:,.0f} MB")
-            print(f"RESULT prometheus_load rows_per_s={pr['rows'] / pr['seconds']:.0f} queries={pr['queries']} "
-                  f"peak_mb={pr['peak_rss_mb']:.0f}")
+            from bench_prometheus import report
+
+            report(run("prometheus", data, work, 1))
     finally:
         if not a.workdir:
             shutil.rmtree(work, ignore_errors=True)

@@ -27,22 +27,33 @@ def _lit(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def checked(select: str, columns: list[str], model: str = "''") -> str:
-    """``select`` with each of ``columns`` NULL where it is no reading (same columns, same order)."""
-    replace = ", ".join(f"if(sample_value_ok({_lit(c)}, {c}, {model}), {c}, NULL) AS {c}" for c in columns)
-    return f"SELECT * REPLACE ({replace}) FROM ({select})"
+def checked(select: str, columns: list[str], model: str = "''", as_: dict[str, str] | None = None,
+            flag: str = "") -> str:
+    """``select`` with each of ``columns`` NULL where it is no reading (same columns, same order), each held to
+    the range of its own name or of ``as_[column]``; with ``flag``, a last column of that name: 1 on a row
+    where a value was made NULL (a load's statements then look for reasons only where there is one)."""
+    ok = {c: f"sample_value_ok({_lit((as_ or {}).get(c, c))}, {c}, {model})" for c in columns}
+    if not flag:
+        return f"SELECT * REPLACE ({', '.join(f'if({ok[c]}, {c}, NULL) AS {c}' for c in columns)}) FROM ({select})"
+    # each test worked out once, a level down (in the select that NULLs them, the names are the NULLed values)
+    tests = {c: f"_ok_{k}" for k, c in enumerate(columns)}
+    inner = f"SELECT *, {', '.join(f'{ok[c]} AS {t}' for c, t in tests.items())} FROM ({select})"
+    return (f"SELECT * EXCEPT ({', '.join(tests.values())}) REPLACE ("
+            + ", ".join(f"if({t}, {c}, NULL) AS {c}" for c, t in tests.items())
+            + f"), NOT ({' AND '.join(tests.values())}) AS {flag} FROM ({inner})")
 
 
 def problems(select: str, columns: list[tuple[str, str, str]], series: str, model: str, origin: str) -> str:
-    """The rejected values of one file's rows: source, line_no, reason, raw, ts. ``select`` is the file's
-    rows with ``_line`` (its line or row, 0 where it has none); ``columns`` are (the column, a text expression
+    """The rejected values of a load's rows: source, line_no, reason, raw, ts. ``select`` is the rows with
+    ``_line`` (its line or row in its file, 0 where it has none); ``columns`` are (the column, a text expression
     naming it as the exporter does, the column whose range it is held to); ``series`` is a text expression
-    naming the series."""
+    naming the series, ``origin`` one naming the row's file (etl/telemetry_insert.py: the file's path or the
+    load's source)."""
     pairs = ", ".join(f"tuple({name}, CAST({c} AS Nullable(Float64)), sample_value_problem({_lit(as_)}, {c}, {model}))"
                       for c, name, as_ in columns)
     # the reasons are worked out for the rows that have one only (the test is a few comparisons a value)
     good = " AND ".join(f"sample_value_ok({_lit(as_)}, {c}, {model})" for c, _, as_ in columns)
-    return (f"SELECT {_lit(origin)} AS source, toUInt64(_line) AS line_no, "
+    return (f"SELECT {origin} AS source, toUInt64(_line) AS line_no, "
             "concat(p.1, ' ', toString(p.2), ': ', p.3) AS reason, "
             f"concat({series}, ' at ', formatDateTime(ts, '%F %T'), ' ', p.1, ' ', toString(p.2)) AS raw, ts "
             f"FROM (SELECT * FROM ({select}) WHERE NOT ({good})) ARRAY JOIN arrayFilter(p -> p.3 != '', [{pairs}]) AS p")

@@ -8,6 +8,11 @@ as such files). This module only renders the ``{{input}}`` relation of the SQL t
 catalog (which exporter name becomes which warehouse column, at what scale); the rules (counter steps, node
 names, Xid events, how a node's series are put together) are SQL: sql/staging/ and sql/functions/.
 
+Each kind's files are read once a load, into a temporary table in the engine's memory (``_Stage``): the values
+no exporter should send are NULLed as they are read and the row flagged, and every statement (each target table,
+the counts, the counter edges, the energy-step check) reads that table; a file is read again only for the line
+of a rejected value or of a GPU and time given twice (docs/benchmarks.md, issue 50).
+
 Counters are seeded by the series' last sample before the load's first: ``seed`` files (earlier days' files)
 are read for that sample only (the engine reads a handful of their columns), and every load keeps each
 counter series' last raw value in counter_edge, which seeds the next load (a day of scrapes loaded one file
@@ -81,11 +86,14 @@ class _Relations:
     def __init__(self, wh):
         self.wh = wh
         self.scratch: list[str] = []
+        self.uploaded: dict[Path, str] = {}
 
     def of(self, path: Path) -> str:
         path = Path(path).resolve()
         if self.wh.embedded:
             return f"file({_lit(str(path))}, Parquet)"
+        if path in self.uploaded:  # read again only for a bad value or a repeated sample
+            return self.uploaded[path]
         import uuid
 
         from clickhouse_connect.driver.tools import insert_file
@@ -94,6 +102,7 @@ class _Relations:
         self.wh.command(f"CREATE TABLE {name} ({_ch_structure(path)}) ENGINE = MergeTree ORDER BY tuple()")
         self.scratch.append(name)
         insert_file(self.wh.client, name, str(path), fmt="Parquet")
+        self.uploaded[path] = name
         return name
 
     def row_number(self) -> str:
@@ -104,6 +113,7 @@ class _Relations:
         for name in self.scratch:
             self.wh.command(f"DROP TABLE IF EXISTS {name}")
         self.scratch.clear()
+        self.uploaded.clear()
 
 
 def _ch_structure(path: Path) -> str:
@@ -160,11 +170,13 @@ def _gpu_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool, li
             + f" FROM {rel}")
     if line:
         return base
-    base = sample_quarantine.checked(base, GPU_COLUMNS, "model_name")
     if not seed:
-        return base
-    return _last_sample(base, ["node", "gpu"], [("model_name", "''"), ("uuid", "''"), ("hpc_job", "''"),
-                                                 ("pci_bus_id", "''")], GPU_COLUMNS, _SEEDED)
+        return sample_quarantine.checked(base, GPU_COLUMNS, "model_name")
+    # the series' last sample, then its values checked (a value's check is its own: the same as checking every
+    # row first, for the one row kept)
+    return sample_quarantine.checked(_last_sample(base, ["node", "gpu"], [
+        ("model_name", "''"), ("uuid", "''"), ("hpc_job", "''"), ("pci_bus_id", "''")], GPU_COLUMNS, _SEEDED),
+        [c for c in GPU_COLUMNS if c in _SEEDED])
 
 
 def _last_sample(base: str, keys: list[str], head: list[tuple[str, str]], columns: list[str],
@@ -198,10 +210,10 @@ def _node_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool, l
             + (f", {line} AS _line" if line else "") + f" FROM {rel}")
     if line:
         return base
-    base = sample_quarantine.checked(base, NODE_COLUMNS)
     if not seed:
-        return base
-    return _last_sample(base, ["node", "series", "device"], [], NODE_COLUMNS, COUNTER_COLUMNS)
+        return sample_quarantine.checked(base, NODE_COLUMNS)
+    return sample_quarantine.checked(_last_sample(base, ["node", "series", "device"], [], NODE_COLUMNS, COUNTER_COLUMNS),
+                                     [c for c in NODE_COLUMNS if c in COUNTER_COLUMNS])
 
 
 def _job_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool, line: str = "") -> str:
@@ -228,28 +240,37 @@ def _job_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool, li
             f"(SELECT {k}, argMax(tuple(ts, v), ts) AS last FROM ({base}) GROUP BY {k})")
 
 
-# what a counter_edge row keeps of each kind's rows: its series within the node, and the raw values that look back
-_EDGE_KEY = {"gpu": "[toString(gpu)]", "node": "[series, device]",
-             "job": "[jobid, target, component, operation, metric]"}
+# what a counter_edge row keeps of each kind's rows: its series within the node (the columns that tell it apart,
+# and its key), and the raw values that look back
+_EDGE_SERIES = {"gpu": ("node, gpu", "[toString(gpu)]"), "node": ("node, series, device", "[series, device]"),
+                "job": ("jobid, target, component, operation, metric", "[jobid, target, component, operation, metric]")}
 _EDGE_VALUES = {"gpu": [c for c in GPU_COLUMNS if c in _SEEDED], "node": [c for c in NODE_COLUMNS if c in COUNTER_COLUMNS],
                 "job": ["v"]}
 
 
 def _edge_rows(kind: str, rel: str, with_value: bool = True) -> str:
-    """A kind's rows as counter_edge sees them: node, key, ts (and value: the raw values, NULLs left out)."""
+    """A kind's series as counter_edge sees them, one row each: node, key and the first ts (without value), or
+    the window's last sample with a counter value: ts and value (the raw values, NULLs left out). Grouped by
+    the series' own columns before the key and the map are built (per row, they cost the load as much as its
+    insert into gpu_sample)."""
     node = "''" if kind == "job" else "node"
-    cols = f"SELECT {node} AS node, {_EDGE_KEY[kind]} AS key, ts"
+    group, key = _EDGE_SERIES[kind]
     if not with_value:
-        return f"{cols} FROM ({rel})"
-    pairs = ", ".join(f"{_lit(c)}, CAST({c} AS Nullable(Float64))" for c in _EDGE_VALUES[kind])
-    return (f"{cols}, CAST(mapFilter((k, x) -> x IS NOT NULL, map({pairs})) AS Map(LowCardinality(String), Float64)) "
-            f"AS value FROM ({rel})")
+        return f"SELECT {node} AS node, {key} AS key, min(ts) AS ts FROM ({rel}) GROUP BY {group}"
+    values = _EDGE_VALUES[kind]
+    last = (f"argMaxIf(tuple(ts, {', '.join(f'CAST({c} AS Nullable(Float64))' for c in values)}), ts, "
+            + " OR ".join(f"{c} IS NOT NULL" for c in values) + ")")
+    pairs = ", ".join(f"{_lit(c)}, last.{k + 2}" for k, c in enumerate(values))
+    return (f"SELECT {node} AS node, {key} AS key, last.1 AS ts, CAST(mapFilter((k, x) -> x IS NOT NULL, "
+            f"map({pairs})) AS Map(LowCardinality(String), Float64)) AS value "
+            f"FROM (SELECT {group}, {last} AS last FROM ({rel}) WHERE ts >= {{from_ts:DateTime('UTC')}} "
+            f"AND ts < {{to_ts:DateTime('UTC')}} GROUP BY {group})")
 
 
 def _edge_seed(kind: str, main: str) -> str:
     """The seed rows counter_edge holds for the series of ``main`` (sql/staging/counter_edge_seed.sql), in the
     kind's column order."""
-    first = f"SELECT node, key, min(ts) AS first FROM ({_edge_rows(kind, main, with_value=False)}) GROUP BY node, key"
+    first = f"SELECT node, key, ts AS first FROM ({_edge_rows(kind, main, with_value=False)})"
     (seed,) = split_statements(sql_text("staging/counter_edge_seed.sql"))  # its comments left out first
     seed = seed.replace("{{first}}", first)
 
@@ -294,27 +315,29 @@ _SERIES = {"gpu": ("concat(node, ' gpu ', toString(gpu))", "model_name"),
            "mig": ("concat(node, ' gpu ', toString(gpu), ' instance ', toString(gpu_instance))", "''")}
 
 
+def _checks(kind: str) -> list[tuple[str, str]]:
+    """The kind's checked columns, each with the column whose range it is held to (sample_value_ok)."""
+    if kind == "job":
+        return [("v", sample_quarantine.JOB_VALUE_AS)]
+    return [(c, c) for c in {"gpu": GPU_COLUMNS, "node": NODE_COLUMNS, "mig": _MIG_COLUMNS}[kind]]
+
+
 def _problem_select(kind: str, make, rel: str, cols: set[str], cat: dict[str, Metric], origin: str,
                     line: str) -> str:
     """One file's rejected values (sample_quarantine.problems), its metrics named as the exporter names them."""
     if kind == "job":
         columns = [("v", "metric", sample_quarantine.JOB_VALUE_AS)]
     else:
-        wanted = {"gpu": GPU_COLUMNS, "node": NODE_COLUMNS, "mig": _MIG_COLUMNS}[kind]
         grain = "node" if kind == "node" else "gpu"
         columns = []
-        for c in wanted:
+        for c, _ in _checks(kind):
             names = [n for n, m in cat.items() if m.column == c and n in cols and m.grain == grain]
             if names:
                 columns.append((c, _lit("/".join(names)), c))
     if not columns:
         return ""
     series, model = _SERIES[kind]
-    return sample_quarantine.problems(make(rel, cols, cat, False, line=line), columns, series, model, origin)
-
-
-def _union(selects: list[str]) -> str:
-    return "\n UNION ALL ".join(selects)
+    return sample_quarantine.problems(make(rel, cols, cat, False, line=line), columns, series, model, _lit(origin))
 
 
 def infer_step_s(paths: list[Path]) -> int:
@@ -327,6 +350,62 @@ def infer_step_s(paths: list[Path]) -> int:
     return 60
 
 
+class _Stage:
+    """One kind's rows of a load, read from its files once into a temporary table in the engine's memory: the
+    main files' rows with every value no reading already NULL and ``_bad`` set on such a row, then the seed
+    rows (earlier files' last sample of each series, the counter edges) marked ``_seed``. Every statement of
+    the load reads this table: before, each target table and each check parsed every file again (7-9 reads
+    of a day's Parquet: docs/benchmarks.md, issue 50). The files are read again only where the stage says a
+    row needs its file's line: a bad value, or a GPU and time given twice."""
+
+    def __init__(self, wh, kind: str, first: str):
+        """The stage holding ``first``'s rows (a main file's: ``_flagged``), its columns' types as that file
+        gives them (another file's are cast to them, as the tables it feeds would)."""
+        import uuid
+
+        self.wh = wh
+        self.name = f"_telemetry_{kind}_{uuid.uuid4().hex}"
+        wh.command(f"CREATE TEMPORARY TABLE {self.name} ENGINE = Memory AS SELECT * REPLACE (toUInt64(_line) AS "
+                   f"_line, toUInt8(_bad) AS _bad), toUInt16(0) AS _file, toUInt8(0) AS _seed FROM ({first})")
+        self.columns = [r[0] for r in wh.query_rows(f"DESCRIBE TABLE {self.name}")][:-4]
+
+    def add(self, select: str, file: int = 0, seed: bool = False, params: dict | None = None) -> None:
+        """Rows of ``select``: the stage's columns in order, then ``_line`` and ``_bad`` unless ``seed``."""
+        names = ", ".join(map(_q, self.columns)) + ("" if seed else ", _line, _bad")
+        self.wh.client.command(
+            f"INSERT INTO {self.name} ({names}, _file, _seed) SELECT *, {file}, {int(seed)} FROM ({select})",
+            parameters=params or {}, settings={"optimize_on_insert": 0})
+
+    def rows(self, kind: str, where: str = "") -> str:
+        """The stage's rows as the SQL templates read them (a job_stats value rejected: no row)."""
+        cond = [w for w in (where, "v IS NOT NULL" if kind == "job" else "") if w]
+        return f"SELECT {', '.join(map(_q, self.columns))} FROM {self.name}" + (
+            f" WHERE {' AND '.join(cond)}" if cond else "")
+
+    def drop(self) -> None:
+        self.wh.command(f"DROP TEMPORARY TABLE IF EXISTS {self.name}")
+
+
+def _flagged(kind: str, raw: str) -> str:
+    """A file's rows (``raw``: as sent, with ``_line``) with each value no reading NULL, and ``_bad`` on a row
+    that had one (sql/functions/sample_value_problem.sql)."""
+    model = "model_name" if kind == "gpu" else "''"
+    return sample_quarantine.checked(raw, [c for c, _ in _checks(kind)], model, as_=dict(_checks(kind)), flag="_bad")
+
+
+def _files_of(kind: str, paths: list[Path], cat: dict[str, Metric]) -> list[tuple[Path, set[str]]]:
+    """The files of ``paths`` that hold this kind's metrics, with their columns."""
+    out = []
+    for p in paths:
+        cols = set(pq.read_schema(p).names)
+        if kind == "node" and not any(c in cat and cat[c].grain == "node" for c in cols):
+            continue
+        if kind == "job" and not any(c in JOB_METRICS for c in cols):
+            continue
+        out.append((p, cols))
+    return out
+
+
 def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str, source: str,
                   window: tuple[datetime, datetime], step_s: int | None = None) -> dict:
     """Insert the window's rows of every table the files feed; returns the row counts inserted."""
@@ -335,56 +414,62 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
     rel = _Relations(wh)
     counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0, "quarantined": 0}
     params = {"cluster": cluster, "source": source, "from_ts": window[0], "to_ts": window[1]}
+    in_window = "ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}"
+    stages: list[_Stage] = []
     try:
         for kind, main, seeds, make, tables in (
                 ("gpu", files.gpu, files.gpu_seed, _gpu_select, ("gpu_sample", "xid_event", "gpu_pci")),
                 ("node", files.node, files.node_seed, _node_select, ("node_sample",)),
                 ("job", files.job, files.job_seed, _job_select, ("lustre_job_io",)),
                 ("mig", files.mig, [], _mig_select, ("gpu_instance_sample",))):
-            if not main:
+            mains = _files_of(kind, main, cat)
+            if not mains:
                 continue
-            parts: dict[bool, list[str]] = {False: [], True: []}
-            problems: list[str] = []
-            lined: list[str] = []  # the GPU files' rows with their lines and a digest of their values
-            for paths, seed in ((main, False), (seeds, True)):
-                for p in paths:
-                    cols = set(pq.read_schema(p).names)
-                    if kind == "node" and not any(c in cat and cat[c].grain == "node" for c in cols):
-                        continue
-                    if kind == "job" and not any(c in JOB_METRICS for c in cols):
-                        continue
-                    r = rel.of(p)
-                    parts[seed].append(make(r, cols, cat, seed))
-                    if not seed:
-                        origin, first = files.origin.get(p, (source, -1) if files.staged else (str(p), 1))
-                        line = f"{rel.row_number()} + {first}" if first >= 0 and rel.row_number() != "0" else "0"
-                        problems.append(_problem_select(kind, make, r, cols, cat, origin, line))
-                        if kind == "gpu":
-                            lined.append(f"SELECT {_lit(origin)} AS source, toUInt64(_line) AS line_no, node, gpu, ts, "
-                                         f"cityHash64(tuple({', '.join(GPU_COLUMNS)})) AS v "
-                                         f"FROM ({make(r, cols, cat, False, line=line)})")
-            if not parts[False]:
-                continue
-            main_rows = _union(parts[False])
-            counters = kind in _EDGE_KEY  # a MIG instance has no counters: nothing to step
-            relation = _union(parts[False] + parts[True] + ([_edge_seed(kind, main_rows)] if counters else []))
-            window_rows = (f"FROM ({_union(parts[False])}) WHERE ts >= {{from_ts:DateTime('UTC')}} "
-                           "AND ts < {to_ts:DateTime('UTC')} AND node != ''")
-            step = step_s or infer_step_s(main)
+            lined = []  # (file, columns, origin, the expression of a row's line)
+            for p, cols in mains:
+                origin, first = files.origin.get(p, (source, -1) if files.staged else (str(p), 1))
+                r = rel.of(p)
+                line = f"{rel.row_number()} + {first}" if first >= 0 and rel.row_number() != "0" else "0"
+                lined.append((r, cols, origin, line))
+            raw = [_flagged(kind, make(r, cols, cat, False, line=line)) for r, cols, _, line in lined]
+            stage = _Stage(wh, kind, raw[0])
+            stages.append(stage)
+            for i, select in enumerate(raw[1:], 1):
+                stage.add(select, file=i)
+            for p, cols in _files_of(kind, seeds, cat):
+                stage.add(make(rel.of(p), cols, cat, True), seed=True)
+            main_rows = stage.rows(kind, "_seed = 0")
+            counters = kind in _EDGE_SERIES  # a MIG instance has no counters: nothing to step
+            if counters:
+                stage.add(_edge_seed(kind, main_rows), seed=True, params={**params, "kind": kind})
+            relation = stage.rows(kind)
+            step = step_s or infer_step_s([p for p, _ in mains])
             for table in tables:
                 (sql,) = split_statements(sql_text(f"staging/{table}.sql"))
                 wh.client.command(sql.replace("{{input}}", relation).rstrip(";"),
                                   parameters={**params, "step_s": step, "kind": kind},
                                   settings={"optimize_on_insert": 0})
+            # the load's counts and whether any value was rejected, in one scan of the stage
+            key = {"gpu": "node, gpu, ts", "node": "node, ts", "job": "ts", "mig": "ts"}[kind]
+            node = "node != ''" if kind != "job" else "1"
+            n, keys, bad = wh.query_rows(
+                f"SELECT countIf({node} AND v), uniqExactIf(({key}), {node} AND v), countIf(_bad AND v) "
+                f"FROM (SELECT *, {in_window} AS v FROM {stage.name} WHERE _seed = 0)", params)[0]
             # values no exporter should send, and energy steps no GPU can draw: NULL in the rows, quarantined
-            rejected = [sample_quarantine.rejected_values(wh, [q for q in problems if q], params)]
+            rejected = []
+            if bad:  # where the stage flagged one, each file is read again for its rows' lines and raw values
+                problems = [_problem_select(kind, make, r, cols, cat, origin, line) for r, cols, origin, line in lined]
+                rejected.append(sample_quarantine.rejected_values(wh, [q for q in problems if q], params))
             if kind == "gpu":
                 rejected.append(sample_quarantine.rejected_energy_steps(wh, relation, {**params, "kind": kind}))
-                n, keys = wh.query_rows(f"SELECT count(), uniqExact(node, gpu, ts) {window_rows}", params)[0]
                 counts["gpu_rows"] += int(n)
                 if keys < n:  # a GPU and time twice: the table keeps one of the rows; where they differ, say so
-                    rejected.append(sample_quarantine.repeated_samples(wh, lined, params))
-            counts["quarantined"] += sample_quarantine.store(wh, pl.concat(rejected, how="vertical_relaxed"))
+                    rejected.append(sample_quarantine.repeated_samples(wh, [
+                        f"SELECT {_lit(origin)} AS source, toUInt64(_line) AS line_no, node, gpu, ts, "
+                        f"cityHash64(tuple({', '.join(GPU_COLUMNS)})) AS v FROM ({make(r, cols, cat, False, line=line)})"
+                        for r, cols, origin, line in lined], params))
+            if rejected:
+                counts["quarantined"] += sample_quarantine.store(wh, pl.concat(rejected, how="vertical_relaxed"))
             # the load's last raw value of each counter series, for the next load (after the rows: a load that
             # failed above leaves no edge, and its rerun steps as it would have)
             if counters:
@@ -401,10 +486,14 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                     wh, "SELECT count() FROM lustre_job_io FINAL WHERE cluster = {cluster:String} AND source = "
                         "{source:String} AND ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}", params)
             elif kind == "mig":
-                counts["mig_rows"] = counts.get("mig_rows", 0) + _count(wh, f"SELECT count() {window_rows}", params)
+                counts["mig_rows"] = counts.get("mig_rows", 0) + int(n)
             else:
-                counts["node_rows"] += _count(wh, f"SELECT uniqExact(node, ts) {window_rows}", params)
+                counts["node_rows"] += int(keys)
+            stage.drop()
+            stages.remove(stage)
     finally:
+        for stage in stages:
+            stage.drop()
         rel.drop()
     return counts
 

@@ -1,0 +1,123 @@
+"""A telemetry day file is read by the engine once per load that uses it (issue 50, item 2): its rows are staged
+in memory once, and every table and check of the load reads them there (etl/telemetry_insert.py). Before, each
+target table and each check parsed the file again (gpu_sample, xid_event, gpu_pci, the energy-step check, the
+counts, the value checks and counter_edge: 7-9 reads of a day's Parquet). A file is read again only to name the
+line of a rejected value.
+
+The figures are worked out by hand from the rows written here: one H100 on node gpu01, sampled each minute
+from 2026-10-01 23:58 to 2026-10-02 00:02 (two samples in the first day's files, three in the second's):
+- energy counter (mJ) 1,000,000,000, 1,018,000,000 | 1,036,000,000, 1,054,000,000, 1,066,000,000: steps of
+  18,000 J (300 W × 60 s) and a last one of 12,000 J; the second day's first step needs the first day's last
+  sample (the seed);
+- the Xid gauge 0, 79 | 79, 79, 0: one Xid at 23:59, none in the second day (79 was already showing);
+- one InfiniBand port mlx5_0, received bytes 1,000, 2,000 | 5,000, 9,000, 9,500: steps 1,000 | 3,000, 4,000, 500;
+- the node's IPMI power 1,000, 1,100 | 1,200, 1,300, 1,400 W.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import polars as pl
+import pytest
+
+from ops_warehouse.etl.telemetry_load import load_parquet_dir
+from tests.conftest import rows
+
+T0 = datetime(2026, 10, 1, 23, 58, tzinfo=timezone.utc)
+UUID = "GPU-9c1b6f3e-52f7-4a55-8a3b-8c7d0e1f2a3b"
+ENERGY_MJ = [1_000_000_000, 1_018_000_000, 1_036_000_000, 1_054_000_000, 1_066_000_000]
+XID = [0, 79, 79, 79, 0]
+RX = [1_000, 2_000, 5_000, 9_000, 9_500]
+POWER_W = [1_000.0, 1_100.0, 1_200.0, 1_300.0, 1_400.0]
+FAMILIES = ("dcgm", "nic", "ipmi")
+
+
+def _site(root, power_w=POWER_W):
+    """The three families' day files: rows 0-1 on 2026-10-01, rows 2-4 on 2026-10-02."""
+    ts = [T0 + timedelta(minutes=k) for k in range(5)]
+    frames = {
+        "dcgm": pl.DataFrame({"timestamp": ts, "gpu": ["0"] * 5, "UUID": [UUID] * 5,
+                              "pci_bus_id": ["00000000:1B:00.0"] * 5, "modelName": ["NVIDIA H100 80GB HBM3"] * 5,
+                              "Hostname": ["gpu01"] * 5, "DCGM_FI_DEV_POWER_USAGE": [300.0] * 5,
+                              "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": [float(e) for e in ENERGY_MJ],
+                              "DCGM_FI_DEV_XID_ERRORS": [float(x) for x in XID]}),
+        "nic": pl.DataFrame({"timestamp": ts, "instance": ["gpu01:9100"] * 5, "device": ["mlx5_0"] * 5,
+                             "port": ["1"] * 5, "node_infiniband_port_data_received_bytes_total": [float(b) for b in RX],
+                             "node_infiniband_port_data_transmitted_bytes_total": [0.0] * 5}),
+        "ipmi": pl.DataFrame({"timestamp": ts, "instance": ["gpu01:9290"] * 5,
+                              "ipmi_dcmi_power_consumption_watts": power_w}),
+    }
+    paths = {}
+    for fam, df in frames.items():
+        (root / fam).mkdir(parents=True, exist_ok=True)
+        df = df.with_columns(pl.col("timestamp").dt.cast_time_unit("ms"))
+        for day, part in (("2026-10-01", df.head(2)), ("2026-10-02", df.tail(3))):
+            p = (root / fam / f"{day}.parquet").resolve()
+            part.write_parquet(p)
+            paths[(fam, day)] = p
+    return paths
+
+
+def _recording(wh, monkeypatch) -> set[str]:
+    """Every statement the engine is given from here on (a set: a statement sent through two of the client's
+    methods is one read)."""
+    seen: set[str] = set()
+    client = wh.client
+    for name in ("command", "query", "query_arrow", "raw_query"):
+        f = getattr(client, name)
+
+        def wrap(sql, *a, _f=f, **k):
+            seen.add(sql)
+            return _f(sql, *a, **k)
+
+        monkeypatch.setattr(client, name, wrap)
+    return seen
+
+
+def test_each_day_file_is_read_once_a_load_and_the_steps_are_the_files(wh, tmp_path, monkeypatch):
+    paths = _site(tmp_path / "telemetry")
+    seen = _recording(wh, monkeypatch)
+    c = load_parquet_dir(wh, tmp_path, date(2026, 10, 1), date(2026, 10, 2), cluster="c1")
+    reads = {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()}
+    # the first day's files: the first day's rows, then the second day's seed; the second day's: its rows
+    assert reads == {**{(f, "2026-10-01"): 2 for f in FAMILIES}, **{(f, "2026-10-02"): 1 for f in FAMILIES}}
+    assert c["gpu_rows"] == 5 and c["node_rows"] == 5 and c["quarantined"] == 0 and c["xid_events"] == 1
+    assert rows(wh, "SELECT formatDateTime(ts, '%F %R'), energy_j FROM gpu_sample FINAL ORDER BY ts") == [
+        ("2026-10-01 23:58", None), ("2026-10-01 23:59", 18_000.0), ("2026-10-02 00:00", 18_000.0),
+        ("2026-10-02 00:01", 18_000.0), ("2026-10-02 00:02", 12_000.0)]
+    assert rows(wh, "SELECT formatDateTime(ts, '%F %R'), xid FROM xid_event FINAL") == [("2026-10-01 23:59", 79)]
+    assert rows(wh, "SELECT nic_device, nic_rx_bytes, node_power_w FROM node_sample FINAL ORDER BY ts") == [
+        (["mlx5_0"], [0], 1_000.0), (["mlx5_0"], [1_000], 1_100.0), (["mlx5_0"], [3_000], 1_200.0),
+        (["mlx5_0"], [4_000], 1_300.0), (["mlx5_0"], [500], 1_400.0)]
+    # the next load starts from the last raw value of each counter series
+    assert rows(wh, "SELECT kind, value FROM counter_edge FINAL WHERE ts = '2026-10-02 00:02:00' ORDER BY kind") == [
+        ("gpu", {"energy_j": 1_066_000.0, "xid_last": 0.0}), ("node", {"nic_rx_bytes": 9_500.0, "nic_tx_bytes": 0.0})]
+
+
+def test_the_second_day_alone_is_seeded_by_the_first_days_files(wh, tmp_path, monkeypatch):
+    paths = _site(tmp_path / "telemetry")
+    seen = _recording(wh, monkeypatch)
+    load_parquet_dir(wh, tmp_path, date(2026, 10, 2), date(2026, 10, 2), cluster="c1")
+    assert {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()} == {
+        (f, d): 1 for f in FAMILIES for d in ("2026-10-01", "2026-10-02")}
+    assert rows(wh, "SELECT energy_j FROM gpu_sample FINAL ORDER BY ts") == [(18_000.0,), (18_000.0,), (12_000.0,)]
+    assert rows(wh, "SELECT nic_rx_bytes FROM node_sample FINAL ORDER BY ts") == [([3_000],), ([4_000],), ([500],)]
+    assert rows(wh, "SELECT count() FROM xid_event") == [(0,)]  # 79 was showing before the day
+
+
+def test_a_bad_value_in_one_of_a_kinds_files_is_named_by_that_file_and_line(wh, tmp_path, monkeypatch):
+    power = [*POWER_W]
+    power[3] = float("nan")  # the second day's second row: line 2 of its file, row 1
+    paths = _site(tmp_path / "telemetry", power_w=power)
+    seen = _recording(wh, monkeypatch)
+    c = load_parquet_dir(wh, tmp_path, date(2026, 10, 2), date(2026, 10, 2), cluster="c1")
+    assert c["quarantined"] == 1 and c["node_rows"] == 3
+    assert rows(wh, "SELECT source, line_no, reason FROM etl_quarantine") == [
+        (str(paths[("ipmi", "2026-10-02")]), 2, "ipmi_dcmi_power_consumption_watts nan: not a number")]
+    # the bad reading is unknown; the node's other readings of that time load
+    assert rows(wh, "SELECT nic_rx_bytes, node_power_w FROM node_sample FINAL ORDER BY ts") == [
+        ([3_000], 1_200.0), ([4_000], None), ([500], 1_400.0)]
+    # the day's node files are read for the stage and again for the rejected value's line; the GPU file once
+    reads = {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()}
+    assert reads[("dcgm", "2026-10-02")] == 1 and reads[("ipmi", "2026-10-02")] == 2
