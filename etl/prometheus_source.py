@@ -10,6 +10,11 @@ holds the samples of one step and not the one at its left edge. Timeouts, refuse
 connections and 5xx answers are retried with backoff (etl/retry.py), 4xx answers not; a server that stays
 away fails the load with one line. A day is written only once all its queries answered: a load that fails
 leaves the days before it loaded and the rest for the next run.
+
+Fast enough for a backfill (issue 50): the answers are decoded by etl/prom_matrix.py (numpy reads the numbers;
+no Python object per sample), the GPU metrics are fetched node batch by node batch and each batch's rows
+inserted while the next batch's answers are fetched on a thread of their own (_Ahead), so the server's time and
+the load's overlap and memory holds one batch, not the day.
 """
 
 from __future__ import annotations
@@ -21,13 +26,18 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timedelta, timezone
+from functools import partial
 
 import polars as pl
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.grains import refresh_hourly
 from ops_warehouse.etl.lustre_jobs import JOB_LABELS, JOB_METRICS
 from ops_warehouse.etl.metric_catalog import POD_LABELS, Metric, catalog
+from ops_warehouse.etl.prom_matrix import Matrix, decode_matrix, wide
 from ops_warehouse.etl.retry import Retry, Transient, first_line
 from ops_warehouse.etl.row_cluster import cluster_for_rows
 from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
@@ -36,6 +46,7 @@ from ops_warehouse.etl.watermarks import set_watermark
 from ops_warehouse.warehouse import redact
 
 BATCH_NODES = 32
+LOOKAHEAD = 4  # answers fetched ahead of the one being decoded (~9 MB each at 32 nodes of 8 GPUs)
 # the server's own query timeout: 503 from the evaluation, but 422 ("expanding series: context deadline
 # exceeded") when it strikes while the series are being selected (Prometheus 2.x): a timeout either way
 _TIMED_OUT = re.compile(r"context deadline exceeded|query timed out")
@@ -54,17 +65,24 @@ class PromClient:
         self.retry = retry or Retry(retries, backoff_s, f"prometheus {redact(self.url)}")
 
     def get(self, path: str, params: dict, post: bool = False) -> dict:
-        q = urllib.parse.urlencode(params, doseq=True)
-        return self.retry.call(lambda: self._once(path, q, post), f"prometheus at {redact(self.url)} unreachable")
+        return _data(path, self.get_raw(path, params, post))
 
-    def _once(self, path: str, q: str, post: bool) -> dict:
+    def get_raw(self, path: str, params: dict, post: bool = False) -> bytes:
+        """The answer's bytes, once the server said success (the caller decodes them)."""
+        q = urllib.parse.urlencode(params, doseq=True)
+        raw = self.retry.call(lambda: self._once(path, q, post), f"prometheus at {redact(self.url)} unreachable")
+        if b'"status":"success"' not in raw[:64]:
+            _data(path, raw)  # says what went wrong
+        return raw
+
+    def _once(self, path: str, q: str, post: bool) -> bytes:
         # query_range goes as POST (long selectors); label values are GET-only in Prometheus 2.x
         req = (urllib.request.Request(f"{self.url}{path}", data=q.encode(), method="POST",
                                       headers={"Content-Type": "application/x-www-form-urlencoded"})
                if post else urllib.request.Request(f"{self.url}{path}?{q}"))
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
-                raw = r.read()
+                return r.read()
         except urllib.error.HTTPError as e:
             why = ""
             try:
@@ -84,20 +102,27 @@ class PromClient:
             raise OpsError(f"prometheus at {redact(self.url)}: {e}") from None
         except (OSError, http.client.HTTPException) as e:  # timed out, reset or cut off while reading the answer
             raise Transient(_why(e, self.timeout_s)) from None
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            raise OpsError(f"prometheus {path}: the answer is not the API's JSON: {raw[:100]!r}") from None
-        if body.get("status") != "success":
-            raise OpsError(f"prometheus {path}: {body.get('error', body)}")
-        return body["data"]
 
     def label_values(self, label: str, match: str, start: float, end: float) -> list[str]:
         return self.get(f"/api/v1/label/{label}/values", {"match[]": match, "start": start, "end": end})
 
     def query_range(self, expr: str, start: float, end: float, step_s: int) -> list[dict]:
-        return self.get("/api/v1/query_range", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}",
-                                                 "step": step_s}, post=True)["result"]
+        return _data("/api/v1/query_range", self.query_range_raw(expr, start, end, step_s))["result"]
+
+    def query_range_raw(self, expr: str, start: float, end: float, step_s: int) -> bytes:
+        """The answer undecoded, for etl/prom_matrix.py."""
+        return self.get_raw("/api/v1/query_range", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}",
+                                                     "step": step_s}, post=True)
+
+
+def _data(path: str, raw: bytes) -> dict:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise OpsError(f"prometheus {path}: the answer is not the API's JSON: {raw[:100]!r}") from None
+    if not isinstance(body, dict) or body.get("status") != "success":
+        raise OpsError(f"prometheus {path}: {body.get('error', body) if isinstance(body, dict) else body!r}")
+    return body["data"]
 
 
 def _why(e: BaseException, timeout_s: float) -> str:
@@ -119,37 +144,9 @@ def _lv(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def _device_series(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """One series per GPU and time: the one with the fewest Kubernetes workload labels (the device-level series;
-    dcgm-exporter repeats a GPU's series per pod: etl/openmetrics_source.py families())."""
-    keys = [k for k in keys if k in df.columns]
-    pods = [c for c in POD_LABELS if c in df.columns]
-    if not pods:
-        return df.unique(subset=keys, keep="first", maintain_order=True)
-    rank = pl.sum_horizontal([(pl.col(c).fill_null("") != "").cast(pl.UInt32) for c in pods])
-    return df.with_columns(_pods=rank).sort("_pods", maintain_order=True).unique(
-        subset=keys, keep="first", maintain_order=True).drop("_pods")
-
-
 def _re(node: str) -> str:
     # node names as a regex alternation, anchored; instance labels carry a port
     return "".join("\\\\" + c if c in ".+*?()[]{}|^$\\" else c for c in node) + "(:[0-9]+)?"
-
-
-def _frame(results: list[dict], name: str) -> pl.DataFrame:
-    """One row per sample, built column-wise: a loop per series, none per sample."""
-    if not results:
-        return pl.DataFrame()
-    labels = pl.DataFrame([r["metric"] for r in results])
-    values = pl.Series("values", [r["values"] for r in results], dtype=pl.List(pl.List(pl.String)), strict=False)
-    df = labels.with_columns(values).explode("values").filter(pl.col("values").is_not_null())
-    # evaluated 1 ms past the step: the sample belongs to the step ending at the whole second
-    return df.select(
-        pl.exclude("values", "__name__"),
-        pl.from_epoch(pl.col("values").list.get(0).cast(pl.Float64).cast(pl.Int64) * 1000, "ms")
-        .dt.replace_time_zone("UTC").alias("timestamp"),
-        pl.col("values").list.get(1).cast(pl.Float64).alias(name),
-    )
 
 
 @logged_load("telemetry", lambda a: f"prometheus:{redact(a['url'])} {window_text(a)}", telemetry_counts)
@@ -161,68 +158,128 @@ def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int
     cluster = cluster_for_rows(wh, cluster)
     counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0, "days": 0, "queries": 0}
     days = (date_to - date_from).days + 1
-    for k in range(days):
-        d = date_from + timedelta(days=k)
-        w0 = datetime.combine(d, datetime.min.time(), timezone.utc)
-        window = (w0, w0 + timedelta(days=1))
-        # one step before the day seeds the counters
-        start, end = w0.timestamp() - step_s + 0.001, window[1].timestamp() - step_s + 0.001
-        families: dict[str, list[pl.DataFrame]] = {"gpu": [], "nic": [], "node": []}
-        for name, m in cat.items():
-            node_label = "Hostname" if m.grain == "gpu" else "instance"
-            nodes = client.label_values(node_label, name, start, end)
-            batches = []
-            for b in range(0, len(nodes), BATCH_NODES):
-                res = client.query_range(_expr(name, m, step_s, node_label, nodes[b:b + BATCH_NODES]),
-                                         start, end, step_s)
-                counts["queries"] += 1
-                f = _frame(res, name)
-                if f.height:
-                    batches.append(f)
-            if batches:
-                # the node batches of one metric stack; different metrics are joined side by side below
-                fam = "gpu" if m.grain == "gpu" else ("nic" if m.per_device else "node")
-                f = pl.concat(batches, how="diagonal_relaxed")
-                if fam == "gpu":
-                    f = _device_series(f, ["timestamp", "Hostname", "gpu"])
-                families[fam].append(f)
-        jobs = []
-        for name in JOB_METRICS:  # Lustre job_stats, from the servers' exporters: no node batches
-            res = client.query_range(f"last_over_time({name}[{step_s}s])", start, end, step_s)
-            counts["queries"] += 1
-            f = _frame(res, name)
-            if f.height:
-                jobs.append(f.select("timestamp", *[pl.col(c).fill_null("") if c in f.columns else
-                                                    pl.lit("").alias(c) for c in JOB_LABELS],
-                                     pl.lit(name).alias("metric"), pl.col(name).alias("value")))
-        job = None
-        if jobs:
-            job = pl.concat(jobs).pivot(on="metric", index=["timestamp", *JOB_LABELS], values="value",
-                                        aggregate_function="last")
-        keys = {"gpu": ["timestamp", "Hostname", "gpu"], "nic": ["timestamp", "instance", "device", "port"],
-                "node": ["timestamp", "instance"]}
-        wide = {}
-        for fam, parts in families.items():
-            if not parts or fam == "node":  # node-level metrics of different exporters: joined per node later
-                continue
-            w = None
-            for p in parts:
-                cols = [c for c in p.columns if c in keys[fam] or c in cat or c in ("modelName", "UUID", "pci_bus_id")]
-                p = p.select(cols)
-                if w is None:
-                    w = p
-                else:
-                    on = [c for c in keys[fam] if c in p.columns and c in w.columns]
-                    extra = [c for c in ("modelName", "UUID", "pci_bus_id") if c in p.columns and c in w.columns]
-                    w = w.join(p.drop(extra), on=on, how="full", coalesce=True)
-            wide[fam] = w
-        c = insert_frames(wh, {"gpu": [wide.get("gpu")], "node": [wide.get("nic"), *families["node"]], "job": [job]},
-                          cat, cluster, f"prometheus:{client.url}", window, step_s=step_s)
-        refresh_hourly(wh, *window)
-        set_watermark(wh, f"prometheus:{client.url}", window[1])
-        for key, n in c.items():
-            counts[key] = counts.get(key, 0) + n
-        counts["days"] += 1
-        if progress:
-            progress(k + 1, days)
+    with _Ahead() as ahead:
+        for k in range(days):
+            d = date_from + timedelta(days=k)
+            w0 = datetime.combine(d, datetime.min.time(), timezone.utc)
+            window = (w0, w0 + timedelta(days=1))
+            for key, n in _load_day(wh, client, ahead, cat, cluster, window, step_s).items():
+                counts[key] = counts.get(key, 0) + n
+            refresh_hourly(wh, *window)
+            set_watermark(wh, f"prometheus:{client.url}", window[1])
+            counts["days"] += 1
+            if progress:
+                progress(k + 1, days)
     return counts
+
+
+class _Ahead:
+    """The next answers fetched and decoded on a thread of their own while this one inserts the last ones: the
+    server's time and ours overlap. One request at a time (a server's retries stay in order, and a failure
+    leaves nothing in flight), at most LOOKAHEAD answers held."""
+
+    def __init__(self):
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="prometheus")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.pool.shutdown(wait=exc[0] is None, cancel_futures=True)
+
+    def each(self, calls: list[Callable[[], Matrix]]):
+        """The calls' answers in order, each call started before the answers before it are used."""
+        pending: deque = deque()
+        calls = iter(calls)
+        for call in calls:
+            pending.append(self.pool.submit(call))
+            if len(pending) >= LOOKAHEAD:
+                break
+        while pending:
+            raw = pending.popleft().result()
+            nxt = next(calls, None)
+            if nxt is not None:
+                pending.append(self.pool.submit(nxt))
+            yield raw
+
+
+def _load_day(wh, client: PromClient, ahead: _Ahead, cat: dict[str, Metric], cluster: str,
+              window: tuple[datetime, datetime], step_s: int) -> dict:
+    # one step before the day seeds the counters
+    start, end = window[0].timestamp() - step_s + 0.001, window[1].timestamp() - step_s + 0.001
+    nodes_of = {name: client.label_values("Hostname" if m.grain == "gpu" else "instance", name, start, end)
+                for name, m in cat.items()}
+    # node batch by node batch, the GPU metrics first, then the node-level ones, then Lustre job_stats: a
+    # batch's rows are inserted while the next batch is fetched, so memory holds a batch, not the day
+    plan: list[tuple[str, str, str]] = []  # (batch, metric, expression)
+    for grain, label in (("gpu", "Hostname"), ("node", "instance")):
+        names = {name: m for name, m in cat.items() if (m.grain == "gpu") == (grain == "gpu")}
+        # every exporter of a node in one batch: its node_sample row is made of all of them at once
+        nodes = sorted({_node_key(n) for name in names for n in nodes_of[name]})
+        for b in range(0, len(nodes), BATCH_NODES):
+            batch = set(nodes[b:b + BATCH_NODES])
+            for name, m in names.items():
+                mine = [n for n in nodes_of[name] if _node_key(n) in batch]
+                if mine:
+                    plan.append((f"{grain} {b}", name, _expr(name, m, step_s, label, mine)))
+    for name in JOB_METRICS:  # Lustre job_stats, from the servers' exporters: no node batches
+        plan.append(("job", name, f"last_over_time({name}[{step_s}s])"))
+
+    counts = {"queries": len(plan), "xid_events": 0}
+    parts: dict[str, list[Matrix]] = {}
+    calls = [partial(_fetch, client, expr, start, end, step_s, name) for _, name, expr in plan]
+    for k, m in enumerate(ahead.each(calls)):
+        batch, name, _ = plan[k]
+        if m.values.size:
+            parts.setdefault(name, []).append(m)
+        if k + 1 < len(plan) and plan[k + 1][0] == batch:
+            continue
+        frames = _frames(batch.split()[0], parts, cat)
+        parts = {}
+        if frames:
+            c = insert_frames(wh, frames, cat, cluster, f"prometheus:{client.url}", window, step_s=step_s)
+            # xid_events is the window's count after the insert (the batches before included): the last one's
+            xid = c.pop("xid_events", 0)
+            counts["xid_events"] = xid if "gpu" in frames else counts["xid_events"]
+            _add(counts, c)
+    return counts
+
+
+def _node_key(label: str) -> str:
+    # the node an exporter's node label names, as sql/functions/slurm_node.sql reads it (port and domain off):
+    # only to put a node's exporters in one batch
+    return re.sub(r":[0-9]+$", "", label).split(".")[0]
+
+
+def _frames(grain: str, parts: dict[str, list[Matrix]], cat: dict[str, Metric]) -> dict:
+    """A batch's answers as the frames insert_frames takes."""
+    if grain == "gpu":
+        gpu = wide(parts, ("Hostname", "gpu"), _GPU_EXTRA, POD_LABELS)
+        return {"gpu": [gpu]} if gpu is not None else {}
+    if grain == "job":
+        jobs = [f.select("timestamp", *[pl.col(c).fill_null("") if c in f.columns else pl.lit("").alias(c)
+                                        for c in JOB_LABELS], pl.lit(name).alias("metric"), pl.col(name).alias("value"))
+                for name, ms in parts.items() for f in (m.frame(name) for m in ms)]
+        if not jobs:
+            return {}
+        return {"job": [pl.concat(jobs).pivot(on="metric", index=["timestamp", *JOB_LABELS], values="value",
+                                              aggregate_function="last")]}
+    nic = wide({n: ms for n, ms in parts.items() if cat[n].per_device}, ("instance", "device", "port"))
+    # node-level metrics of different exporters stay apart: joined per node by the engine
+    node = [pl.concat([m.frame(name) for m in ms], how="diagonal_relaxed")
+            for name, ms in parts.items() if not cat[name].per_device]
+    return {"node": [nic, *node]} if nic is not None or node else {}
+
+
+def _fetch(client: PromClient, expr: str, start: float, end: float, step_s: int, name: str) -> Matrix:
+    # decoded on the fetching thread too: polars' parse lets go of the GIL while the engine inserts
+    return decode_matrix(client.query_range_raw(expr, start, end, step_s), name)
+
+
+# the labels a GPU's rows carry besides its keys (of its first series)
+_GPU_EXTRA = ("modelName", "UUID", "pci_bus_id")
+
+
+def _add(counts: dict, more: dict) -> None:
+    for key, n in more.items():
+        counts[key] = counts.get(key, 0) + n
