@@ -82,6 +82,7 @@ def load_resumably(wh, source: str, date_from: date, date_to: date,
     counts: dict = {}
     if progress:
         progress(skipped, total)
+    shown = [skipped]
     d = first
     while d <= date_to:
         last = min(d + timedelta(days=chunk_days - 1), date_to)
@@ -89,8 +90,9 @@ def load_resumably(wh, source: str, date_from: date, date_to: date,
 
         def day_in(done: int, _n: int, d: date = d, before: int = before) -> None:
             _record(wh, key, _start(d + timedelta(days=done)))
+            shown[0] = before + done
             if progress:
-                progress(before + done, total)
+                progress(shown[0], total)
 
         c = load(d, last, day_in)
         for k, n in c.items():
@@ -99,7 +101,7 @@ def load_resumably(wh, source: str, date_from: date, date_to: date,
         done_all = last == date_to
         _record(wh, key, _NONE if done_all else _start(last + timedelta(days=1)))
         _record(wh, key + " grains", _NONE if done_all else _start(last + timedelta(days=1)))
-        if progress:
+        if progress and shown[0] != before + (last - d).days + 1:  # a load that reports no days (an export)
             progress(before + (last - d).days + 1, total)
         d = last + timedelta(days=1)
     counts["days"] = total
