@@ -291,6 +291,9 @@ def _edge_seed(kind: str, main: str) -> str:
     return f"SELECT {', '.join(cols)} FROM ({seed})"
 
 
+# the most staged rows one statement orders at once (a node's series are never split): ~250 MB of sorting a group
+GROUP_ROWS = 500_000
+
 # a MIG instance's columns (sql/migrations/0019_gpu_instances.sql): the gauges an instance has
 _MIG_COLUMNS = ["gr_engine_active", "sm_active", "tensor_active", "dram_active", "fb_used_mib", "fb_free_mib"]
 
@@ -350,6 +353,12 @@ def infer_step_s(paths: list[Path]) -> int:
     return 60
 
 
+# each kind's text labels (etl/telemetry_insert.py's selects)
+_LABELS = {"gpu": ("node", "model_name", "uuid", "hpc_job", "pci_bus_id"), "node": ("node", "series", "device"),
+           "job": ("jobid", "target", "component", "operation", "metric"),
+           "mig": ("node", "profile", "uuid", "hpc_job")}
+
+
 class _Stage:
     """One kind's rows of a load, read from its files once into a temporary table in the engine's memory: the
     main files' rows with every value no reading already NULL and ``_bad`` set on such a row, then the seed
@@ -365,8 +374,10 @@ class _Stage:
 
         self.wh = wh
         self.name = f"_telemetry_{kind}_{uuid.uuid4().hex}"
+        # the labels as dictionaries: a day of 1,024 GPUs repeats each UUID and model name 1,440 times
+        labels = "".join(f", toLowCardinality({c}) AS {c}" for c in _LABELS[kind])
         wh.command(f"CREATE TEMPORARY TABLE {self.name} ENGINE = Memory AS SELECT * REPLACE (toUInt64(_line) AS "
-                   f"_line, toUInt8(_bad) AS _bad), toUInt16(0) AS _file, toUInt8(0) AS _seed FROM ({first})")
+                   f"_line, toUInt8(_bad) AS _bad{labels}), toUInt16(0) AS _file, toUInt8(0) AS _seed FROM ({first})")
         self.columns = [r[0] for r in wh.query_rows(f"DESCRIBE TABLE {self.name}")][:-4]
 
     def add(self, select: str, file: int = 0, seed: bool = False, params: dict | None = None) -> None:
@@ -444,11 +455,17 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                 stage.add(_edge_seed(kind, main_rows), seed=True, params={**params, "kind": kind})
             relation = stage.rows(kind)
             step = step_s or infer_step_s([p for p, _ in mains])
+            # the tables are written a group of nodes at a time where the stage is large: each statement orders
+            # its rows by series, and a series is one node's, so a group's rows are its series whole (the
+            # memory of the sorts is a group's, whatever the window: docs/benchmarks.md, issue 50)
+            groups = 1 if kind == "job" else max(1, -(-_count(wh, f"SELECT count() FROM {stage.name}", {}) // GROUP_ROWS))
             for table in tables:
                 (sql,) = split_statements(sql_text(f"staging/{table}.sql"))
-                wh.client.command(sql.replace("{{input}}", relation).rstrip(";"),
-                                  parameters={**params, "step_s": step, "kind": kind},
-                                  settings={"optimize_on_insert": 0})
+                for g in range(groups):
+                    rows = stage.rows(kind, f"cityHash64(node) % {groups} = {g}") if groups > 1 else relation
+                    wh.client.command(sql.replace("{{input}}", rows).rstrip(";"),
+                                      parameters={**params, "step_s": step, "kind": kind},
+                                      settings={"optimize_on_insert": 0})
             # the load's counts and whether any value was rejected, in one scan of the stage
             key = {"gpu": "node, gpu, ts", "node": "node, ts", "job": "ts", "mig": "ts"}[kind]
             node = "node != ''" if kind != "job" else "1"

@@ -2,7 +2,8 @@
 in memory once, and every table and check of the load reads them there (etl/telemetry_insert.py). Before, each
 target table and each check parsed the file again (gpu_sample, xid_event, gpu_pci, the energy-step check, the
 counts, the value checks and counter_edge: 7-9 reads of a day's Parquet). A file is read again only to name the
-line of a rejected value.
+line of a rejected value. A large stage is written to the tables a group of nodes at a time (the sorts' memory
+bounded whatever the window): the same rows.
 
 The figures are worked out by hand from the rows written here: one H100 on node gpu01, sampled each minute
 from 2026-10-01 23:58 to 2026-10-02 00:02 (two samples in the first day's files, three in the second's):
@@ -21,6 +22,7 @@ from datetime import date, datetime, timedelta, timezone
 import polars as pl
 import pytest
 
+from ops_warehouse.etl import telemetry_insert
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from tests.conftest import rows
 
@@ -75,7 +77,10 @@ def _recording(wh, monkeypatch) -> set[str]:
     return seen
 
 
-def test_each_day_file_is_read_once_a_load_and_the_steps_are_the_files(wh, tmp_path, monkeypatch):
+@pytest.mark.parametrize("group_rows", [None, 1])
+def test_each_day_file_is_read_once_a_load_and_the_steps_are_the_files(wh, tmp_path, monkeypatch, group_rows):
+    if group_rows:  # a large stage is written a group of nodes at a time: here each row is a group's worth
+        monkeypatch.setattr(telemetry_insert, "GROUP_ROWS", group_rows)
     paths = _site(tmp_path / "telemetry")
     seen = _recording(wh, monkeypatch)
     c = load_parquet_dir(wh, tmp_path, date(2026, 10, 1), date(2026, 10, 2), cluster="c1")
@@ -87,6 +92,8 @@ def test_each_day_file_is_read_once_a_load_and_the_steps_are_the_files(wh, tmp_p
         ("2026-10-01 23:58", None), ("2026-10-01 23:59", 18_000.0), ("2026-10-02 00:00", 18_000.0),
         ("2026-10-02 00:01", 18_000.0), ("2026-10-02 00:02", 12_000.0)]
     assert rows(wh, "SELECT formatDateTime(ts, '%F %R'), xid FROM xid_event FINAL") == [("2026-10-01 23:59", 79)]
+    # each row written once (FINAL would hide a row a group wrote twice)
+    assert rows(wh, "SELECT (SELECT count() FROM gpu_sample), (SELECT count() FROM node_sample)") == [(5, 5)]
     assert rows(wh, "SELECT nic_device, nic_rx_bytes, node_power_w FROM node_sample FINAL ORDER BY ts") == [
         (["mlx5_0"], [0], 1_000.0), (["mlx5_0"], [1_000], 1_100.0), (["mlx5_0"], [3_000], 1_200.0),
         (["mlx5_0"], [4_000], 1_300.0), (["mlx5_0"], [500], 1_400.0)]
