@@ -52,11 +52,17 @@ def child_file(data: str, wh: str, days: int) -> dict:
 
     w = open_warehouse(Config(dsn=f"chdb://{wh}"))
     d0, d1 = START.date(), START.date() + timedelta(days=days - 1)
+    peaks = []  # the peak so far after each chunk: where it grows, if it does
+
+    def chunk(a, b, p):
+        out = load_parquet_dir(w, data, a, b, cluster="bench", progress=p)
+        peaks.append(round(peak_rss_mb()))
+        return out
+
     t = time.perf_counter()
-    c = load_resumably(w, f"file:{Path(data).resolve()}", d0, d1,
-                       lambda a, b, p: load_parquet_dir(w, data, a, b, cluster="bench", progress=p),
-                       chunk_days=FILE_CHUNK_DAYS)
-    return {"seconds": time.perf_counter() - t, "rows": c["gpu_rows"], "peak_rss_mb": peak_rss_mb()}
+    c = load_resumably(w, f"file:{Path(data).resolve()}", d0, d1, chunk, chunk_days=FILE_CHUNK_DAYS)
+    return {"seconds": time.perf_counter() - t, "rows": c["gpu_rows"], "peak_rss_mb": peak_rss_mb(),
+            "peak_after_chunk_mb": peaks}
 
 
 def _export_match() -> str:
@@ -80,6 +86,22 @@ def child_vm(url: str, wh: str, days: int) -> dict:
     return {"seconds": time.perf_counter() - t, "rows": c["gpu_rows"], "peak_rss_mb": peak_rss_mb()}
 
 
+def child_vm_query(url: str, wh: str, days: int) -> dict:
+    """`--source victoriametrics`: query_range, downsampled by the server to 60 s (a day per chunk)."""
+    from ops_warehouse.config import Config
+    from ops_warehouse.etl.backfill import SERVER_CHUNK_DAYS, load_resumably
+    from ops_warehouse.etl.prometheus_source import load_prometheus
+    from ops_warehouse.warehouse import open_warehouse
+
+    w = open_warehouse(Config(dsn=f"chdb://{wh}"))
+    d0, d1 = START.date(), START.date() + timedelta(days=days - 1)
+    t = time.perf_counter()
+    c = load_resumably(w, f"prometheus:{url}", d0, d1,
+                       lambda a, b, p: load_prometheus(w, url, a, b, step_s=60, cluster="bench", progress=p),
+                       chunk_days=SERVER_CHUNK_DAYS)
+    return {"seconds": time.perf_counter() - t, "rows": c["gpu_rows"], "peak_rss_mb": peak_rss_mb()}
+
+
 def child_vm_server(url: str, wh: str, days: int) -> dict:
     """The server alone: the export requests the product makes (a day and the day before it, per day), read
     and dropped."""
@@ -98,19 +120,43 @@ def child_vm_server(url: str, wh: str, days: int) -> dict:
     return {"seconds": time.perf_counter() - t, "bytes": size, "peak_rss_mb": peak_rss_mb()}
 
 
-CHILDREN = {"file": child_file, "vm": child_vm, "vm_server": child_vm_server}
+CHILDREN = {"file": child_file, "vm": child_vm, "vm_query": child_vm_query, "vm_server": child_vm_server}
 
 
-def run(kind: str, data: str, work: Path, days: int) -> dict:
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next((int(ln.split()[1]) / 1024 for ln in f if ln.startswith("VmRSS:")), 0.0)
+    except OSError:
+        return 0.0
+
+
+def run(kind: str, data: str, work: Path, days: int, cap_mb: float | None = None) -> dict:
+    """A child's figures; with ``cap_mb``, a child whose resident memory passes it is stopped (the machine
+    is shared: a load that needs more than any site would give it is a finding, not something to wait for)
+    and ``{"capped_s": seconds}`` returned."""
     wh = work / f"wh-{kind}-{days}"
     shutil.rmtree(wh, ignore_errors=True)
     argv = ([sys.executable, str(BENCH / "bench_telemetry.py"), "--child", "ceiling"] if kind == "ceiling"
             else [sys.executable, __file__, "--child", kind])
-    p = subprocess.run([*argv, "--data", data, "--wh", str(wh), "--days", str(days)], capture_output=True, text=True)
+    t = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        p = subprocess.Popen([*argv, "--data", data, "--wh", str(wh), "--days", str(days)], stdout=out, stderr=err,
+                             text=True)
+        while p.poll() is None:
+            if cap_mb and _rss_mb(p.pid) > cap_mb:
+                p.kill()
+                p.wait()
+                shutil.rmtree(wh, ignore_errors=True)
+                return {"capped_s": time.perf_counter() - t}
+            time.sleep(0.5)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     shutil.rmtree(wh, ignore_errors=True)
     if p.returncode:
-        raise SystemExit(f"{kind} child failed:\n{p.stderr[-3000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+        raise SystemExit(f"{kind} child failed:\n{stderr[-3000:]}")
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 # ---------------------------------------------------------------------------------------------- inputs
@@ -118,6 +164,7 @@ def run(kind: str, data: str, work: Path, days: int) -> dict:
 def window(site: Path, out: Path, days: int) -> Path:
     """A site folder holding the first ``days`` day files of ``site`` (links): what a load of those days
     and the engine's glob over them both read."""
+    shutil.rmtree(out, ignore_errors=True)
     for fam in (site / "telemetry").iterdir():
         (out / "telemetry" / fam.name).mkdir(parents=True, exist_ok=True)
         for k in range(days):
@@ -172,6 +219,9 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=114, help="the demo's 114 (90 H100, 16 H200, 8 B200 nodes)")
     ap.add_argument("--vm-days", type=int, default=2, help="days through VictoriaMetrics (0: skip)")
     ap.add_argument("--sacct-jobs", type=int, default=5_000_000, help="jobs in the sacct file (0: skip)")
+    ap.add_argument("--parts", default="parquet,vm,sacct", help="which of parquet, vm, sacct to run")
+    ap.add_argument("--rss-cap-mb", type=float, default=4096,
+                    help="a server load whose resident memory passes this is stopped and reported so")
     ap.add_argument("--workdir", type=Path, help="default: a temporary folder, removed after")
     ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
@@ -189,14 +239,19 @@ def main() -> None:
         spec = scaled_spec(a.nodes)
         site = work / "site"
         t = time.perf_counter()
-        h = simulate(spec, start=START, days=a.days, jobs_per_day=900, seed=1)
-        write_telemetry(site, spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc, node_events=h.node_events,
-                        xids=h.xids, throttle=h.throttle, start=START, end=h.end, step_s=60, seed=1)
-        gpus = int(h.inventory["gpus"].sum())
-        print(f"generated {a.days} days of 60 s telemetry for {gpus} GPUs on {h.inventory.height} nodes in "
-              f"{time.perf_counter() - t:.0f} s", flush=True)
+        if len(list((site / "telemetry" / "dcgm").glob("*.parquet"))) == a.days:
+            print(f"reusing the {a.days} days generated in {site} (same --nodes and --days)", flush=True)
+        else:
+            shutil.rmtree(site, ignore_errors=True)
+            h = simulate(spec, start=START, days=a.days, jobs_per_day=900, seed=1)
+            write_telemetry(site, spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc, node_events=h.node_events,
+                            xids=h.xids, throttle=h.throttle, start=START, end=h.end, step_s=60, seed=1)
+            gpus = int(h.inventory["gpus"].sum())
+            print(f"generated {a.days} days of 60 s telemetry for {gpus} GPUs on {h.inventory.height} nodes in "
+                  f"{time.perf_counter() - t:.0f} s", flush=True)
 
-        sizes = sorted({d for d in (a.small_days, a.days) if d > 0})
+        parts = set(a.parts.split(","))
+        sizes = sorted({d for d in (a.small_days, a.days) if d > 0}) if "parquet" in parts else []
         file_runs = {}
         for days in sizes:
             data = str(window(site, work / f"site-{days}d", days))
@@ -207,24 +262,26 @@ def main() -> None:
             print(f"{days} days from Parquet: product {prod['rows']:,} GPU rows in {prod['seconds']:.1f} s = "
                   f"{prod_rate:,.0f} rows/s, peak RSS {prod['peak_rss_mb']:,.0f} MB; engine alone "
                   f"{ceil['rows']:,} rows in {ceil['seconds']:.1f} s = {ceil_rate:,.0f} rows/s, peak RSS "
-                  f"{ceil['peak_rss_mb']:,.0f} MB; ratio {prod_rate / ceil_rate:.2f}", flush=True)
+                  f"{ceil['peak_rss_mb']:,.0f} MB; ratio {prod_rate / ceil_rate:.2f}; the product's peak after each "
+                  f"week: {', '.join(str(x) for x in prod['peak_after_chunk_mb'])} MB", flush=True)
             print(f"RESULT backfill_parquet_{days}d rows_per_s={prod_rate:.0f} ceiling_rows_per_s={ceil_rate:.0f} "
                   f"ratio={prod_rate / ceil_rate:.2f} goal=>={GOAL_RATIO} peak_mb={prod['peak_rss_mb']:.0f} "
                   f"wall_s={prod['seconds']:.1f} gpu_rows={prod['rows']}", flush=True)
-        big, (prod, ceil) = sizes[-1], file_runs[sizes[-1]]
-        print(f"RESULT backfill_parquet_memory peak_mb={prod['peak_rss_mb']:.0f} goal=<={GOAL_RSS_MB}MB days={big}"
-              + "".join(f" peak_mb_{d}d={file_runs[d][0]['peak_rss_mb']:.0f}" for d in sizes))
-        per_day = prod["rows"] / big
-        sizes_rss = ", ".join(f"{d} days {file_runs[d][0]['peak_rss_mb']:,.0f} MB" for d in sizes)
-        print(f"EXTRAPOLATION (not measured): {YEAR_DAYS} days of this site = {per_day * YEAR_DAYS / 1e6:,.0f} M GPU "
-              f"rows: the product at its {big}-day rate {prod['seconds'] / big * YEAR_DAYS / 3600:.1f} h, the engine "
-              f"alone {ceil['seconds'] / big * YEAR_DAYS / 3600:.1f} h; peak RSS as measured if it does not grow "
-              f"with the window ({sizes_rss})")
-        print(f"RESULT backfill_year_extrapolated product_h={prod['seconds'] / big * YEAR_DAYS / 3600:.2f} "
-              f"engine_h={ceil['seconds'] / big * YEAR_DAYS / 3600:.2f} gpu_rows={per_day * YEAR_DAYS:.0f} "
-              f"from_days={big}")
+        if sizes:
+            big, (prod, ceil) = sizes[-1], file_runs[sizes[-1]]
+            print(f"RESULT backfill_parquet_memory peak_mb={prod['peak_rss_mb']:.0f} goal=<={GOAL_RSS_MB}MB days={big}"
+                  + "".join(f" peak_mb_{d}d={file_runs[d][0]['peak_rss_mb']:.0f}" for d in sizes))
+            per_day = prod["rows"] / big
+            sizes_rss = ", ".join(f"{d} days {file_runs[d][0]['peak_rss_mb']:,.0f} MB" for d in sizes)
+            print(f"EXTRAPOLATION (not measured): {YEAR_DAYS} days of this site = {per_day * YEAR_DAYS / 1e6:,.0f} M GPU "
+                  f"rows: the product at its {big}-day rate {prod['seconds'] / big * YEAR_DAYS / 3600:.1f} h, the engine "
+                  f"alone {ceil['seconds'] / big * YEAR_DAYS / 3600:.1f} h; peak RSS as measured if it does not grow "
+                  f"with the window ({sizes_rss})")
+            print(f"RESULT backfill_year_extrapolated product_h={prod['seconds'] / big * YEAR_DAYS / 3600:.2f} "
+                  f"engine_h={ceil['seconds'] / big * YEAR_DAYS / 3600:.2f} gpu_rows={per_day * YEAR_DAYS:.0f} "
+                  f"from_days={big}")
 
-        if a.vm_days and shutil.which("victoria-metrics"):
+        if "vm" in parts and a.vm_days and shutil.which("victoria-metrics"):
             sys.path.insert(0, str(BENCH.parent))
             from tests import prometheus_harness as ph
 
@@ -235,23 +292,29 @@ def main() -> None:
                 print(f"VictoriaMetrics: {a.vm_days + 1} days imported in {time.perf_counter() - t:.0f} s "
                       f"(not part of the load)", flush=True)
                 server = run("vm_server", vm.url, work, a.vm_days)
-                prod_vm = run("vm", vm.url, work, a.vm_days)
+                print(f"the server alone answering the export requests of {a.vm_days} days: "
+                      f"{server['seconds']:.1f} s ({server['bytes'] / 1e6:,.0f} MB)", flush=True)
+                for kind, how in (("vm", "vm-export --url: /api/v1/export"),
+                                  ("vm_query", "victoriametrics: query_range at 60 s")):
+                    r = run(kind, vm.url, work, a.vm_days, cap_mb=a.rss_cap_mb)
+                    if "capped_s" in r:
+                        print(f"{a.vm_days} days from VictoriaMetrics ({how}, a day per chunk): stopped after "
+                              f"{r['capped_s']:.0f} s, its resident memory above the {a.rss_cap_mb:,.0f} MB cap")
+                        print(f"RESULT backfill_{kind} capped_s={r['capped_s']:.0f} peak_mb=>{a.rss_cap_mb:.0f} "
+                              f"days={a.vm_days}")
+                        continue
+                    rate = r["rows"] / r["seconds"]
+                    print(f"{a.vm_days} days from VictoriaMetrics ({how}, a day per chunk): product "
+                          f"{r['rows']:,} GPU rows in {r['seconds']:.1f} s = {rate:,.0f} rows/s, peak RSS "
+                          f"{r['peak_rss_mb']:,.0f} MB; EXTRAPOLATION (not measured): {YEAR_DAYS} days "
+                          f"{r['seconds'] / a.vm_days * YEAR_DAYS / 3600:.1f} h", flush=True)
+                    print(f"RESULT backfill_{kind} rows_per_s={rate:.0f} wall_s={r['seconds']:.1f} "
+                          f"peak_mb={r['peak_rss_mb']:.0f} days={a.vm_days} server_export_s={server['seconds']:.1f}",
+                          flush=True)
             finally:
                 vm.stop()
-            rate = prod_vm["rows"] / prod_vm["seconds"]
-            print(f"{a.vm_days} days from VictoriaMetrics (/api/v1/export, a day per chunk): product "
-                  f"{prod_vm['rows']:,} GPU rows in {prod_vm['seconds']:.1f} s = {rate:,.0f} rows/s, peak RSS "
-                  f"{prod_vm['peak_rss_mb']:,.0f} MB; the server alone answering the same requests "
-                  f"{server['seconds']:.1f} s ({server['bytes'] / 1e6:,.0f} MB); product / server time "
-                  f"{prod_vm['seconds'] / server['seconds']:.1f}")
-            print(f"RESULT backfill_victoriametrics rows_per_s={rate:.0f} server_s={server['seconds']:.1f} "
-                  f"wall_s={prod_vm['seconds']:.1f} peak_mb={prod_vm['peak_rss_mb']:.0f} days={a.vm_days} "
-                  f"ratio={server['seconds'] / prod_vm['seconds']:.2f}")
-            print(f"EXTRAPOLATION (not measured): {YEAR_DAYS} days from VictoriaMetrics at this rate "
-                  f"{prod_vm['seconds'] / a.vm_days * YEAR_DAYS / 3600:.1f} h (the server alone "
-                  f"{server['seconds'] / a.vm_days * YEAR_DAYS / 3600:.1f} h)")
 
-        if a.sacct_jobs:
+        if "sacct" in parts and a.sacct_jobs:
             s = sacct(a.sacct_jobs, work)
             p, c = s["product"], s["ceiling"]
             print(f"RESULT backfill_sacct rows_per_s={p['rows_per_s']:.0f} ceiling_rows_per_s={c['rows_per_s']:.0f} "
