@@ -53,6 +53,8 @@ BENCHES = {
                  "--workdir", "{work}/scaling"]),
     "grafana": ("bench_grafana.py", [], ["--days", "5", "--nodes", "8", "--jobs-per-day", "100",
                                          "--workdir", "{work}/grafana", "--repeat", "1"]),
+    # issue 50: the demo's 31 nightly loads (sacct extract + telemetry day, the grains refreshed once a night)
+    "nightly": ("bench_nightly.py", ["--separate"], ["--days", "2", "--jobs-per-day", "100"]),
     # issue 50: a backfill of the demo's site at 60 s (14 and 7 days, extrapolated to a year) and 5 M sacct jobs
     "backfill": ("bench_backfill.py", ["--days", "14", "--small-days", "7", "--vm-days", "2", "--sacct-jobs", "5000000"],
                  ["--days", "2", "--small-days", "1", "--nodes", "8", "--vm-days", "1", "--sacct-jobs", "20000"]),

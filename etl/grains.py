@@ -26,6 +26,7 @@ leave every grain as a clean load does; reports and the API only read them.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 
 from ops_warehouse.etl.watermarks import set_watermark, watermark
@@ -34,16 +35,70 @@ from ops_warehouse.progress import count_progress
 from ops_warehouse.sqlfiles import sql_query, sql_statements
 
 _HOURLY_GRAINS = ("capacity_node_hour", "run_node_hour")
+_CHUNK = timedelta(days=1)  # the hours a refresh statement covers at most (memory: _refresh_hours)
 # a grain a refresh has written once is marked in etl_watermark (a fixed time: the mark only says "built"),
 # so that a warehouse upgraded to it is built whole by its next load, and one whose runs simply have no
 # samples (telemetry under other host names) is not rebuilt by every load
 _BUILT, _BUILT_TS = "grain built: ", datetime(2000, 1, 2, tzinfo=timezone.utc)
+# the hours a load inside one_refresh left to refresh: etl_watermark's "grains pending <first hour>", its
+# watermark_ts the end, deleted once refreshed
+_PENDING = "grains pending "
+
+
+@contextmanager
+def one_refresh(wh):
+    """Loads inside this block refresh the hourly grains once, at its end, for every hour any of them changed
+    (a night's sacct extract and its telemetry day change the same hours: refreshed apart, each refresh reads
+    the runs' samples of them again; measured in docs/benchmarks.md, "Issue 50"). Until then the hours are
+    recorded in the warehouse (``_PENDING``), so that a load killed inside the block leaves them to the next
+    writer's refresh (``refresh_pending``, run by every refresh) rather than to nobody. A report or notebook
+    waiting for the warehouse gets it refreshed (``refresh_capacity``). Nested blocks are one block."""
+    if getattr(wh, "_grains_deferred", False):
+        yield
+        return
+    wh._grains_deferred = True
+    try:
+        yield
+    finally:
+        wh._grains_deferred = False
+        refresh_pending(wh)
+
+
+def refresh_pending(wh) -> list[tuple[datetime, datetime]]:
+    """Refresh the hours loads inside ``one_refresh`` left pending (this process's, or a killed one's), the
+    overlapping ones merged, then clear their records. Returns the spans refreshed."""
+    rows = wh.query_rows("SELECT source, argMax(watermark_ts, updated_at) AS t FROM etl_watermark "
+                         "WHERE startsWith(source, {p:String}) GROUP BY source "
+                         "ORDER BY source", {"p": _PENDING})
+    spans: list[tuple[datetime, datetime]] = []
+    for w0, w1 in sorted((datetime.fromisoformat(s[len(_PENDING):]), t.replace(tzinfo=timezone.utc))
+                         for s, t in rows):
+        if spans and w0 <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], w1))
+        else:
+            spans.append((w0, w1))
+    for w0, w1 in spans:
+        _refresh_hours(wh, w0, w1)
+    if rows:  # deleted, not overwritten: a load run again leaves etl_watermark as the first run did
+        wh.command("DELETE FROM etl_watermark WHERE source IN {s:Array(String)}", {"s": [r[0] for r in rows]})
+    return spans
 
 
 def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct: float | None = None) -> None:
     """Recompute the hourly grains (capacity_node_hour, then run_node_hour) for the whole hours [w0, w1)
-    touches. ``cluster`` is accepted for symmetry with the marts: the refresh covers every cluster in the
-    warehouse (the grid is cheap)."""
+    touches; inside ``one_refresh``, record them for its one refresh at the end. ``cluster`` is accepted for
+    symmetry with the marts: the refresh covers every cluster in the warehouse (the grid is cheap)."""
+    if getattr(wh, "_grains_deferred", False) and idle_util_pct is None:
+        w0, w1 = _hour(w0), _ceil_hour(w1)
+        if w1 > w0:
+            set_watermark(wh, _PENDING + w0.isoformat(), w1)
+        if wh.others_waiting():  # a report is about to get the warehouse: grains and samples agreeing
+            refresh_pending(wh)
+        return
+    _refresh_hours(wh, w0, w1, idle_util_pct)
+
+
+def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None = None) -> None:
     threshold = wh.cfg.idle_util_pct if idle_util_pct is None else idle_util_pct
     w0, w1 = _hour(w0), _ceil_hour(w1)
     if w1 <= w0:
@@ -58,14 +113,22 @@ def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct
     # both files include the run → node → hour fan-out, sql/intermediate/run_fanout.sql; without an inventory
     # there is no grid to write (nor one written before: nodes are never removed from it)
     grid = _holds_rows(wh, "node_inventory")
-    # the runs' samples first (sql/intermediate/run_sample_hour.sql): capacity_node_hour sums them per node-hour
-    for stmt in sql_statements("intermediate/run_sample_hour.sql"):
-        wh.client.command(stmt, parameters=params, settings={"optimize_on_insert": 0})
-    for name in _HOURLY_GRAINS if grid else _HOURLY_GRAINS[1:]:
-        for stmt in sql_statements(f"intermediate/{name}.sql"):
-            wh.client.command(stmt, parameters=params, settings={"optimize_on_insert": 0})
+    # a day at a time: what a statement holds is the fan-out and the grid of its hours, so memory stays
+    # bounded whatever the span and the largest job (a month of 4,000 nodes with one 4,000-node job of 48 h
+    # among 120,000 one-node jobs: capacity_node_hour and run_node_hour over 1 GB over the month, under it a
+    # day at a time; docs/benchmarks.md, "Issue 50"); whole hours give the rows one pass over the span gives
+    for c0, c1 in _chunks(w0, w1, _CHUNK):
+        chunk = {**params, "from_ts": c0, "to_ts": c1}
+        # the runs' samples first (sql/intermediate/run_sample_hour.sql): capacity_node_hour sums them per node-hour
+        for stmt in sql_statements("intermediate/run_sample_hour.sql"):
+            wh.client.command(stmt, parameters=chunk, settings={"optimize_on_insert": 0})
+        for name in _HOURLY_GRAINS if grid else _HOURLY_GRAINS[1:]:
+            for stmt in sql_statements(f"intermediate/{name}.sql"):
+                wh.client.command(stmt, parameters=chunk, settings={"optimize_on_insert": 0})
     # the runs that ended over these hours, formed whole from their samples (a run's row depends on all of
-    # them, so a long run is formed again by each load of one of its days: reads, once a load, not a report)
+    # them, so a long run is formed again by each load of one of its days: reads, once a load, not a report);
+    # over the whole span at once: a run overlapping several days would be formed once a day (its rows are
+    # one per run: bounded by the runs, not their nodes and hours)
     for stmt in sql_statements("intermediate/run_telemetry.sql"):
         wh.client.command(stmt, parameters={**params, "hang_nic_bytes_per_s": float(wh.cfg.hang_nic_bytes_per_s),
                                             "ckpt_write_bytes_per_s": float(wh.cfg.ckpt_write_bytes_per_s)},
@@ -94,6 +157,8 @@ def rebuild_stale(wh) -> tuple[str, ...]:
     if stale:
         record_grains(wh, stale)
         wh.stale_grains = ()
+    if not getattr(wh, "_grains_deferred", False):  # the hours a killed load inside one_refresh left
+        refresh_pending(wh)
     return stale
 
 
@@ -132,8 +197,17 @@ def _rebuild_hourly(wh) -> None:
     months = [(t, min(_next_month(t), hi)) for t in _steps(first, hi, _next_month)]
     with count_progress("rebuilding capacity_node_hour, run_node_hour, run_telemetry (months)") as progress:
         for i, (m0, m1) in enumerate(months, 1):
-            refresh_capacity(wh, "", m0, m1)
+            _refresh_hours(wh, m0, m1)
             progress(i, len(months))
+
+
+def _chunks(w0: datetime, w1: datetime, size: timedelta) -> list[tuple[datetime, datetime]]:
+    """[w0, w1) cut into pieces of ``size``; a last piece under a quarter of it joins the one before (a night's
+    refresh, a day and the hour before it, is one piece: each piece costs a pass over its samples)."""
+    out = [(t, min(t + size, w1)) for t in _steps(w0, w1, lambda t: t + size)]
+    if len(out) > 1 and out[-1][1] - out[-1][0] < size / 4:
+        out[-2:] = [(out[-2][0], w1)]
+    return out
 
 
 def _next_month(t: datetime) -> datetime:
@@ -207,7 +281,8 @@ def refresh_all_jobs(wh) -> tuple[datetime, datetime] | None:
     if as_of is None:
         return None
     span = (first, _hour(as_of) + timedelta(hours=1))
-    refresh_capacity(wh, "", *span)
+    # at once, even inside one_refresh: the failed load's take-back deletes what was refreshed outside the span
+    _refresh_hours(wh, *span)
     return span
 
 

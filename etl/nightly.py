@@ -42,6 +42,7 @@ from pathlib import Path
 
 from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.capacity_sources import load_capacity
+from ops_warehouse.etl.grains import one_refresh, refresh_pending
 from ops_warehouse.etl.prometheus_source import PromClient, load_prometheus
 from ops_warehouse.etl.retry import Retry
 from ops_warehouse.etl.run_log import logged_run
@@ -293,10 +294,14 @@ def run_nightly(cfg, *, date_from: date | None = None, date_to: date | None = No
 
     sources = configured_sources(cfg)
     cfg.purpose = "nightly load"
-    with NightlyLock(lock_path(cfg)), open_warehouse(cfg) as wh:
+    # the sources' loads refresh the hourly grains once, at the end, for every hour any of them changed
+    # (etl/grains.py: one_refresh; a source's sacct and telemetry change the same hours)
+    with NightlyLock(lock_path(cfg)), open_warehouse(cfg) as wh, one_refresh(wh):
         outcomes = []
         for s, window in plan(wh, sources, date_from, date_to):
-            wh.between_steps()  # each source's load is whole: a report waiting for the warehouse goes first
+            if wh.others_waiting():  # each source's load is whole: a report waiting for the warehouse goes
+                refresh_pending(wh)  # first, grains and samples agreeing
+            wh.between_steps()
             o = Outcome(s, window)
             if dry_run:
                 o.status, o.detail = "dry-run", "would load"
@@ -317,5 +322,5 @@ def run_nightly(cfg, *, date_from: date | None = None, date_to: date | None = No
             log(f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%S} nightly {s.kind} {s.cluster} {window}: "
                 f"{o.status} {o.detail} ({o.seconds:.1f} s)")
             outcomes.append(o)
-        # no refresh here: each load brings the hourly grains up to date for what it changed (etl/grains.py)
+        # (the grains' one refresh: when one_refresh ends, after the last source)
         return outcomes

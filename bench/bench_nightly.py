@@ -1,0 +1,150 @@
+"""Benchmark: the demo's nightly loads (issue 50, item 4) against the engine's bare INSERT ... SELECT of the same files.
+
+    .venv/bin/python bench/bench_nightly.py [--days 31] [--site DIR] [--separate]
+
+The demo's site (114 nodes, ~900 jobs a day, 5-minute telemetry, nightly sacct extracts; generated unless
+--site names one already generated) is loaded night by night as `ops-report demo` loads it
+(cli/demo.py: load_nights: each night's sacct extract, then its telemetry day, the hourly grains refreshed
+once a night), in a child process, timed with its peak RSS (bench/peak_rss.py). The baseline, in the same
+command and on the same files: a fresh chDB session that INSERT ... SELECTs each night's sacct file and
+telemetry day files as they are into MergeTree tables (what the engine takes to read and store the bytes,
+with none of the product's parsing, quarantine, history or grains). With --separate, also the loads as
+before issue 50 (each load refreshing its own hours), and whether the two leave every table the same
+(tests/conftest.py's content checksums, the refresh times excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+START = datetime(2026, 10, 1, tzinfo=timezone.utc)
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _cluster(site: Path) -> str:
+    """The site's cluster, as its first sacct extract names it (the generator's spec name)."""
+    first = sorted((site / "sacct" / "nightly").glob("*.psv"))[0]
+    head, row = first.read_text().splitlines()[:2]
+    return row.split("|")[head.split("|").index("Cluster")]
+
+
+def child_product(site: str, wh: str, separate: bool) -> dict:
+    from ops_warehouse.cli.demo import load_nights
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import open_warehouse
+
+    sys.path.insert(0, str(REPO))
+    from bench.peak_rss import peak_rss_mb
+    from tests.conftest import table_checksums
+
+    w = open_warehouse(Config(dsn=f"chdb://{wh}"))
+    cluster = _cluster(Path(site))
+    t = time.perf_counter()
+    n = load_nights(w, Path(site), cluster, one_refresh_a_night=not separate)
+    seconds = time.perf_counter() - t
+    return {"seconds": seconds, "rss_mb": peak_rss_mb(), **n,
+            "checksums": {k: list(v) for k, v in table_checksums(w).items()}}
+
+
+def child_engine(site: str, wh: str) -> dict:
+    """The engine alone: each night's files INSERT ... SELECTed as they are, into MergeTree tables."""
+    import chdb.session
+
+    sys.path.insert(0, str(REPO))
+    from bench.peak_rss import peak_rss_mb
+
+    site_p = Path(site)
+    s = chdb.session.Session(wh)
+    s.query("CREATE DATABASE IF NOT EXISTS b")
+    nights = sorted((site_p / "sacct" / "nightly").glob("*.psv"))
+    families = sorted(p.name for p in (site_p / "telemetry").iterdir() if p.is_dir() and p.name != "openmetrics")
+    made: set[str] = set()
+    t = time.perf_counter()
+    for f in nights:
+        todo = [("sacct", f"file('{f}', 'CSVWithNames') SETTINGS format_csv_delimiter = '|', "
+                 "input_format_csv_use_best_effort_in_schema_inference = 0")]
+        todo += [(fam, f"file('{p}', 'Parquet')") for fam in families
+                 for p in [site_p / "telemetry" / fam / f"{f.stem}.parquet"] if p.exists()]
+        for table, src in todo:
+            if table not in made:
+                s.query(f"CREATE TABLE b.{table} ENGINE = MergeTree ORDER BY tuple() AS SELECT * FROM {src}")
+                made.add(table)
+            else:
+                s.query(f"INSERT INTO b.{table} SELECT * FROM {src}")
+    seconds = time.perf_counter() - t
+    rows = {tbl: int(s.query(f"SELECT count() FROM b.{tbl}", "CSV").bytes().strip()) for tbl in sorted(made)}
+    s.close()
+    return {"seconds": seconds, "rss_mb": peak_rss_mb(), "rows": rows}
+
+
+def run(kind: str, site: Path, wh: Path, separate: bool = False) -> dict:
+    shutil.rmtree(wh, ignore_errors=True)
+    args = [sys.executable, __file__, "--child", kind, "--site", str(site), "--wh", str(wh)]
+    p = subprocess.run(args + (["--separate"] if separate else []), capture_output=True, text=True)
+    if p.returncode:
+        raise SystemExit(p.stderr[-3000:])
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--days", type=int, default=31)
+    ap.add_argument("--jobs-per-day", type=int, default=900)
+    ap.add_argument("--site", type=Path, help="a site generated before (the demo's: generate --nightly)")
+    ap.add_argument("--separate", action="store_true", help="also the loads refreshing apart (before issue 50)")
+    ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--child", choices=("product", "engine"))
+    ap.add_argument("--wh")
+    a = ap.parse_args()
+    if a.child:
+        out = child_product(str(a.site), a.wh, a.separate) if a.child == "product" else child_engine(str(a.site), a.wh)
+        print(json.dumps(out, default=str))
+        return
+    work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-nightly-"))
+    try:
+        site = a.site
+        if site is None:
+            from ops_warehouse.generate import generate
+
+            site = work / "site"
+            if not (site / "sacct" / "nightly").is_dir():
+                generate(site, start=START, days=a.days, jobs_per_day=a.jobs_per_day, seed=7, metrics_step_s=300,
+                         telemetry=("parquet",), nightly=True)
+        nights = len(list((site / "sacct" / "nightly").glob("*.psv")))
+        print(f"site {site}: {nights} nights (sacct extract + telemetry day each); product and engine back to "
+              f"back in this command, each in its own process")
+        engine = run("engine", site, work / "engine")
+        product = run("product", site, work / "product")
+        print(f"engine INSERT ... SELECT of the files: {engine['seconds']:7.1f} s, peak RSS {engine['rss_mb']:.0f} MB "
+              f"({', '.join(f'{t} {n:,}' for t, n in engine['rows'].items())} rows)")
+        print(f"demo's nightly loads:                 {product['seconds']:7.1f} s, peak RSS {product['rss_mb']:.0f} MB "
+              f"({product['jobs']:,} job-run records, {product['gpu_rows']:,} GPU samples)")
+        ratio = engine["seconds"] / product["seconds"]
+        extra = ""
+        if a.separate:
+            before = run("product", site, work / "separate", separate=True)
+            keep = set(product["checksums"])
+            same = all(product["checksums"][k] == before["checksums"].get(k) for k in keep)
+            print(f"loads refreshing apart (before):      {before['seconds']:7.1f} s, peak RSS "
+                  f"{before['rss_mb']:.0f} MB; every table the same: {same}")
+            if not same:
+                diff = [k for k in keep if product["checksums"][k] != before["checksums"].get(k)]
+                raise SystemExit(f"the two loads differ in {', '.join(diff)}")
+            extra = f" separate_s={before['seconds']:.1f} same_tables={same}"
+        print(f"RESULT nightly product_s={product['seconds']:.1f} engine_s={engine['seconds']:.1f} "
+              f"rss_mb={product['rss_mb']:.0f} nights={nights}{extra} ratio={ratio:.3f} goal=<=40s")
+    finally:
+        if not a.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+"""A night's loads refresh the hourly grains once (issue 50, item 4): inside ``grains.one_refresh`` a sacct load
+and the telemetry day after it record the hours they changed, and the block's end refreshes them together
+(before, each load refreshed its own hours: the night's hours were read twice). The hours are recorded in
+the warehouse, so a load killed inside the block leaves them to the next writer.
+
+The site is tests/test_sample_step_attribution.py's hand-built day (cluster t2, one 8-GPU H100 node n1,
+5-minute dcgm-exporter samples of 2026-10-05 labelled with the job holding each GPU), whose figures are worked
+out there by hand from the raw lines, per hour in GPU-minutes (allocated, observed, busy):
+  10: 4001 holds GPUs 0-3 for 13 min (10 of them seen busy), 4002 GPUs 4-7 from 10:52:30, 7.5 min, idle
+  11: 4001 60 min busy on 4 GPUs; 4002 31 min 40 s on 4, idle
+  18: 4005 holds all 8 GPUs the whole hour, busy
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from ops_warehouse.etl import grains
+from ops_warehouse.etl.capacity_sources import load_capacity
+from ops_warehouse.etl.sacct_load import load_sacct
+from ops_warehouse.etl.telemetry_load import load_parquet_dir
+from ops_warehouse.warehouse import close_embedded, open_warehouse
+from tests.test_hung_and_idle_jobs import DAY
+from tests.test_sample_step_attribution import _sacct, _telemetry
+
+EXPECTED_GPU_MIN = {10: (4 * 13 + 4 * 7.5, 4 * 13 + 4 * 7.5, 4 * 10),
+                    11: (4 * 60 + 4 * (31 + 40 / 60), 4 * 60 + 4 * (31 + 40 / 60), 4 * 60),
+                    18: (8 * 60, 8 * 60, 8 * 60)}
+
+
+def _hours(wh) -> dict[int, tuple[float, float, float]]:
+    return {r[0].hour: tuple(round(v / 60, 6) for v in r[1:]) for r in wh.query_rows(
+        "SELECT hour, allocated_gpu_s, allocated_observed_gpu_s, busy_gpu_s FROM capacity_node_hour FINAL "
+        "WHERE cluster = 't2' AND node = 'n1' AND toHour(hour) IN (10, 11, 18) AND toDate(hour) = {d:Date} "
+        "ORDER BY hour", {"d": DAY})}
+
+
+def _expected() -> dict[int, tuple[float, float, float]]:
+    return {h: tuple(round(v, 6) for v in f) for h, f in EXPECTED_GPU_MIN.items()}
+
+
+@pytest.fixture
+def files(tmp_path, cfg):
+    cfg.projects = {"proja": "A"}
+    _sacct(tmp_path / "sacct.psv")
+    (tmp_path / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
+                                            "n1,h100,8,gpu,r1,2025-01-01\n")
+    _telemetry(tmp_path / "telemetry", True)
+    wh = open_warehouse(cfg)
+    load_capacity(wh, inventory=tmp_path / "inventory.csv", cluster="t2")
+    yield wh, tmp_path
+    wh.close()
+    close_embedded()
+
+
+def _recording(wh, *tables: str) -> list[tuple]:
+    """The [from_ts, to_ts) of every refresh statement of ``tables`` the warehouse runs from now on."""
+    spans: list[tuple] = []
+    real = wh.client.command
+
+    def command(sql, *a, **k):
+        if sql.lstrip().startswith(tuple(f"INSERT INTO {t}" for t in tables)):
+            p = k.get("parameters") or a[0]
+            spans.append((p["from_ts"], p["to_ts"]))
+        return real(sql, *a, **k)
+
+    wh.client.command = command
+    return spans
+
+
+def test_a_night_refreshes_its_hours_once(files):
+    wh, d = files
+    spans = _recording(wh, "run_sample_hour")
+    with grains.one_refresh(wh):
+        assert load_sacct(wh, d / "sacct.psv").quarantined == 0
+        load_parquet_dir(wh, d / "telemetry", DAY, DAY, cluster="t2")
+    # every hour once: the pieces follow each other (before: the sacct load's refresh of the history, then the
+    # telemetry day's again, 2026-10-04 23:00 .. 2026-10-06 00:00)
+    assert spans and all(a[1] == b[0] for a, b in zip(spans, spans[1:])), spans
+    assert _hours(wh) == _expected()
+    # nothing left pending
+    assert grains.refresh_pending(wh) == []
+
+
+def test_a_load_killed_inside_the_block_leaves_its_hours_to_the_next_writer(files, cfg):
+    wh, d = files
+    load_parquet_dir(wh, d / "telemetry", DAY, DAY, cluster="t2")  # the samples first: no job yet
+    wh._grains_deferred = True  # inside one_refresh, killed before its end (its finally never ran)
+    assert load_sacct(wh, d / "sacct.psv").quarantined == 0
+    assert _hours(wh) == {}  # not refreshed: no grid yet (it spans the job history)
+    wh.close()
+    close_embedded()
+    # the next writer (here `ops-report init`'s rebuild; any load's refresh does the same) refreshes them
+    nxt = open_warehouse(cfg)
+    try:
+        grains.rebuild_stale(nxt)
+        assert _hours(nxt) == _expected()
+        assert grains.refresh_pending(nxt) == []
+    finally:
+        nxt.close()
+
+
+def test_a_refresh_of_a_long_span_goes_a_day_at_a_time(files):
+    """Memory: a refresh statement holds the fan-out and grid of its hours, so a whole-month refresh (a first
+    load, `etl refresh`, an upgrade's rebuild) goes a day at a time (before: the month in one statement, over
+    1 GB for a month of 4,000 nodes with one 4,000-node job; docs/benchmarks.md) and gives the hand-worked
+    figures."""
+    wh, d = files
+    assert load_sacct(wh, d / "sacct.psv").quarantined == 0
+    load_parquet_dir(wh, d / "telemetry", DAY, DAY, cluster="t2")
+    spans = _recording(wh, "run_node_hour")
+    grains.refresh_history(wh)  # everything: October 1 to an hour after the as-of time, 2026-10-05 19:04:00
+    # (before: one statement over the whole span)
+    assert spans[0][0] == datetime(2026, 10, 1, tzinfo=timezone.utc)
+    assert spans[-1][1] == datetime(2026, 10, 5, 21, tzinfo=timezone.utc)  # (the as-of time + 1 h, whole hours)
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:])), spans
+    assert max(b - a for a, b in spans) <= timedelta(days=1, hours=6), spans
+    assert _hours(wh) == _expected()
