@@ -142,25 +142,24 @@ def wide(parts: dict[str, list[Matrix]], keys: Sequence[str], extra: Sequence[st
         return None
     t_all = np.concatenate([t for _, _, _, t, _ in per_metric])
     t0 = int(t_all.min())
-    steps = np.diff(np.unique(t_all))
-    step = int(np.gcd.reduce(steps)) if steps.size else 1
+    step = int(np.gcd.reduce(t_all - t0)) or 1  # the points' common step (a multiple of it where they skip some)
     n_slots = (int(t_all.max()) - t0) // step + 1
     cells = len(ids) * n_slots
     have = np.zeros(cells, dtype=bool)
     columns = []
     for name, key, pods, t, v in per_metric:
         cell = key * n_slots + (t - t0) // step
-        if cell.size:
-            # the first point of each cell in (rank, answer order): a stable sort, then the first of each run
+        got = np.zeros(cells, dtype=bool)
+        got[cell] = True
+        if np.count_nonzero(got) < cell.size:
+            # cells given twice: the first point of each in (rank, answer order), by a stable sort
             order = np.lexsort((np.arange(cell.size), pods, cell))
             cell, v = cell[order], v[order]
             keep = np.ones(cell.size, dtype=bool)
             keep[1:] = cell[1:] != cell[:-1]
             cell, v = cell[keep], v[keep]
         col = np.zeros(cells)
-        got = np.zeros(cells, dtype=bool)
         col[cell] = v
-        got[cell] = True
         have |= got
         columns.append((name, col, got))
     at = np.flatnonzero(have)

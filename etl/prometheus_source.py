@@ -45,8 +45,10 @@ from ops_warehouse.etl.telemetry_insert import insert_frames
 from ops_warehouse.etl.watermarks import set_watermark
 from ops_warehouse.warehouse import redact
 
-BATCH_NODES = 32
-LOOKAHEAD = 4  # answers fetched ahead of the one being decoded (~9 MB each at 32 nodes of 8 GPUs)
+# 16 nodes (128 GPUs, ~184 k rows a day at 60 s) a batch keeps a load under 1 GB: 32 peaked at 1.3 GB, the
+# engine's insert of the batch most of it (bench/bench_prometheus.py)
+BATCH_NODES = 16
+LOOKAHEAD = 4  # answers fetched ahead of the one being inserted (~5 MB each at 16 nodes of 8 GPUs)
 # the server's own query timeout: 503 from the evaluation, but 422 ("expanding series: context deadline
 # exceeded") when it strikes while the series are being selected (Prometheus 2.x): a timeout either way
 _TIMED_OUT = re.compile(r"context deadline exceeded|query timed out")
