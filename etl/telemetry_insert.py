@@ -21,6 +21,7 @@ at a time gives the rows of one load: sql/migrations/0018_counter_edge.sql).
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -94,8 +95,6 @@ class _Relations:
             return f"file({_lit(str(path))}, Parquet)"
         if path in self.uploaded:  # read again only for a bad value or a repeated sample
             return self.uploaded[path]
-        import uuid
-
         from clickhouse_connect.driver.tools import insert_file
 
         name = f"_stage_{uuid.uuid4().hex}"
@@ -212,8 +211,8 @@ def _node_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool, l
         return base
     if not seed:
         return sample_quarantine.checked(base, NODE_COLUMNS)
-    return sample_quarantine.checked(_last_sample(base, ["node", "series", "device"], [], NODE_COLUMNS, COUNTER_COLUMNS),
-                                     [c for c in NODE_COLUMNS if c in COUNTER_COLUMNS])
+    last = _last_sample(base, ["node", "series", "device"], [], NODE_COLUMNS, COUNTER_COLUMNS)
+    return sample_quarantine.checked(last, [c for c in NODE_COLUMNS if c in COUNTER_COLUMNS])
 
 
 def _job_select(rel: str, cols: set[str], cat: dict[str, Metric], seed: bool, line: str = "") -> str:
@@ -370,8 +369,6 @@ class _Stage:
     def __init__(self, wh, kind: str, first: str):
         """The stage holding ``first``'s rows (a main file's: ``_flagged``), its columns' types as that file
         gives them (another file's are cast to them, as the tables it feeds would)."""
-        import uuid
-
         self.wh = wh
         self.name = f"_telemetry_{kind}_{uuid.uuid4().hex}"
         # the labels as dictionaries: a day of 1,024 GPUs repeats each UUID and model name 1,440 times
@@ -458,7 +455,8 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
             # the tables are written a group of nodes at a time where the stage is large: each statement orders
             # its rows by series, and a series is one node's, so a group's rows are its series whole (the
             # memory of the sorts is a group's, whatever the window: docs/benchmarks.md, issue 50)
-            groups = 1 if kind == "job" else max(1, -(-_count(wh, f"SELECT count() FROM {stage.name}", {}) // GROUP_ROWS))
+            staged_rows = _count(wh, f"SELECT count() FROM {stage.name}", {})
+            groups = 1 if kind == "job" else max(1, -(-staged_rows // GROUP_ROWS))
             for table in tables:
                 (sql,) = split_statements(sql_text(f"staging/{table}.sql"))
                 for g in range(groups):
@@ -483,7 +481,8 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                 if keys < n:  # a GPU and time twice: the table keeps one of the rows; where they differ, say so
                     rejected.append(sample_quarantine.repeated_samples(wh, [
                         f"SELECT {_lit(origin)} AS source, toUInt64(_line) AS line_no, node, gpu, ts, "
-                        f"cityHash64(tuple({', '.join(GPU_COLUMNS)})) AS v FROM ({make(r, cols, cat, False, line=line)})"
+                        f"cityHash64(tuple({', '.join(GPU_COLUMNS)})) AS v "
+                        f"FROM ({make(r, cols, cat, False, line=line)})"
                         for r, cols, origin, line in lined], params))
             if rejected:
                 counts["quarantined"] += sample_quarantine.store(wh, pl.concat(rejected, how="vertical_relaxed"))
