@@ -8,7 +8,8 @@
 3. ceiling: the engine inserting the same Parquet files (dcgm, nic, lustre, ipmi: all the product reads)
    straight into equivalent tables (`INSERT … SELECT … FROM file('dcgm/*.parquet')`, columns renamed, no
    counter work), in a child;
-4. OpenMetrics: the product loading the first 2-hour OpenMetrics window of the first day;
+4. OpenMetrics: the product loading the first 2-hour OpenMetrics window of the first day (``--openmetrics-only
+   --om-step 15``: only that, a window at 15 s scrapes, beside the engine reading the same file's lines);
 5. Prometheus (when installed): promtool backfill of the first day, then `load_prometheus` for that day and
    the server answering the same requests alone (bench/bench_prometheus.py).
 """
@@ -98,6 +99,11 @@ def child(kind: str, data: str, wh: str, days: int) -> dict:
         first = sorted((Path(data) / "telemetry" / "openmetrics").glob("*.om"))[0]
         c = load_text_files(w, [first], d0, d0, cluster="bench")
         rows = c["gpu_rows"]
+    elif kind == "om-engine":
+        # the ceiling of the text load: the engine reading every line of the same file, nothing else
+        first = sorted((Path(data) / "telemetry" / "openmetrics").glob("*.om"))[0]
+        rows, _ = w.query_rows("SELECT count(), sum(length(line)) FROM file({p:String}, LineAsString)",
+                               {"p": str(first.resolve())})[0]
     else:  # prometheus: bench/bench_prometheus.py, on this run's day
         from bench_prometheus import measure
 
@@ -121,6 +127,9 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=128)
     ap.add_argument("--workdir", type=Path)
     ap.add_argument("--skip-prometheus", action="store_true")
+    # only the OpenMetrics load: one 2-hour window of --nodes at --om-step seconds (issue 50: 15 s scrapes)
+    ap.add_argument("--openmetrics-only", action="store_true")
+    ap.add_argument("--om-step", type=int, default=60)
     ap.add_argument("--child")
     ap.add_argument("--data")
     ap.add_argument("--wh")
@@ -130,6 +139,13 @@ def main() -> None:
         return
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-telemetry-"))
     data = work / "site"
+    if a.openmetrics_only:
+        try:
+            openmetrics_only(work, data, a.nodes, a.om_step)
+        finally:
+            if not a.workdir:
+                shutil.rmtree(work, ignore_errors=True)
+        return
     try:
         from ops_warehouse.generate import scaled_spec
         from ops_warehouse.generate.schedule import simulate
@@ -183,6 +199,32 @@ def main() -> None:
     finally:
         if not a.workdir:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def openmetrics_only(work: Path, data: Path, nodes: int, step_s: int) -> None:
+    """The text load of one 2-hour OpenMetrics window beside the engine reading the same file's lines, each in
+    a fresh process, back to back in this command (the machine is shared: only side-by-side figures compare)."""
+    from ops_warehouse.generate import scaled_spec
+    from ops_warehouse.generate.schedule import simulate
+    from ops_warehouse.generate.telemetry import write_telemetry
+
+    spec = scaled_spec(nodes)
+    h = simulate(spec, start=START, days=1, jobs_per_day=1000, seed=1)
+    write_telemetry(data, spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc, node_events=h.node_events,
+                    xids=h.xids, throttle=h.throttle, start=START, end=START + timedelta(hours=2), step_s=step_s,
+                    seed=1, formats=("openmetrics",))
+    first = sorted((data / "telemetry" / "openmetrics").glob("*.om"))[0]
+    size_mb = first.stat().st_size / 1e6
+    om = run("openmetrics", data, work, 1)
+    eng = run("om-engine", data, work, 1)
+    rate, ceiling = om["rows"] / om["seconds"], om["rows"] / eng["seconds"]
+    print(f"OpenMetrics, one 2-hour window of {h.inventory.height} nodes at {step_s} s ({size_mb:,.0f} MB, "
+          f"{eng['rows']:,} lines): {om['rows']:,} GPU rows in {om['seconds']:.1f} s = {rate:,.0f} GPU rows/s, "
+          f"peak RSS {om['peak_rss_mb']:,.0f} MB; the engine reading the lines alone: {eng['seconds']:.1f} s "
+          f"(= {ceiling:,.0f} GPU rows/s), peak RSS {eng['peak_rss_mb']:,.0f} MB")
+    print(f"RESULT openmetrics_load rows_per_s={rate:.0f} goal=>=200000 engine_lines_rows_per_s={ceiling:.0f} "
+          f"ratio={rate / ceiling:.2f} peak_mb={om['peak_rss_mb']:.0f} goal_peak_mb=<=1500 gpu_rows={om['rows']} "
+          f"lines={eng['rows']} file_mb={size_mb:.0f} step_s={step_s}")
 
 
 if __name__ == "__main__":

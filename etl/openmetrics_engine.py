@@ -46,27 +46,30 @@ from ops_warehouse.etl.openmetrics_lines import (
 )
 from ops_warehouse.etl.telemetry_insert import ExporterFiles, insert_window
 
-# The engine's cut of a line: the series ends at the last '}' when there is a label block, else at the first
-# space; then ' value' or ' value timestamp'. st: 0 a plain sample, 1 for the polars parse, 2 invalid UTF-8.
+# The engine's cut of a line: the series ends at the first '} ' when there is a label block, else at the first
+# space; then ' value' or ' value timestamp'. A cut inside a quoted label value leaves a series the exact
+# pattern rejects (its quote is open), so that line goes to the polars parse, as do CRLF lines. (Finding the
+# last '}' with reverse(), or copying each line without its CR, made the scan 2-3x slower; key, value and
+# time of a line that is not st 0 mean nothing.) st: 0 a plain sample, 1 for the polars parse, 2 invalid UTF-8.
 _SCAN = """
 INSERT INTO FUNCTION file({out:String}, Native)
-SELECT toUInt16({f:UInt16}) AS f, line_no, toLowCardinality(if(st = 0, key, '')) AS key, if(st = 0, v, 0) AS v,
-       if(st = 0, if(length(t) = 3, toInt64(tsf), {fallback:Int64}), 0) AS ts_ms, st
-FROM (
-    SELECT _row_number + 1 AS line_no, isValidUTF8(line) AS utf8,
-           if(endsWith(line, '\\r'), substring(line, 1, length(line) - 1), line) AS l,
-           position(l, '{') AS ob,
-           if(ob = 0, position(l, ' '), length(l) + 2 - position(reverse(l), '}')) AS ke,
-           substring(l, 1, ke - 1) AS key, splitByChar(' ', substring(l, ke)) AS t,
+SELECT f, line_no, key, v, ts_ms, st FROM (
+    SELECT toUInt16({f:UInt16}) AS f, _row_number + 1 AS line_no,
+           if(position(line, '{') = 0, position(line, ' '), position(line, '} ') + 1) AS ke,
+           toLowCardinality(substring(line, 1, ke - 1)) AS key, splitByChar(' ', substring(line, ke)) AS t,
            toFloat64OrNull(t[2]) AS v0, toFloat64OrNull(t[3]) * {scale:Float64} AS tsf,
-           multiIf(NOT utf8, 2,
-                   ke > 1 AND t[1] = '' AND length(t) IN (2, 3) AND v0 IS NOT NULL
-                   AND (length(t) = 2 OR (tsf >= 0 AND tsf <= {ts_max:Float64})), 0, 1) AS st,
-           ifNull(v0, 0) AS v
+           ifNull(v0, 0) AS v, toInt64(if(length(t) = 3, if(tsf >= 0 AND tsf <= {ts_max:Float64}, tsf, 0),
+                                             {fallback:Int64})) AS ts_ms,  -- no inf or NaN into toInt64
+           toUInt8(multiIf(NOT isValidUTF8(line), 2,
+                   ke > 1 AND t[1] = '' AND length(t) IN (2, 3) AND v0 IS NOT NULL AND NOT endsWith(line, '\\r')
+                   AND (length(t) = 2 OR (tsf >= 0 AND tsf <= {ts_max:Float64})), 0, 1)) AS st
     FROM file({path:String}, LineAsString)
-    WHERE NOT (utf8 AND startsWith(l, '#'))
+    WHERE NOT (startsWith(line, '#') AND isValidUTF8(line))
 )
 """
+# read the text with pread, not mmap: the mapped file's pages count in the process's memory (a 1.3 GB
+# window peaked at 1.8 GB in the scan; 0.9 GB with pread)
+_READ = {"storage_file_read_method": "pread"}
 _LINES = ("file({lines:String}, Native, 'f UInt16, line_no UInt64, key LowCardinality(String), v Float64, "
           "ts_ms Int64, st UInt8')")  # named: an empty file has no structure to read
 # a line the pivot takes: a plain sample of a series the exact pattern takes, a value its column can hold
@@ -75,6 +78,8 @@ _GOOD = ("st = 0 AND key NOT IN {bad_keys:Array(String)} AND NOT (key IN {int_ke
 # the pivot's order of a GPU row's candidate samples: fewest workload labels, then the latest line
 _ORDER = "bitShiftLeft(toUInt64(s._pods), 44) + (17592186044415 - (bitShiftLeft(toUInt64(l.f), 36) + l.line_no))"
 _MAX_BITS = 64  # a row's series told apart by a bit each in the pivot's repeat check
+# lines per pivot query: its GROUP BY holds their rows (~0.1 GB per million lines), whatever the window
+_CHUNK_LINES = 2_000_000
 
 
 def _q(name: str) -> str:
@@ -201,14 +206,15 @@ class _Load:
 
     def scan(self) -> None:
         for i, p in enumerate(self.paths):
-            self.command(_SCAN, out=str(self.stage / f"lines-{i}.native"), f=i, path=str(Path(p).resolve()),
+            self.command(_SCAN, _READ, out=str(self.stage / f"lines-{i}.native"), f=i, path=str(Path(p).resolve()),
                          fallback=self.fallback[i], scale=1000.0 if self.openmetrics[i] else 1.0,
                          ts_max=float(TS_MS_MAX))
 
     def raw_lines(self, f: int, line_nos: list[int]) -> pl.DataFrame:
         """(line_no, b: the line's bytes) of lines of file f, read again."""
         df = self.arrow("SELECT _row_number + 1 AS line_no, base64Encode(line) AS b FROM file({path:String}, "
-                        "LineAsString) WHERE _row_number + 1 IN {nos:Array(UInt64)}",
+                        "LineAsString) WHERE _row_number + 1 IN {nos:Array(UInt64)} SETTINGS "
+                        "storage_file_read_method = 'pread'",
                         path=str(Path(self.paths[f]).resolve()), nos=sorted(set(line_nos)))
         return pl.DataFrame({"line_no": df.get_column("line_no").cast(pl.UInt64),
                              "b": [base64.b64decode(b) for b in df.get_column("b")]},
@@ -292,12 +298,17 @@ def load_files(wh, stage: Path, paths: list[Path], cat: dict[str, Metric], clust
     slots = max([1, *(len(names) for _, names in kinds.values())])
     structure = ", ".join(["row UInt32", "ts_ms Int64", *(f"s{i} Nullable(Float64)" for i in range(slots)),
                            "job UInt32", "n UInt64", "bits UInt64", "bits_or UInt64", "bit0 UInt64"])
-    pivot = f"file({_lit(str(stage / 'pivot.native'))}, Native, {_lit(structure)})"
+    pivot = f"file({_lit(str(stage / 'pivot-*.native'))}, Native, {_lit(structure)})"
+    # the pivot by time ranges of about _CHUNK_LINES lines each: the engine's GROUP BY holds one range's rows
+    n_lines, t0, t1 = wh.query_rows(f"SELECT count(), min(ts_ms), max(ts_ms) FROM ({good})", run.params)[0]
+    k = max(1, -(-int(n_lines) // _CHUNK_LINES))
+    edges = [int(t0 or 0) + (int(t1 or 0) + 1 - int(t0 or 0)) * i // k for i in range(k + 1)]
     # one series per row and metric, no series given twice at a time (the common file): any sample of the
     # group is the one; else the polars rule, which costs the engine twice the time
     contested = table.select(pl.struct("row", "slot").is_duplicated().any()).item()
     for pick in (["last"] if contested else ["any", "last"]):
-        _pivot(run, good, slots, pick)
+        for i in range(k):
+            _pivot(run, good, slots, pick, edges[i], edges[i + 1], stage / f"pivot-{i}.native")
         n_good, repeated = wh.query_rows(f"SELECT sum(n), countIf(bits != bits_or OR bit0 = 0) FROM {pivot}")[0]
         if not repeated:
             break
@@ -312,22 +323,21 @@ def load_files(wh, stage: Path, paths: list[Path], cat: dict[str, Metric], clust
     return counts, run.quarantine, int(n_good or 0)
 
 
-def _pivot(run: _Load, good: str, slots: int, pick: str) -> None:
-    """The good lines joined with their series, one row per pivot row and time (families()' wide frames
-    before their labels): s0.. the metrics' values by slot, the job rank, how many lines, the repeat check."""
+def _pivot(run: _Load, good: str, slots: int, pick: str, ts0: int, ts1: int, out: Path) -> None:
+    """The good lines of [ts0, ts1) joined with their series, one row per pivot row and time (families()'
+    wide frames before their labels): s0.. the metrics' values by slot (NULL: none), the job rank, how many
+    lines, the repeat check (a series twice in a group sets its bit twice: the sum is no longer the OR)."""
     if pick == "any":
-        values = ", ".join(f"anyIf(l.v, s.slot = {i}) AS s{i}" for i in range(slots))
+        values = ", ".join(f"anyIf(toNullable(l.v), s.slot = {i}) AS s{i}" for i in range(slots))
     else:
-        values = ", ".join(f"argMinIf(l.v, {_ORDER}, s.slot = {i}) AS s{i}" for i in range(slots))
-    nulls = ", ".join(f"if(has{i}, s{i}, NULL) AS s{i}" for i in range(slots))
-    has = ", ".join(f"countIf(s.slot = {i}) > 0 AS has{i}" for i in range(slots))
+        values = ", ".join(f"argMinIf(toNullable(l.v), {_ORDER}, s.slot = {i}) AS s{i}" for i in range(slots))
     run.command(
-        f"INSERT INTO FUNCTION file({{out:String}}, Native) SELECT row, ts_ms, {nulls}, job, n, bits, bits_or, bit0 "
-        f"FROM (SELECT s.row AS row, l.ts_ms AS ts_ms, {values}, {has}, max(s.job) AS job, count() AS n, "
-        f"sum(s.bit) AS bits, groupBitOr(s.bit) AS bits_or, min(s.bit) AS bit0 "
-        f"FROM ({good}) AS l INNER JOIN file({{series:String}}, Parquet) AS s ON l.key = s.key GROUP BY row, ts_ms) "
-        f"SETTINGS engine_file_truncate_on_insert = 1",
-        out=str(run.stage / "pivot.native"), series=str(run.stage / "series.parquet"))
+        f"INSERT INTO FUNCTION file({{out:String}}, Native) SELECT s.row AS row, l.ts_ms AS ts_ms, {values}, "
+        f"max(s.job) AS job, count() AS n, sum(s.bit) AS bits, groupBitOr(s.bit) AS bits_or, min(s.bit) AS bit0 "
+        f"FROM ({good}) AS l INNER JOIN file({{series:String}}, Parquet) AS s ON l.key = s.key "
+        f"WHERE l.ts_ms >= {{ts0:Int64}} AND l.ts_ms < {{ts1:Int64}} GROUP BY row, ts_ms",
+        {"engine_file_truncate_on_insert": 1},  # the second pick replaces the first's rows
+        out=str(out), series=str(run.stage / "series.parquet"), ts0=ts0, ts1=ts1)
 
 
 def _lit(text: str) -> str:
@@ -346,16 +356,16 @@ def _write_families(run: _Load, kinds: dict, pivot: str) -> ExporterFiles:
         cols = ", ".join(f"p.s{i} AS {_q(n)}" for i, n in enumerate(names))
         labels = ", ".join(f"r.{_q(c)} AS {_q(c)}" for c in index)
         out = run.stage / f"{kind.replace(':', '-')}.parquet"
-        sql = (f"INSERT INTO FUNCTION file({{out:String}}, Parquet) SELECT fromUnixTimestamp64Milli(p.ts_ms, 'UTC') "
-               f"AS timestamp, {labels}, {cols}")
-        if kind == "gpu":
-            sql = (f"INSERT INTO FUNCTION file({{out:String}}, Parquet) SELECT timestamp, {', '.join(_q(c) for c in index)}, "
-                   f"{', '.join(_q(n) for n in names)}, if(j = 0, NULL, arrayElement({{jobs:Array(String)}}, j)) AS hpc_job "
-                   f"FROM (SELECT fromUnixTimestamp64Milli(p.ts_ms, 'UTC') AS timestamp, {labels}, {cols}, "
-                   f"max(p.job) OVER (PARTITION BY p.ts_ms, r.Hostname, r.gpu) AS j")
-        sql += f" FROM {pivot} AS p INNER JOIN file({{rows:String}}, Parquet) AS r ON p.row = r.row"
-        if kind == "gpu":
-            sql += ")"
+        select = f"SELECT fromUnixTimestamp64Milli(p.ts_ms, 'UTC') AS timestamp, {labels}, {cols}"
+        source = f" FROM {pivot} AS p INNER JOIN file({{rows:String}}, Parquet) AS r ON p.row = r.row"
+        if kind == "gpu" and jobs:  # the greatest job of the GPU's samples at that time, whatever its UUID
+            sql = (f"SELECT * EXCEPT j, if(j = 0, NULL, arrayElement({{jobs:Array(String)}}, j)) AS hpc_job FROM "
+                   f"({select}, max(p.job) OVER (PARTITION BY p.ts_ms, r.Hostname, r.gpu) AS j{source})")
+        elif kind == "gpu":
+            sql = f"{select}, CAST(NULL AS Nullable(String)) AS hpc_job{source}"
+        else:
+            sql = select + source
+        sql = "INSERT INTO FUNCTION file({out:String}, Parquet) " + sql
         run.command(sql, out=str(out), rows=str(rows_path), jobs=jobs)
         getattr(files, "gpu" if kind == "gpu" else "mig" if kind == "mig" else "node").append(out)
     return files
