@@ -18,20 +18,102 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
+from functools import lru_cache
 
 from ops_warehouse.sqlfiles import split_statements, sql_files
 
-# each grain, the files whose statements write it, and the grains it reads, in the order they are built:
-# the hourly telemetry rollups from the samples, the daily GPU rollup from them, the job-run model and the
-# history's as-of time from the loaded runs, then the hourly grains (capacity_node_hour, run_sample_hour,
-# run_node_hour, run_telemetry), built together (etl/grains.py: refresh_capacity) from all of these
-GRAINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "telemetry_hourly": (("telemetry_hourly",), ()),
-    "gpu_day": (("gpu_day",), ("telemetry_hourly",)),
-    "job_run": (("as_of_by_cluster", "job_run"), ()),
-    "hourly": (("run_sample_hour", "capacity_node_hour", "run_node_hour", "run_telemetry"),
-               ("job_run", "telemetry_hourly")),
-}
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: tomli, the package tomllib came from (a dependency there: pyproject.toml)
+    import tomli as tomllib
+
+# what each intermediate model declares about itself, in the ``--- `` lines of its file (TOML under
+# ``[model]``, as the marts declare themselves: analytics/declarations.py):
+#   kind      "incremental_by_time_range" (refreshed for whole units, ``unit``, of [from_ts, to_ts)),
+#             "incremental_by_key" (the rows of the keys a load wrote), "full", "view" (CREATE VIEW, what it
+#             ``defines``), "include" (inlined by {{intermediate name}}), "query" (read by etl/grains.py)
+#   grain     the group refreshed and fingerprinted together (its files' statements are one fingerprint)
+#   writes    the tables its statements write; reads: the tables, views and includes it names
+#   requires  a table without which the model has nothing to write (capacity_node_hour: node_inventory)
+# The grains, their files and the grains they read follow from these, in dependency order (``GRAINS``), and
+# etl/grains.py refreshes a grain's files in that order: nothing keeps the order by hand.
+_KINDS = ("incremental_by_time_range", "incremental_by_key", "full", "view", "include", "query")
+_KEYS = {"kind", "unit", "grain", "writes", "reads", "defines", "requires"}
+
+
+@lru_cache(maxsize=None)
+def _installed_models() -> dict[str, dict]:
+    return _read_models(None)
+
+
+def models(root=None) -> dict[str, dict]:
+    """Every sql/intermediate file's declaration (name -> the ``[model]`` table): those installed are read
+    once."""
+    return _installed_models() if root is None else _read_models(root)
+
+
+def _read_models(root) -> dict[str, dict]:
+    """Every sql/intermediate file's declaration (name -> the ``[model]`` table), checked: a known kind, known
+    keys, and every table it says it writes or reads named in its statements."""
+    out: dict[str, dict] = {}
+    for file, text in sql_files("intermediate", root):
+        name = file.removesuffix(".sql")
+        lines = [ln[4:] if ln.startswith("--- ") else ln[3:] for ln in text.splitlines() if ln.startswith("---")]
+        if not lines:
+            raise ValueError(f"sql/intermediate/{name}.sql declares nothing (a '--- [model]' block)")
+        m = tomllib.loads("\n".join(lines)).get("model", {})
+        if m.get("kind") not in _KINDS or set(m) - _KEYS:
+            raise ValueError(f"sql/intermediate/{name}.sql: kind {m.get('kind')!r} or keys {sorted(set(m) - _KEYS)}")
+        code = set(_WORD.findall("\n".join(_code(text))))
+        for word in [*m.get("writes", ()), *m.get("reads", ()), *m.get("defines", ())]:
+            if word not in code and "{{intermediate " + word + "}}" not in text:
+                raise ValueError(f"sql/intermediate/{name}.sql declares {word}, which its statements never name")
+        out[name] = m
+    return out
+
+
+def _grains(decl: dict[str, dict]) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Each grain, its files in the order they are built, and the grains it reads, the grains in the order
+    they are built: followed through the views and includes a model reads (a stable topological order, ties
+    by name)."""
+    writer = {t: n for n, m in decl.items() if "grain" in m for t in m.get("writes", ())}
+    defined = {d: n for n, m in decl.items() for d in m.get("defines", ())} | {
+        n: n for n, m in decl.items() if m["kind"] == "include"}
+
+    def upstream(name: str) -> set[str]:
+        """The models that write what ``name`` reads, through views and includes."""
+        seen, todo, out = set(), list(decl[name].get("reads", ())), set()
+        while todo:
+            r = todo.pop()
+            if r in seen:
+                continue
+            seen.add(r)
+            if r in writer:
+                out.add(writer[r])
+            elif r in defined:
+                todo += decl[defined[r]].get("reads", ())
+        return out - {name}
+
+    def order(nodes: set[str], deps: dict[str, set[str]]) -> list[str]:
+        done: list[str] = []
+        while len(done) < len(nodes):
+            ready = sorted(n for n in nodes - set(done) if deps[n] <= set(done))
+            if not ready:
+                raise ValueError(f"the intermediate models read each other in a cycle: {sorted(nodes - set(done))}")
+            done.append(ready[0])
+        return done
+
+    groups: dict[str, set[str]] = {}
+    for n, m in decl.items():
+        if "grain" in m:
+            groups.setdefault(m["grain"], set()).add(n)
+    ups = {n: upstream(n) for g in groups.values() for n in g}
+    reads = {g: {decl[u]["grain"] for n in files for u in ups[n]} - {g} for g, files in groups.items()}
+    return {g: (tuple(order(groups[g], {n: ups[n] & groups[g] for n in groups[g]})), tuple(sorted(reads[g])))
+            for g in order(set(groups), reads)}
+
+
 RECORD_PREFIX = "grains/"
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _INCLUDE = re.compile(r"\{\{intermediate (\w+)\}\}")
@@ -93,3 +175,8 @@ def record_grains(wh, grains, current: dict[str, str] | None = None) -> None:
     for g in grains:
         wh.command("INSERT INTO schema_migrations (name, kind, checksum, applied_at) "
                    "VALUES ({n:String}, 'grain', {c:String}, now64(3))", {"n": RECORD_PREFIX + g, "c": current[g]})
+
+
+# each grain: the files whose statements write it, in the order they are built, and the grains it reads; the
+# grains in the order they are built (from the declarations above)
+GRAINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = _grains(models())

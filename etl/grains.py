@@ -16,9 +16,11 @@ running re-read night after night changes only the hours since it was last seen)
 as-of time moved over, and the days of the node events and reservations it brought
 (sql/intermediate/capacity_node_hour_changes.sql); a capacity load the whole loaded history (inventory,
 events and reservations change every hour they cover); a telemetry load its days (the hourly rollups, then
-gpu_day, then the hourly grains of those hours). The hourly grains are refreshed together for whole hours,
-capacity_node_hour first and run_node_hour last: run_node_hour is what the next load's comparison reads, so
-a load killed between the two is found changed again and redone by the rerun. Each refresh replaces the
+gpu_day, then the hourly grains of those hours). The hourly grains are refreshed together for whole hours, a
+day at a time, in the order the models' declarations give (core/grain_versions.py: run_sample_hour,
+capacity_node_hour, run_node_hour, run_telemetry): run_node_hour is what the next load's comparison reads, so
+a load killed between the two is found changed again and redone by the rerun. Loads inside ``one_refresh``
+(a night's sacct extract and telemetry day) record their hours and refresh them once, at its end. Each refresh replaces the
 rows of its hours (ReplacingMergeTree, rows no longer produced written deleted), so reloads and backfills
 leave every grain as a clean load does; reports and the API only read them.
 """
@@ -30,11 +32,11 @@ from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 
 from ops_warehouse.etl.watermarks import set_watermark, watermark
-from ops_warehouse.grain_versions import record_grains
+from ops_warehouse.grain_versions import GRAINS, models, record_grains
 from ops_warehouse.progress import count_progress
 from ops_warehouse.sqlfiles import sql_query, sql_statements
 
-_HOURLY_GRAINS = ("capacity_node_hour", "run_node_hour")
+_PARAM = re.compile(r"\{(\w+):")
 _CHUNK = timedelta(days=1)  # the hours a refresh statement covers at most (memory: _refresh_hours)
 # a grain a refresh has written once is marked in etl_watermark (a fixed time: the mark only says "built"),
 # so that a warehouse upgraded to it is built whole by its next load, and one whose runs simply have no
@@ -110,30 +112,29 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
     if first is not None and w0 - timedelta(hours=1) >= first:
         w0 -= timedelta(hours=1)
     params = {"from_ts": w0, "to_ts": w1, "idle_util_pct": float(threshold)}
-    # both files include the run → node → hour fan-out, sql/intermediate/run_fanout.sql; without an inventory
-    # there is no grid to write (nor one written before: nodes are never removed from it)
     grid = _holds_rows(wh, "node_inventory")
+    params["hang_nic_bytes_per_s"] = float(wh.cfg.hang_nic_bytes_per_s)
+    params["ckpt_write_bytes_per_s"] = float(wh.cfg.ckpt_write_bytes_per_s)
+    # the hourly grain's models in the order their declarations say they read each other
+    # (core/grain_versions.py: run_sample_hour, capacity_node_hour, run_node_hour, run_telemetry): a model whose
+    # required table is empty is left out (capacity_node_hour without an inventory: no grid to write)
+    decl = models()
+    files = [f for f in GRAINS["hourly"][0] if not decl[f].get("requires") or _holds_rows(wh, decl[f]["requires"])]
     # a day at a time: what a statement holds is the fan-out and the grid of its hours, so memory stays
     # bounded whatever the span and the largest job (a month of 4,000 nodes with one 4,000-node job of 48 h
     # among 120,000 one-node jobs: capacity_node_hour and run_node_hour over 1 GB over the month, under it a
-    # day at a time; docs/benchmarks.md, "Issue 50"); whole hours give the rows one pass over the span gives
+    # day at a time; docs/benchmarks.md, "Issue 50"); whole hours give the rows one pass over the span gives.
+    # a model refreshed by run (unit "run": run_telemetry forms every run overlapping the hours whole, from
+    # all its samples) goes over the whole span at once: by day, a run of several days would be formed once
+    # a day; its rows are one per run
     for c0, c1 in _chunks(w0, w1, _CHUNK):
-        chunk = {**params, "from_ts": c0, "to_ts": c1}
-        # the runs' samples first (sql/intermediate/run_sample_hour.sql): capacity_node_hour sums them per node-hour
-        for stmt in sql_statements("intermediate/run_sample_hour.sql"):
-            wh.client.command(stmt, parameters=chunk, settings={"optimize_on_insert": 0})
-        for name in _HOURLY_GRAINS if grid else _HOURLY_GRAINS[1:]:
-            for stmt in sql_statements(f"intermediate/{name}.sql"):
-                wh.client.command(stmt, parameters=chunk, settings={"optimize_on_insert": 0})
-    # the runs that ended over these hours, formed whole from their samples (a run's row depends on all of
-    # them, so a long run is formed again by each load of one of its days: reads, once a load, not a report);
-    # over the whole span at once: a run overlapping several days would be formed once a day (its rows are
-    # one per run: bounded by the runs, not their nodes and hours)
-    for stmt in sql_statements("intermediate/run_telemetry.sql"):
-        wh.client.command(stmt, parameters={**params, "hang_nic_bytes_per_s": float(wh.cfg.hang_nic_bytes_per_s),
-                                            "ckpt_write_bytes_per_s": float(wh.cfg.ckpt_write_bytes_per_s)},
-                          settings={"optimize_on_insert": 0})
-    _compact(wh, ("run_sample_hour", *_HOURLY_GRAINS, "run_telemetry"))
+        for f in files:
+            if decl[f].get("unit") == "hour":
+                _run_file(wh, f, {**params, "from_ts": c0, "to_ts": c1})
+    for f in files:
+        if decl[f].get("unit") != "hour":
+            _run_file(wh, f, params)
+    _compact(wh, tuple(t for f in files for t in decl[f]["writes"]))
     # (node_energy_measured: the node-hour energy of migration 0020, with run_node_hour's node_power_measured
     # read by sql/functions/node_energy_measured.sql; a warehouse built under the mark before it, node_hour_energy,
     # whose runs' node-hours said "measured" without GPU samples, is built again once; run_sample_step: a
@@ -199,6 +200,14 @@ def _rebuild_hourly(wh) -> None:
         for i, (m0, m1) in enumerate(months, 1):
             _refresh_hours(wh, m0, m1)
             progress(i, len(months))
+
+
+def _run_file(wh, name: str, params: dict) -> None:
+    """The statements of sql/intermediate/<name>.sql, each given the parameters it names."""
+    for stmt in sql_statements(f"intermediate/{name}.sql"):
+        used = set(_PARAM.findall(stmt))
+        wh.client.command(stmt, parameters={k: v for k, v in params.items() if k in used},
+                          settings={"optimize_on_insert": 0})
 
 
 def _chunks(w0: datetime, w1: datetime, size: timedelta) -> list[tuple[datetime, datetime]]:

@@ -118,3 +118,36 @@ def test_a_refresh_of_a_long_span_goes_a_day_at_a_time(files):
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:])), spans
     assert max(b - a for a, b in spans) <= timedelta(days=1, hours=6), spans
     assert _hours(wh) == _expected()
+
+
+def test_the_refresh_order_follows_the_models_declarations(tmp_path):
+    """Each sql/intermediate model declares its kind, what it writes and reads (``--- [model]``); the grains,
+    their files' order and the grains they read follow from these (core/grain_versions.py), not from a
+    hand-kept list: a model added to the hourly grain that reads run_node_hour is built after it, and one
+    declaring a table its statements never name is refused."""
+    import shutil
+
+    from ops_warehouse.grain_versions import GRAINS, _grains, models
+    from ops_warehouse.sqlfiles import sql_files
+
+    # the installed declarations give the order etl/grains.py has always refreshed in
+    assert GRAINS["hourly"] == (("run_sample_hour", "capacity_node_hour", "run_node_hour", "run_telemetry"),
+                                ("job_run", "telemetry_hourly"))
+    assert GRAINS["gpu_day"] == (("gpu_day",), ("telemetry_hourly",))
+    assert list(GRAINS).index("hourly") > max(list(GRAINS).index(g) for g in ("job_run", "telemetry_hourly"))
+    root = tmp_path / "sql"
+    for folder in ("functions", "intermediate", "migrations"):
+        (root / folder).mkdir(parents=True)
+        for name, text in sql_files(folder):
+            (root / folder / name).write_text(text)
+    (root / "intermediate" / "aa_node_share.sql").write_text(
+        "--- [model]\n--- kind = \"incremental_by_time_range\"\n--- unit = \"hour\"\n--- grain = \"hourly\"\n"
+        "--- writes = [\"aa_node_share\"]\n--- reads = [\"run_node_hour\"]\n"
+        "INSERT INTO aa_node_share SELECT * FROM run_node_hour;\n")
+    files = _grains(models(root))["hourly"][0]
+    assert files == ("run_sample_hour", "capacity_node_hour", "run_node_hour", "aa_node_share", "run_telemetry")
+    (root / "intermediate" / "aa_node_share.sql").write_text(
+        "--- [model]\n--- kind = \"view\"\n--- reads = [\"gpu_samples\"]\nCREATE VIEW aa AS SELECT 1;\n")
+    with pytest.raises(ValueError, match="aa_node_share.sql declares gpu_samples"):
+        models(root)
+    shutil.rmtree(root)

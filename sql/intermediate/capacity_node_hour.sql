@@ -31,6 +31,13 @@
 --              of it at or above {idle_util_pct} percent: each run's figure is its samples' steps'
 --              overlap with its allocation, so busy ≤ observed ≤ allocated in every node-hour with no cap
 --              (an hourly mean counted a half-allocated busy hour as wholly busy)
+--- [model]
+--- kind = "incremental_by_time_range"
+--- unit = "hour"
+--- grain = "hourly"
+--- writes = ["capacity_node_hour"]
+--- reads = ["node_inventory", "node_event", "reservation", "cluster_as_of", "run_fanout", "run_sample_hour", "gpu_hour", "node_hour"]
+--- requires = "node_inventory"
 INSERT INTO capacity_node_hour
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,

@@ -9,6 +9,9 @@
 --   events  node events and reservations loaded since the grid was last refreshed (slurmdbd's, which come
 --           with the jobs): the days they cover
 -- Read by the loads' refresh only (etl/grains.py); a capacity load refreshes the whole history itself.
+--- [model]
+--- kind = "query"
+--- reads = ["capacity_node_hour", "cluster_as_of", "node_event", "reservation"]
 WITH
 grid AS (
     SELECT cluster, min(hour) AS grid_first, max(refreshed_at) AS last_refresh

@@ -13,6 +13,10 @@
 -- as_of_by_cluster (migration 0012) by the job loads (sql/intermediate/as_of_by_cluster.sql, etl/grains.py):
 -- the capacity grain's refresh, data_through.sql and every mart that stops there read it many times a
 -- report, and it changes only with a job load. Rebuilt here whenever this file changes.
+--- [model]
+--- kind = "view"
+--- defines = ["cluster_as_of_model", "cluster_as_of"]
+--- reads = ["slurm_job_run", "etl_source_extract", "as_of_by_cluster"]
 CREATE OR REPLACE VIEW cluster_as_of_model {{on_cluster}} AS
 WITH
 

@@ -14,6 +14,10 @@
 -- run, the same as-of time), which the raw table took and job_run kept the old values of until `ops-report
 -- etl refresh` (issue 27). The hashes leave out job_run's own columns (the model's, below). The view calls no function of sql/functions/, so that ClickHouse expanding those into a
 -- view's stored query when it is created (sql/README.md, "Templates") cannot keep an old rule here.
+--- [model]
+--- kind = "view"
+--- defines = ["job_run_model", "fct_job_run"]
+--- reads = ["slurm_job_run", "dim_account", "job_run"]
 CREATE OR REPLACE VIEW job_run_model {{on_cluster}} AS
 WITH
 runs AS (

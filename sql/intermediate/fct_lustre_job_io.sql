@@ -4,6 +4,10 @@
 -- the latest one started by the I/O's last step (else the latest). I/O whose id no loaded job has keeps NULL
 -- job attributes. Reads and writes are OST bytes and requests (operation read_bytes / write_bytes),
 -- metadata_ops every MDT operation.
+--- [model]
+--- kind = "view"
+--- defines = ["fct_lustre_job_io"]
+--- reads = ["lustre_job_io", "slurm_job_run"]
 CREATE OR REPLACE VIEW fct_lustre_job_io {{on_cluster}} AS
 WITH
 io AS (

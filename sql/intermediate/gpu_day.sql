@@ -3,6 +3,12 @@
 -- time with samples and the time-weighted sums the GPU marts divide by it. A day's row is written again
 -- whole (ReplacingMergeTree on refreshed_at), so a reload or backfill of any of its hours leaves it as a
 -- clean load does.
+--- [model]
+--- kind = "incremental_by_time_range"
+--- unit = "day"
+--- grain = "gpu_day"
+--- writes = ["gpu_day"]
+--- reads = ["gpu_hour"]
 INSERT INTO gpu_day
 SELECT
     cluster, node, gpu, toDate(hour) AS day,

@@ -3,6 +3,11 @@
 -- hold yet (or of every such job, {every} = 1: `ops-report etl refresh`), since a job's new run can make its
 -- earlier run superseded. Run by the job loads (etl/grains.py) before the hourly grains, which read the runs
 -- through fct_job_run.
+--- [model]
+--- kind = "incremental_by_key"
+--- grain = "job_run"
+--- writes = ["job_run"]
+--- reads = ["job_run_model"]
 INSERT INTO job_run
 SELECT *, now64(3)
 FROM job_run_model(from_ts = {from_ts:DateTime('UTC')}, every = {every:UInt8});

@@ -15,6 +15,9 @@
 -- An included query, not a (parameterized) view: ClickHouse expands SQL functions (overlap_s,
 -- hours_touched) into a view's stored query when the view is created, so a changed rule would not reach
 -- it (sql/README.md, "Templates"). Nothing creates or runs it on its own.
+--- [model]
+--- kind = "include"
+--- reads = ["fct_job_run"]
 SELECT cluster, job_id, submit_ts, job_id_raw, account, project, reservation, alloc_tres, run_node_count, node, hour, s, e,
        gpus_per_node, run_start_ts, run_end_ts,
        overlap_s(hour, hour + 3600, s, e) AS held_s,

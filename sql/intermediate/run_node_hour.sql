@@ -12,6 +12,12 @@
 --   replaced   the hours' rows are written again; a row of these hours the fan-out no longer produces (a
 --              run shortened, moved, or no longer holding GPUs) is written deleted (is_deleted = 1), so FINAL
 --              shows what a clean refresh would
+--- [model]
+--- kind = "incremental_by_time_range"
+--- unit = "hour"
+--- grain = "hourly"
+--- writes = ["run_node_hour"]
+--- reads = ["run_fanout", "capacity_node_hour"]
 INSERT INTO run_node_hour
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,

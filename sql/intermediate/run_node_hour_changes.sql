@@ -6,6 +6,9 @@
 -- one row per node and hour. Where only the end moved (a running job seen again, or ended), the days from
 -- the hour of the earlier end to the later one; otherwise the days of both intervals. Read by the loads'
 -- refresh only; the grain is written last, so a load killed before it is found here again on the rerun.
+--- [model]
+--- kind = "query"
+--- reads = ["fct_job_run", "run_node_hour"]
 WITH
 now_runs AS (
     SELECT cluster, job_id, submit_ts, usage_start_ts AS s, usage_end_ts AS e,

@@ -30,6 +30,12 @@
 -- node-hours of the window that samples' steps cover lose their old rows first (a run moved or no longer
 -- seen by any sample leaves none behind), and a refresh after the fine samples expired keeps what was
 -- written while they were there.
+--- [model]
+--- kind = "incremental_by_time_range"
+--- unit = "hour"
+--- grain = "hourly"
+--- writes = ["run_sample_hour"]
+--- reads = ["gpu_sample", "run_fanout"]
 DELETE FROM run_sample_hour
 WHERE hour >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') AND hour < toDateTime({to_ts:DateTime('UTC')}, 'UTC')
   AND (cluster, node, hour) IN (

@@ -21,6 +21,12 @@
 --                a busy neighbour keeps a run from counting as hung (never the other way round).
 -- Each sample table is matched to the runs by a hash join on (cluster, node, hour): a tuple IN filter in
 -- PREWHERE would not prune the sorting key (docs/benchmarks.md, "Hung and idle-GPU jobs").
+--- [model]
+--- kind = "incremental_by_time_range"
+--- unit = "run"                      # every run overlapping the hours, formed whole from all its samples
+--- grain = "hourly"
+--- writes = ["run_telemetry"]
+--- reads = ["fct_job_run", "node_sample", "gpu_sample"]
 INSERT INTO run_telemetry (cluster, job_id, submit_ts, start_ts, end_ts, node_samples, last_ckpt_ts,
     first_hour_gpu_samples, first_busy_ts, last_nic_busy_ts, last_gpu_busy_ts, last_busy_ts, hang_start_ts,
     idle_samples, last_gpu_ts, gpu_step_s, idle_util_pct, hang_nic_bytes_per_s, ckpt_write_bytes_per_s, refreshed_at)

@@ -1,5 +1,11 @@
 -- Recompute the hourly rollups of [from_ts, to_ts) from the fine tables (whole hours). Idempotent: the
 -- rows of those hours are replaced (ReplacingMergeTree on refreshed_at).
+--- [model]
+--- kind = "incremental_by_time_range"
+--- unit = "hour"
+--- grain = "telemetry_hourly"
+--- writes = ["gpu_hour", "node_hour"]
+--- reads = ["gpu_sample", "node_sample"]
 INSERT INTO gpu_hour
 SELECT
     cluster, node, gpu, toStartOfHour(ts) AS hour,
