@@ -1,17 +1,18 @@
 """Prometheus' matrix answers (``query_range``) decoded into polars frames without a Python object per sample.
 
-A day of 1,000 GPUs is ~20 M points in ~550 MB of JSON; ``json.loads`` of it took ~4 s per 37 MB answer and
-held every point as Python lists (the 3.9 GB of issue 50), polars' and the engine's JSON readers 2-4 s. The
+A day of 1,000 GPUs is ~20 M points in ~550 MB of JSON; ``json.loads`` of it took 4-25 s per 37 MB answer
+and held every point as Python lists (the 3.6-3.9 GB of issue 50), polars' and the engine's JSON readers 2-4 s.
+Then ``wide`` puts a batch's metrics side by side on a key x step grid. The
 answer's shape is fixed by the API, so it is cut where the JSON grammar allows no doubt and the numbers are
-read by numpy in one call per answer:
+read by polars in one call per answer:
 
 - a series starts at ``{"metric":`` (a quote inside a JSON string is always escaped, so no label value holds
   that text);
 - its ``,"values":[`` ends the labels (read with ``json.loads``: one small object per series), and the first
   ``]}`` after it ends the values (they hold only numbers and quoted numbers);
 - the values with ``[`` and ``]`` deleted are ``t,"v",t,"v",…``: a one-column CSV whose rows end at commas,
-  which polars' CSV reader parses into floats (``NaN``, ``+Inf`` and ``-Inf`` included; ~4x ``json.loads``'s
-  speed at 0.1 s for 9 MB). A number it cannot read fails the parse, a missing or extra one the count of
+  which polars' CSV reader parses into floats (``NaN``, ``+Inf`` and ``-Inf`` included; 0.1 s for a 9.8 MB
+  answer's numbers, numpy's ``fromstring`` 0.13 s). A number it cannot read fails the parse, a missing or extra one the count of
   numbers read against the count of pairs: either fails the load in one line naming the metric.
 """
 
@@ -106,10 +107,6 @@ def _matrix(name: str, labels: list[dict], counts: list[int], text: bytes) -> Ma
             raise OpsError(f"prometheus query_range ({name}): the answer's values are not [time, \"number\"] pairs")
     # evaluated 1 ms past the step: the sample belongs to the step ending at the whole second
     return Matrix(labels, np.asarray(counts, dtype=np.int64), flat[0::2].astype(np.int64), flat[1::2].copy())
-
-
-def matrix_frame(raw: bytes, name: str, keep: Sequence[str] | None = None) -> pl.DataFrame:
-    return decode_matrix(raw, name).frame(name, keep)
 
 
 def wide(parts: dict[str, list[Matrix]], keys: Sequence[str], extra: Sequence[str] = (),
