@@ -106,3 +106,49 @@ def test_a_stopped_backfill_resumes_where_it_stopped(site, tmp_path, monkeypatch
     cli("--warehouse", f"chdb://{stopped}", *args, env=env)
     assert _telemetry_runs(stopped)[-1] == ("2026-10-01..2026-10-04", "ok")
     assert warehouse_checksums(stopped) == b
+
+
+def test_only_the_stopped_window_resumes_and_restart_starts_over(wh, monkeypatch):
+    """The records alone, with a load that only counts its days (no telemetry): 10 days in chunks of 3, stopped
+    as day 5 ends (inside the second chunk, after its second day). Run again: days 6-10, the grains of days 4-5
+    refreshed first (their chunk never ended). Another window of the same source starts at its first day;
+    --restart too; a finished window, run again, loads all of it."""
+    from ops_warehouse.etl import backfill
+
+    calls: list[tuple[date, date]] = []
+    refreshed: list[tuple[datetime, datetime]] = []
+
+    def load(stop_after: date | None = None):
+        def f(d0, d1, progress):
+            calls.append((d0, d1))
+            for k in range((d1 - d0).days + 1):
+                progress(k + 1, (d1 - d0).days + 1)
+                if d0 + timedelta(days=k) == stop_after:
+                    raise KeyboardInterrupt
+            return {"gpu_rows": 10 * ((d1 - d0).days + 1)}
+        return f
+
+    monkeypatch.setattr(backfill, "refresh_hourly", lambda w, a, b: refreshed.append((a, b)))
+    d = [DAY1 + timedelta(days=k) for k in range(10)]  # d[0] is day 1
+    run = lambda **kw: backfill.load_resumably(wh, "file:/site", d[0], d[9], chunk_days=3, **kw)  # noqa: E731
+    with pytest.raises(KeyboardInterrupt):
+        run(load=load(stop_after=d[4]))
+    assert calls == [(d[0], d[2]), (d[3], d[5])]
+    calls.clear()
+    c = run(load=load())
+    assert calls == [(d[5], d[7]), (d[8], d[9])]
+    assert refreshed == [(datetime(2026, 10, 4, tzinfo=timezone.utc), datetime(2026, 10, 6, tzinfo=timezone.utc))]
+    assert (c["gpu_rows"], c["days"], c["resumed_from"], c["skipped_days"]) == (50, 10, d[5], 5)
+    calls.clear()
+    run(load=load())  # finished: the whole window again
+    assert calls[0] == (d[0], d[2]) and len(calls) == 4
+
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        run(load=load(stop_after=d[4]))
+    calls.clear()
+    backfill.load_resumably(wh, "file:/site", d[0], d[8], load(), chunk_days=3)  # another window
+    assert calls[0] == (d[0], d[2])
+    calls.clear()
+    run(load=load(), restart=True)
+    assert calls[0] == (d[0], d[2])
