@@ -48,20 +48,22 @@ from ops_warehouse.etl.telemetry_insert import ExporterFiles, insert_window
 
 # The engine's cut of a line: the series ends at the first '} ' when there is a label block, else at the first
 # space; then ' value' or ' value timestamp'. A cut inside a quoted label value leaves a series the exact
-# pattern rejects (its quote is open), so that line goes to the polars parse, as do CRLF lines. (Finding the
-# last '}' with reverse(), or copying each line without its CR, made the scan 2-3x slower; key, value and
-# time of a line that is not st 0 mean nothing.) st: 0 a plain sample, 1 for the polars parse, 2 invalid UTF-8.
+# pattern rejects (its quote is open), so that line goes to the polars parse. A CRLF line's CR is cut from its
+# short tail, not from a copy of the line. (Finding the last '}' with reverse(), or copying each line without
+# its CR, made the scan 2-3x slower; key, value and time of a line that is not st 0 mean nothing.)
+# st: 0 a plain sample, 1 for the polars parse, 2 invalid UTF-8.
 _SCAN = """
 INSERT INTO FUNCTION file({out:String}, Native)
 SELECT f, line_no, key, v, ts_ms, st FROM (
     SELECT toUInt16({f:UInt16}) AS f, _row_number + 1 AS line_no,
            if(position(line, '{') = 0, position(line, ' '), position(line, '} ') + 1) AS ke,
-           toLowCardinality(substring(line, 1, ke - 1)) AS key, splitByChar(' ', substring(line, ke)) AS t,
+           toLowCardinality(substring(line, 1, ke - 1)) AS key, substring(line, ke) AS tail,
+           splitByChar(' ', if(endsWith(tail, '\\r'), substring(tail, 1, length(tail) - 1), tail)) AS t,
            toFloat64OrNull(t[2]) AS v0, toFloat64OrNull(t[3]) * {scale:Float64} AS tsf,
            ifNull(v0, 0) AS v, toInt64(if(length(t) = 3, if(tsf >= 0 AND tsf <= {ts_max:Float64}, tsf, 0),
                                              {fallback:Int64})) AS ts_ms,  -- no inf or NaN into toInt64
            toUInt8(multiIf(NOT isValidUTF8(line), 2,
-                   ke > 1 AND t[1] = '' AND length(t) IN (2, 3) AND v0 IS NOT NULL AND NOT endsWith(line, '\\r')
+                   ke > 1 AND t[1] = '' AND length(t) IN (2, 3) AND v0 IS NOT NULL
                    AND (length(t) = 2 OR (tsf >= 0 AND tsf <= {ts_max:Float64})), 0, 1)) AS st
     FROM file({path:String}, LineAsString)
     WHERE NOT (startsWith(line, '#') AND isValidUTF8(line))
@@ -212,10 +214,12 @@ class _Load:
 
     def raw_lines(self, f: int, line_nos: list[int]) -> pl.DataFrame:
         """(line_no, b: the line's bytes) of lines of file f, read again."""
+        nos = self.stage / "line-numbers.parquet"  # a file, not a parameter: there may be millions
+        pl.DataFrame({"n": sorted(set(line_nos))}, schema={"n": pl.UInt64}).write_parquet(nos)
         df = self.arrow("SELECT _row_number + 1 AS line_no, base64Encode(line) AS b FROM file({path:String}, "
-                        "LineAsString) WHERE _row_number + 1 IN {nos:Array(UInt64)} SETTINGS "
-                        "storage_file_read_method = 'pread'",
-                        path=str(Path(self.paths[f]).resolve()), nos=sorted(set(line_nos)))
+                        "LineAsString) WHERE _row_number + 1 IN (SELECT n FROM file({nos:String}, Parquet)) "
+                        "SETTINGS storage_file_read_method = 'pread'",
+                        path=str(Path(self.paths[f]).resolve()), nos=str(nos))
         return pl.DataFrame({"line_no": df.get_column("line_no").cast(pl.UInt64),
                              "b": [base64.b64decode(b) for b in df.get_column("b")]},
                             schema={"line_no": pl.UInt64, "b": pl.Binary})

@@ -94,3 +94,15 @@ def test_lines_the_engine_does_not_cut_keep_the_polars_rules(wh, tmp_path):
         (9, "invalid UTF-8"),
         (10, "bad value"),
         (11, "bad value")]
+
+
+def test_crlf_lines_load_like_lf_lines(wh, tmp_path):
+    # the engine's cut drops a CRLF line's CR from its tail, as the polars parse strips it from the line
+    path = tmp_path / "crlf.prom"
+    path.write_bytes(f"DCGM_FI_DEV_POWER_USAGE{{{L}}} 100 {T0}\r\n"
+                     f"DCGM_FI_DEV_POWER_USAGE{{{L}}} 101 {T0 + 60000}\r\n".encode())
+    c = load_text_files(wh, [path], DAY, DAY, cluster="c")
+    assert c["gpu_rows"] == 2 and c["quarantined"] == 0
+    t = datetime(2026, 10, 1)
+    assert rows(wh, "SELECT node, gpu, ts, power_w FROM gpu_sample FINAL ORDER BY ts") == [
+        ("n1", 0, t, 100.0), ("n1", 0, t.replace(minute=1), 101.0)]
