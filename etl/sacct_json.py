@@ -186,7 +186,9 @@ def _step_rows(job, parent: dict) -> list[dict]:
     return rows
 
 
-# jobs per chunk of records a streamed document yields (each job with its steps, a few rows)
+# a chunk of a streamed document: jobs up to 8 M characters of JSON (a job of sacct --json is 2-8 kB: 1,000
+# to 4,000 jobs, ~0.1 GB of Python objects), or 20,000 jobs at most (each job with its steps, a few rows)
+CHUNK_CHARS = 8 << 20
 CHUNK_JOBS = 20_000
 _READ_CHARS = 1 << 20
 _DECODER = json.JSONDecoder()
@@ -262,9 +264,10 @@ class _Stream:
             chars *= 2
 
 
-def iter_jobs(path: Path) -> Iterator:
+def iter_jobs(path: Path, at: list[int] | None = None) -> Iterator:
     """The elements of a ``sacct --json`` document's ``jobs`` list, one at a time, read from the file as they
-    are needed; the rest of the document (meta, errors, warnings) is decoded and dropped. Raises ValueError
+    are needed; the rest of the document (meta, errors, warnings) is decoded and dropped. ``at``, when given,
+    holds the number of characters read through the job last yielded (``at[0]``). Raises ValueError
     (UnicodeDecodeError for bytes that are not UTF-8) where json.loads would refuse the document, or when it
     has no ``jobs`` list."""
     with open(path, "rb") as f:
@@ -290,7 +293,10 @@ def iter_jobs(path: Path) -> Iterator:
                         s.expect("]")
                     else:
                         while True:
-                            yield s.value()
+                            job = s.value()
+                            if at is not None:
+                                at[0] = s.base + s.pos
+                            yield job
                             if s.expect(",]") == "]":
                                 break
                 else:
@@ -315,19 +321,20 @@ def check_file(path: Path) -> list[str]:
     return seen.absent()
 
 
-def read_json_file(path: Path, chunk_jobs: int | None = None) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
-    """(records, quarantine) per chunk of ``chunk_jobs`` jobs of a ``sacct --json`` file (each job with its
-    steps in one chunk), after ``check_file`` found it whole; memory is a chunk's, whatever the file's size."""
+def read_json_file(path: Path) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+    """(records, quarantine) per chunk (``CHUNK_CHARS``, ``CHUNK_JOBS``) of a ``sacct --json`` file, each job
+    with its steps in one chunk, after ``check_file`` found it whole; memory is a chunk's, whatever the file's
+    size."""
     absent = check_file(path)
-    chunk_jobs = chunk_jobs or CHUNK_JOBS
-    jobs = iter_jobs(path)
-    first = 1
-    while True:
-        batch = [job for _, job in zip(range(chunk_jobs), jobs)]
-        if not batch:
-            return
+    at = [0]
+    first, start, batch = 1, 0, []
+    for job in iter_jobs(path, at):
+        batch.append(job)
+        if len(batch) >= CHUNK_JOBS or at[0] - start >= CHUNK_CHARS:
+            yield _frames(batch, first, absent)
+            first, start, batch = first + len(batch), at[0], []
+    if batch:
         yield _frames(batch, first, absent)
-        first += len(batch)
 
 
 def read_json(text: str) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -30,7 +30,10 @@ KNOWN_FIELDS = set(XDMOD_FIELDS.split(",")) | set(SACCT_FORMAT.split(",")) | {"n
 # sacct fields that are another name for one the loader reads: AllocCPUS is NCPUS (sacct's own words);
 # AllocNodes is NNodes for a job that ran (NNodes of a pending job is the count it asked for)
 ALIASES = {"alloccpus": "ncpus", "allocnodes": "nnodes"}
-CHUNK_BYTES = 32 << 20
+# 16 MiB of text a chunk: the load's peak RSS is about the engine's own plus four chunks' worth (the block read
+# ahead, its frames in normalize, the last chunk's frames being inserted); 32 MiB peaked 1,076 MB at 1 M jobs,
+# 16 MiB 868 MB, as fast within the noise (docs/benchmarks.md, issue 50)
+CHUNK_BYTES = 16 << 20
 
 
 @dataclass
@@ -109,8 +112,9 @@ def decode_lines(block: bytes, first_line_no: int) -> tuple[list[str], list[tupl
         return good, bad
 
 
-def iter_blocks(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[int, bytes]]:
-    """(first line number, bytes of whole lines) blocks of a file."""
+def iter_blocks(path: Path, chunk_bytes: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """(first line number, bytes of whole lines) blocks of a file, of about ``chunk_bytes`` (CHUNK_BYTES)."""
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
     line_no = 1
     with open(path, "rb") as f:
         # pieces of a line longer than a chunk wait in a list and are joined once its end arrives: joining
@@ -198,7 +202,7 @@ def raw_line(layout: Layout) -> pl.Expr:
 
 
 def read_text(path: Path, delimiter: str = "|", fields: list[str] | None = None,
-              chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.Expr]]:
+              chunk_bytes: int | None = None) -> Iterator[tuple[pl.DataFrame, pl.DataFrame, pl.Expr]]:
     """Stream (records, quarantine, raw) per chunk from a sacct text file.
 
     Records carry ``line_no`` and one column per field; ``raw`` is the expression giving a record's input
