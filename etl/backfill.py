@@ -6,10 +6,11 @@ instead of loading the first days again.
 The record is a row of etl_watermark per backfill, under ``backfill:<source> <first day>..<last day>``: the
 end of the last day whose samples are in, written as each day is in; and one under the same name with
 `` grains`` after it, written as each chunk's grains are (a chunk is refreshed when it ends). A run resumed
-after a stop refreshes the grains of the days between the two first (one refresh), then goes on. Only the same source and window resume (another window is another
-backfill). A window loaded to its end sets its row back to nothing (epoch 0, which ``watermark()`` reads as
-none): the same command run later loads the whole window again, as any reload does (idempotent), rather
-than finding it done. ``restart=True`` ignores the record (the files of the first days were replaced).
+after a stop refreshes the grains of the days between the two first (one refresh), then goes on. Only the
+same source and window resume (another window is another backfill). A window loaded to its end sets its rows
+back to nothing (epoch 0, which ``loaded_through()`` reads as none): the same command run later loads the
+whole window again, as any reload does (idempotent), rather than finding it done. ``restart=True`` ignores
+the record (the files of the first days were replaced).
 
 A day stopped half-way is loaded again whole (its samples replace themselves: ReplacingMergeTree). The chunk
 is the load's unit of refresh: a file load refreshes a week at a time anyway, a server load a day.
