@@ -275,8 +275,8 @@ def main() -> None:
             sizes_rss = ", ".join(f"{d} days {file_runs[d][0]['peak_rss_mb']:,.0f} MB" for d in sizes)
             print(f"EXTRAPOLATION (not measured): {YEAR_DAYS} days of this site = {per_day * YEAR_DAYS / 1e6:,.0f} M "
                   f"GPU rows: the product at its {big}-day rate {prod['seconds'] / big * YEAR_DAYS / 3600:.1f} h, the "
-                  f"engine alone {ceil['seconds'] / big * YEAR_DAYS / 3600:.1f} h; peak RSS as measured if it does not grow "
-                  f"with the window ({sizes_rss})")
+                  f"engine alone {ceil['seconds'] / big * YEAR_DAYS / 3600:.1f} h; peak RSS as measured if it does "
+                  f"not grow with the window ({sizes_rss})")
             print(f"RESULT backfill_year_extrapolated product_h={prod['seconds'] / big * YEAR_DAYS / 3600:.2f} "
                   f"engine_h={ceil['seconds'] / big * YEAR_DAYS / 3600:.2f} gpu_rows={per_day * YEAR_DAYS:.0f} "
                   f"from_days={big}")
