@@ -31,17 +31,13 @@ import re
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 
-from ops_warehouse.etl.watermarks import set_watermark, watermark
+from ops_warehouse.etl.watermarks import set_watermark
 from ops_warehouse.grain_versions import GRAINS, models, record_grains
 from ops_warehouse.progress import count_progress
 from ops_warehouse.sqlfiles import sql_query, sql_statements
 
 _PARAM = re.compile(r"\{(\w+):")
 _CHUNK = timedelta(days=1)  # the hours a refresh statement covers at most (memory: _refresh_hours)
-# a grain a refresh has written once is marked in etl_watermark (a fixed time: the mark only says "built"),
-# so that a warehouse upgraded to it is built whole by its next load, and one whose runs simply have no
-# samples (telemetry under other host names) is not rebuilt by every load
-_BUILT, _BUILT_TS = "grain built: ", datetime(2000, 1, 2, tzinfo=timezone.utc)
 # the hours a load inside one_refresh left to refresh: etl_watermark's "grains pending <first hour>", its
 # watermark_ts the end, deleted once refreshed
 _PENDING = "grains pending "
@@ -112,7 +108,6 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
     if first is not None and w0 - timedelta(hours=1) >= first:
         w0 -= timedelta(hours=1)
     params = {"from_ts": w0, "to_ts": w1, "idle_util_pct": float(threshold)}
-    grid = _holds_rows(wh, "node_inventory")
     params["hang_nic_bytes_per_s"] = float(wh.cfg.hang_nic_bytes_per_s)
     params["ckpt_write_bytes_per_s"] = float(wh.cfg.ckpt_write_bytes_per_s)
     # the hourly grain's models in the order their declarations say they read each other
@@ -135,14 +130,6 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
         if decl[f].get("unit") != "hour":
             _run_file(wh, f, params)
     _compact(wh, tuple(t for f in files for t in decl[f]["writes"]))
-    # (node_energy_measured: the node-hour energy of migration 0020, with run_node_hour's node_power_measured
-    # read by sql/functions/node_energy_measured.sql; a warehouse built under the mark before it, node_hour_energy,
-    # whose runs' node-hours said "measured" without GPU samples, is built again once; run_sample_step: a
-    # sample's step [ts, ts + step) split over the runs and hours it overlaps, issue 49 — a warehouse built under
-    # the mark before it, run_sample_hour, whose runs lost part of a step at each hour edge, is built again once)
-    for grain in ("run_telemetry", "run_sample_step") + (("node_energy_measured",) if grid else ()):
-        if not _built(wh, grain):
-            set_watermark(wh, _BUILT + grain, _BUILT_TS)
 
 
 def rebuild_stale(wh) -> tuple[str, ...]:
@@ -364,20 +351,13 @@ def _build_gpu_day(wh) -> None:
 
 
 def _unbuilt(wh) -> bool:
-    """run_node_hour (migration 0012) has never been built though runs held GPUs, or run_telemetry (0014) was
-    never refreshed, or run_sample_hour (0015) never built by its step-overlap rule (mark run_sample_step), or
-    the node-hour energy columns (0020, with
-    node_energy_measured's rule) were never formed over a grid that exists: a warehouse upgraded to the grain,
-    whose first refresh builds it for the whole history."""
+    """run_node_hour (migration 0012) has never been built though runs held GPUs: a warehouse whose first
+    refresh builds it for the whole history. (A grain an earlier version's SQL built is found by its
+    fingerprint, core/grain_versions.py, and rebuilt by ``rebuild_stale``; the "grain built: …" marks of
+    etl_watermark that did this before are no longer read: a warehouse that has them has its fingerprints.)"""
     return wh.query_rows(
         "SELECT (SELECT count() FROM job_run WHERE NOT never_ran AND gpus > 0 AND length(nodes) > 0) > 0 "
-        "AND (SELECT count() FROM run_node_hour) = 0")[0][0] == 1 or not _built(wh, "run_telemetry") \
-        or not _built(wh, "run_sample_step") \
-        or (not _built(wh, "node_energy_measured") and _holds_rows(wh, "capacity_node_hour"))
-
-
-def _built(wh, grain: str) -> bool:
-    return watermark(wh, _BUILT + grain) is not None
+        "AND (SELECT count() FROM run_node_hour) = 0")[0][0] == 1
 
 
 def _holds_rows(wh, table: str) -> bool:

@@ -290,15 +290,19 @@ def test_node_power_without_gpu_samples_is_measured_nowhere(tmp_path, cfg):
                              "ORDER BY hour")
     assert [m for _, m in measured] == [1] * 12 + [0] * 12
 
-    # a warehouse built before the rule (under the mark node_hour_energy, its node-hours "measured" wherever IPMI
-    # reported power) is built again by its next load, without being asked
-    wh.command("ALTER TABLE etl_watermark DELETE WHERE source = 'grain built: node_energy_measured' "
-               "SETTINGS mutations_sync = 2")
-    wh.command("INSERT INTO etl_watermark (source, watermark_ts, updated_at) "
-               "VALUES ('grain built: node_hour_energy', '2000-01-02 00:00:00', now64(3))")
+    # a warehouse built before the rule (its node-hours "measured" wherever IPMI reported power; the hourly
+    # grain's fingerprint an earlier version's, core/grain_versions.py) is built again by its next load, without
+    # being asked
+    wh.command("INSERT INTO schema_migrations (name, kind, checksum, applied_at) "
+               "VALUES ('grains/hourly', 'grain', 'an earlier version', now64(3))")
     wh.command("ALTER TABLE run_node_hour UPDATE node_power_measured = 1 WHERE job_id = '8301' "
                "SETTINGS mutations_sync = 2")
-    assert mart(wh, "job_energy")["node_power"].to_list() == ["measured"]
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+    wh.close()
+    close_embedded()
+    wh = open_warehouse(cfg)
+    assert wh.stale_grains == ("hourly",)
     load_sacct(wh, tmp_path / "sacct.psv")
     assert mart(wh, "job_energy")["node_power"].to_list() == ["partial"]
 

@@ -162,17 +162,22 @@ def test_the_idle_run_of_exactly_an_hour_is_found(site):
 
 
 
-def test_a_warehouse_built_under_the_old_mark_is_built_again_by_its_next_load(site, tmp_path):
-    """A warehouse whose run_sample_hour was built by the rule before (mark 'grain built: run_sample_hour', its
-    runs' edges short) is built again, without being asked, by its next load."""
+def test_a_warehouse_built_by_the_old_rule_is_built_again_by_its_next_load(site, tmp_path, cfg):
+    """A warehouse whose run_sample_hour was built by the rule before (its runs' edges short; the hourly grain's
+    fingerprint an earlier version's, core/grain_versions.py) is built again, without being asked, by its next
+    load."""
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
     wh, _ = site
-    wh.command("ALTER TABLE etl_watermark DELETE WHERE source = 'grain built: run_sample_step' "
-               "SETTINGS mutations_sync = 2")
-    wh.command("INSERT INTO etl_watermark (source, watermark_ts, updated_at) "
-               "VALUES ('grain built: run_sample_hour', '2000-01-02 00:00:00', now64(3))")
+    wh.command("INSERT INTO schema_migrations (name, kind, checksum, applied_at) "
+               "VALUES ('grains/hourly', 'grain', 'an earlier version', now64(3))")
     # what the old rule left in hour 10: the samples of 10:50 and 10:55, 10 of 4001's 13 minutes
     wh.command("ALTER TABLE capacity_node_hour UPDATE allocated_observed_gpu_s = 4 * 600 + 4 * 450 "
                "WHERE hour = '2026-10-05 10:00:00' SETTINGS mutations_sync = 2")
+    wh.close()
+    close_embedded()
+    wh = open_warehouse(cfg)
+    assert wh.stale_grains == ("hourly",)
     load_sacct(wh, tmp_path / "sacct.psv")
     assert wh.query_rows("SELECT allocated_observed_gpu_s FROM capacity_node_hour FINAL WHERE cluster = 't2' "
                          "AND hour = '2026-10-05 10:00:00'") == [(4 * 13 * 60 + 4 * 450,)]
