@@ -37,7 +37,12 @@ from ops_warehouse.progress import count_progress
 from ops_warehouse.sqlfiles import sql_query, sql_statements
 
 _PARAM = re.compile(r"\{(\w+):")
-_CHUNK = timedelta(days=1)  # the hours a refresh statement covers at most (memory: _refresh_hours)
+_CHUNK = timedelta(days=1)  # the fewest hours a piece of a big refresh covers (memory: _refresh_hours)
+# the node-hours (the grid's plus the runs' fan-out) one refresh statement may hold: a span under it is one
+# piece (a test site's month, the demo's: a piece costs a pass over its samples and a fixed plan cost), a
+# span over it is cut into pieces of about this much work, never under _CHUNK (docs/benchmarks.md, "Issue
+# 50": a month of 4,000 nodes is 2.9 M grid node-hours, over 1 GB in one statement; a day of it 96 k, under)
+_PIECE_NODE_H = 400_000
 # the hours a load inside one_refresh left to refresh: etl_watermark's "grains pending <first hour>", its
 # watermark_ts the end, deleted once refreshed
 _PENDING = "grains pending "
@@ -122,7 +127,7 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
     # a model refreshed by run (unit "run": run_telemetry forms every run overlapping the hours whole, from
     # all its samples) goes over the whole span at once: by day, a run of several days would be formed once
     # a day; its rows are one per run
-    for c0, c1 in _chunks(w0, w1, _CHUNK):
+    for c0, c1 in _chunks(w0, w1, _piece_size(wh, w0, w1)):
         for f in files:
             if decl[f].get("unit") == "hour":
                 _run_file(wh, f, {**params, "from_ts": c0, "to_ts": c1})
@@ -195,6 +200,24 @@ def _run_file(wh, name: str, params: dict) -> None:
         used = set(_PARAM.findall(stmt))
         wh.client.command(stmt, parameters={k: v for k, v in params.items() if k in used},
                           settings={"optimize_on_insert": 0})
+
+
+def _piece_size(wh, w0: datetime, w1: datetime) -> timedelta:
+    """How many hours a piece of the refresh of [w0, w1) covers: all of them where the grid's and the runs'
+    node-hours in it are under _PIECE_NODE_H, else about that much work a piece (whole days)."""
+    (grid_node_h, fanout_node_h), = wh.query_rows(
+        "SELECT (SELECT count() FROM (SELECT DISTINCT cluster, node FROM node_inventory)) * "
+        "dateDiff('hour', {w0:DateTime('UTC')}, {w1:DateTime('UTC')}), "
+        "(SELECT sum(length(nodes) * (dateDiff('second', greatest(usage_start_ts, {w0:DateTime('UTC')}), "
+        "least(usage_end_ts, {w1:DateTime('UTC')})) / 3600 + 1)) FROM job_run "
+        "WHERE NOT never_ran AND gpus > 0 AND usage_start_ts < {w1:DateTime('UTC')} "
+        "AND usage_end_ts > {w0:DateTime('UTC')})", {"w0": w0, "w1": w1})
+    work = float(grid_node_h or 0) + float(fanout_node_h or 0)
+    span = w1 - w0
+    if work <= _PIECE_NODE_H:
+        return span
+    days = max(1, int(span / _CHUNK * _PIECE_NODE_H / work))
+    return _CHUNK * days
 
 
 def _chunks(w0: datetime, w1: datetime, size: timedelta) -> list[tuple[datetime, datetime]]:

@@ -102,15 +102,20 @@ def test_a_load_killed_inside_the_block_leaves_its_hours_to_the_next_writer(file
         nxt.close()
 
 
-def test_a_refresh_of_a_long_span_goes_a_day_at_a_time(files):
+def test_a_refresh_of_a_long_span_goes_a_day_at_a_time(files, monkeypatch):
     """Memory: a refresh statement holds the fan-out and grid of its hours, so a whole-month refresh (a first
-    load, `etl refresh`, an upgrade's rebuild) goes a day at a time (before: the month in one statement, over
-    1 GB for a month of 4,000 nodes with one 4,000-node job; docs/benchmarks.md) and gives the hand-worked
-    figures."""
+    load, `etl refresh`, an upgrade's rebuild) whose node-hours are over grains._PIECE_NODE_H goes a day at a
+    time (before: the month in one statement, over 1 GB for a month of 4,000 nodes with one 4,000-node job;
+    docs/benchmarks.md) and gives the hand-worked figures. A span under it is one piece (a piece costs a
+    pass over its samples and a fixed plan cost: a day at a time, a small first load took 18 s, not 1.4 s)."""
     wh, d = files
     assert load_sacct(wh, d / "sacct.psv").quarantined == 0
     load_parquet_dir(wh, d / "telemetry", DAY, DAY, cluster="t2")
     spans = _recording(wh, "run_node_hour")
+    grains.refresh_history(wh)  # this site's few node-hours: one piece
+    assert spans == [(datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 10, 5, 21, tzinfo=timezone.utc))]
+    spans.clear()
+    monkeypatch.setattr(grains, "_PIECE_NODE_H", 1)  # as if every day of it were a 4,000-node machine's
     grains.refresh_history(wh)  # everything: October 1 to an hour after the as-of time, 2026-10-05 19:04:00
     # (before: one statement over the whole span)
     assert spans[0][0] == datetime(2026, 10, 1, tzinfo=timezone.utc)
