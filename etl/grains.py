@@ -120,7 +120,7 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
     # required table is empty is left out (capacity_node_hour without an inventory: no grid to write)
     decl = models()
     files = [f for f in GRAINS["hourly"][0] if not decl[f].get("requires") or _holds_rows(wh, decl[f]["requires"])]
-    # a day at a time: what a statement holds is the fan-out and the grid of its hours, so memory stays
+    # in pieces of about _PIECE_NODE_H node-hours (whole days): what a statement holds is the fan-out and the grid of its hours, so memory stays
     # bounded whatever the span and the largest job (a month of 4,000 nodes with one 4,000-node job of 48 h
     # among 120,000 one-node jobs: capacity_node_hour and run_node_hour over 1 GB over the month, under it a
     # day at a time; docs/benchmarks.md, "Issue 50"); whole hours give the rows one pass over the span gives.
