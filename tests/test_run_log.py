@@ -171,7 +171,10 @@ def test_nightly_stopped_by_sigterm_is_undone_and_logged(big_sacct, tmp_path):
         ("nightly:sacct", "failed", "interrupted (SIGTERM)"), ("sacct", "failed", "interrupted (SIGTERM)")], log
     lines = 2 * (sum(1 for _ in open(big_sacct)) - 1)
     read = next(r for k, _, _, r in log[1:] if k == "sacct")
-    assert 0 < read < lines, (read, lines)  # stopped mid-load, not before it or after
+    # stopped mid-load, not before it (rc 143 and `interrupted` say not after it): since the sacct reader went
+    # to 16 MiB chunks (issue 50) the two copies may be read whole in the 4 s, the SIGTERM landing in the
+    # grains' refresh, which the undo takes back just the same
+    assert 0 < read <= lines, (read, lines)
 
 
 # ---------------------------------------------------------------------------------------------- slurmdbd
