@@ -319,7 +319,11 @@ def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None
     if as_of is None:
         return None
     lo = max(w0, first) if w0 else first
-    hi = min(w1, as_of + timedelta(hours=1)) if w1 else as_of + timedelta(hours=1)
+    # the grid ends where every refresh ends it, the hour after the as-of time's (a capacity load's refresh
+    # that ended it at the as-of time + 1 h, rounded up, made the grid an hour longer on the nightly's second
+    # run than on its first, whose capacity refresh is deferred into one_refresh while the grains are unbuilt)
+    end = _hour(as_of) + timedelta(hours=1)
+    hi = min(w1, end) if w1 else end
     if lo >= hi:
         return None
     span = (_hour(lo), _ceil_hour(hi))

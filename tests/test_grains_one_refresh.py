@@ -113,13 +113,13 @@ def test_a_refresh_of_a_long_span_goes_a_day_at_a_time(files, monkeypatch):
     load_parquet_dir(wh, d / "telemetry", DAY, DAY, cluster="t2")
     spans = _recording(wh, "run_node_hour")
     grains.refresh_history(wh)  # this site's few node-hours: one piece
-    assert spans == [(datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 10, 5, 21, tzinfo=timezone.utc))]
+    assert spans == [(datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 10, 5, 20, tzinfo=timezone.utc))]
     spans.clear()
     monkeypatch.setattr(grains, "_PIECE_NODE_H", 1)  # as if every day of it were a 4,000-node machine's
-    grains.refresh_history(wh)  # everything: October 1 to an hour after the as-of time, 2026-10-05 19:04:00
+    grains.refresh_history(wh)  # everything: October 1 to the hour after the as-of time's (2026-10-05 19:04:00)
     # (before: one statement over the whole span)
     assert spans[0][0] == datetime(2026, 10, 1, tzinfo=timezone.utc)
-    assert spans[-1][1] == datetime(2026, 10, 5, 21, tzinfo=timezone.utc)  # (the as-of time + 1 h, whole hours)
+    assert spans[-1][1] == datetime(2026, 10, 5, 20, tzinfo=timezone.utc)  # (the hour after the as-of time's)
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:])), spans
     assert max(b - a for a, b in spans) <= timedelta(days=1, hours=6), spans
     assert _hours(wh) == _expected()
