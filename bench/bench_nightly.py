@@ -1,6 +1,6 @@
 """Benchmark: the demo's nightly loads (issue 50, item 4) against the engine's bare INSERT ... SELECT of the same files.
 
-    .venv/bin/python bench/bench_nightly.py [--days 31] [--site DIR] [--separate]
+    .venv/bin/python bench/bench_nightly.py [--days 31] [--site DIR] [--separate] [--against REV]
 
 The demo's site (114 nodes, ~900 jobs a day, 5-minute telemetry, nightly sacct extracts; generated unless
 --site names one already generated) is loaded night by night as `ops-report demo` loads it
@@ -10,7 +10,9 @@ command and on the same files: a fresh chDB session that INSERT ... SELECTs each
 telemetry day files as they are into MergeTree tables (what the engine takes to read and store the bytes,
 with none of the product's parsing, quarantine, history or grains). With --separate, also the loads as
 before issue 50 (each load refreshing its own hours), and whether the two leave every table the same
-(tests/conftest.py's content checksums, the refresh times excluded).
+(tests/conftest.py's content checksums, the refresh times excluded). With --against REV, also the loads with
+the grains' SQL (sql/intermediate/) as it was at git revision REV, in the same command, and whether every table
+is the same: a change to the grains' SQL measured before and after on a loaded machine.
 """
 
 from __future__ import annotations
@@ -36,7 +38,22 @@ def _cluster(site: Path) -> str:
     return row.split("|")[head.split("|").index("Cluster")]
 
 
-def child_product(site: str, wh: str, separate: bool) -> dict:
+def _grains_sql_from(folder: str) -> None:
+    """This process reads sql/intermediate/ from ``folder`` (the files it holds; the rest as installed)."""
+    from ops_warehouse import sqlfiles
+
+    shipped = sqlfiles.sql_text
+
+    def sql_text(relpath: str) -> str:
+        p = Path(folder) / relpath
+        return p.read_text(encoding="utf-8") if relpath.startswith("intermediate/") and p.exists() else shipped(relpath)
+
+    sqlfiles.sql_text = sql_text
+
+
+def child_product(site: str, wh: str, separate: bool, sql_dir: str | None = None) -> dict:
+    if sql_dir:
+        _grains_sql_from(sql_dir)
     from ops_warehouse.cli.demo import load_nights
     from ops_warehouse.config import Config
     from ops_warehouse.warehouse import open_warehouse
@@ -85,13 +102,26 @@ def child_engine(site: str, wh: str) -> dict:
     return {"seconds": seconds, "rss_mb": peak_rss_mb(), "rows": rows}
 
 
-def run(kind: str, site: Path, wh: Path, separate: bool = False) -> dict:
+def run(kind: str, site: Path, wh: Path, separate: bool = False, sql_dir: Path | None = None) -> dict:
     shutil.rmtree(wh, ignore_errors=True)
     args = [sys.executable, __file__, "--child", kind, "--site", str(site), "--wh", str(wh)]
-    p = subprocess.run(args + (["--separate"] if separate else []), capture_output=True, text=True)
+    args += ["--separate"] if separate else []
+    p = subprocess.run(args + (["--sql-dir", str(sql_dir)] if sql_dir else []), capture_output=True, text=True)
     if p.returncode:
         raise SystemExit(p.stderr[-3000:])
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _checkout_grains_sql(rev: str, folder: Path) -> Path:
+    """sql/intermediate/*.sql as at ``rev``, written under ``folder``/intermediate."""
+    names = subprocess.run(["git", "-C", str(REPO), "ls-tree", "--name-only", f"{rev}:sql/intermediate"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    (folder / "intermediate").mkdir(parents=True, exist_ok=True)
+    for n in names:
+        text = subprocess.run(["git", "-C", str(REPO), "show", f"{rev}:sql/intermediate/{n}"],
+                              capture_output=True, text=True, check=True).stdout
+        (folder / "intermediate" / n).write_text(text, encoding="utf-8")
+    return folder
 
 
 def main() -> None:
@@ -100,12 +130,14 @@ def main() -> None:
     ap.add_argument("--jobs-per-day", type=int, default=900)
     ap.add_argument("--site", type=Path, help="a site generated before (the demo's: generate --nightly)")
     ap.add_argument("--separate", action="store_true", help="also the loads refreshing apart (before issue 50)")
+    ap.add_argument("--against", metavar="REV", help="also the loads with sql/intermediate/ as at git revision REV")
     ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--sql-dir", help=argparse.SUPPRESS)
     ap.add_argument("--child", choices=("product", "engine"))
     ap.add_argument("--wh")
     a = ap.parse_args()
     if a.child:
-        out = child_product(str(a.site), a.wh, a.separate) if a.child == "product" else child_engine(str(a.site), a.wh)
+        out = child_product(str(a.site), a.wh, a.separate, a.sql_dir) if a.child == "product" else child_engine(str(a.site), a.wh)
         print(json.dumps(out, default=str))
         return
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-nightly-"))
@@ -139,6 +171,16 @@ def main() -> None:
                 diff = [k for k in keep if product["checksums"][k] != before["checksums"].get(k)]
                 raise SystemExit(f"the two loads differ in {', '.join(diff)}")
             extra = f" separate_s={before['seconds']:.1f} same_tables={same}"
+        if a.against:
+            old = _checkout_grains_sql(a.against, work / "sql-before")
+            before = run("product", site, work / "against", sql_dir=old)
+            same = before["checksums"] == product["checksums"]
+            print(f"the same loads, grains' SQL of {a.against}: {before['seconds']:7.1f} s, peak RSS "
+                  f"{before['rss_mb']:.0f} MB; every table the same: {same}")
+            if not same:
+                diff = [k for k in product["checksums"] if product["checksums"][k] != before["checksums"].get(k)]
+                raise SystemExit(f"the two loads differ in {', '.join(diff)}")
+            extra += f" against={a.against} against_s={before['seconds']:.1f} same_tables={same}"
         print(f"RESULT nightly product_s={product['seconds']:.1f} engine_s={engine['seconds']:.1f} "
               f"rss_mb={product['rss_mb']:.0f} nights={nights}{extra} ratio={ratio:.3f} goal=<=40s")
     finally:

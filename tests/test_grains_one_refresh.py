@@ -56,14 +56,17 @@ def files(tmp_path, cfg):
 
 
 def _recording(wh, *tables: str) -> list[tuple]:
-    """The [from_ts, to_ts) of every refresh statement of ``tables`` the warehouse runs from now on."""
+    """The [from_ts, to_ts) of every refresh of ``tables`` the warehouse runs from now on: the window of the
+    statement that writes the table and names the window (run_sample_hour's INSERT reads its window's inputs
+    staged by the statements before it, and names none: its DELETE does)."""
     spans: list[tuple] = []
     real = wh.client.command
 
     def command(sql, *a, **k):
-        if sql.lstrip().startswith(tuple(f"INSERT INTO {t}" for t in tables)):
+        if sql.lstrip().startswith(tuple(f"{w} {t}" for t in tables for w in ("INSERT INTO", "DELETE FROM"))):
             p = k.get("parameters") or a[0]
-            spans.append((p["from_ts"], p["to_ts"]))
+            if "from_ts" in p:
+                spans.append((p["from_ts"], p["to_ts"]))
         return real(sql, *a, **k)
 
     wh.client.command = command

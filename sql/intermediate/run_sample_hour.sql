@@ -44,64 +44,81 @@ WHERE hour >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') AND hour < toDateTime
       WHERE ts >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') - toIntervalHour(1)
         AND ts < toDateTime({to_ts:DateTime('UTC')}, 'UTC'));
 
-INSERT INTO run_sample_hour (cluster, hour, node, job_id, submit_ts, attribution, observed_gpu_s, busy_gpu_s,
-    util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s, idle_util_pct, refreshed_at)
+-- The inputs several parts of the insert read are staged once, in temporary tables of the session: the
+-- engine evaluates a CTE again wherever it is named, so the window's samples (gpu_sample FINAL) and the
+-- fan-out were read, and the labels joined, up to six times a refresh (docs/benchmarks.md, "Issue 50").
+DROP TEMPORARY TABLE IF EXISTS _rsh_fan;
+DROP TEMPORARY TABLE IF EXISTS _rsh_g;
+DROP TEMPORARY TABLE IF EXISTS _rsh_piece;
+DROP TEMPORARY TABLE IF EXISTS _rsh_ident;
+DROP TEMPORARY TABLE IF EXISTS _rsh_own_piece;
+
+-- fan: the window's fan-out, each run's part [hs, he) of each node-hour
+CREATE TEMPORARY TABLE _rsh_fan ENGINE = Memory AS
+SELECT cluster, job_id, submit_ts, toString(job_id_raw) AS raw_id, node, hour, toFloat64(gpus_per_node) AS a,
+       greatest(s, hour) AS hs, least(e, hour + 3600) AS he, run_start_ts, run_end_ts
+FROM ({{intermediate run_fanout}});
+
+-- the samples whose step may reach into the window, or whose label may name a run there
+CREATE TEMPORARY TABLE _rsh_g ENGINE = Memory AS
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
-    toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1,
-fan AS (
-    SELECT cluster, job_id, submit_ts, toString(job_id_raw) AS raw_id, node, hour, toFloat64(gpus_per_node) AS a,
-           greatest(s, hour) AS hs, least(e, hour + 3600) AS he, run_start_ts, run_end_ts
-    FROM ({{intermediate run_fanout}})
-),
--- the samples whose step may reach into the window, or whose label may name a run there
-g AS (
-    SELECT cluster, node, gpu, ts, addSeconds(ts, step_s) AS te, hpc_job,
-           toFloat64(assumeNotNull(gpu_util_pct)) AS util_pct, toFloat64(ifNull(sm_active, 0)) AS sm,
-           toFloat64(ifNull(tensor_active, 0)) AS tensor, toFloat64(ifNull(dram_active, 0)) AS dram
-    FROM gpu_sample FINAL
-    PREWHERE ts >= w0 - toIntervalHour(1) AND ts < w1 + toIntervalHour(1)
-    WHERE gpu_util_pct IS NOT NULL
-),
+    toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1
+SELECT cluster, node, gpu, ts, addSeconds(ts, step_s) AS te, hpc_job,
+       toFloat64(assumeNotNull(gpu_util_pct)) AS util_pct, toFloat64(ifNull(sm_active, 0)) AS sm,
+       toFloat64(ifNull(tensor_active, 0)) AS tensor, toFloat64(ifNull(dram_active, 0)) AS dram
+FROM gpu_sample FINAL
+PREWHERE ts >= w0 - toIntervalHour(1) AND ts < w1 + toIntervalHour(1)
+WHERE gpu_util_pct IS NOT NULL;
+
 -- each sample's step cut at the hours (and the window) it touches: [ps, pe)
-piece AS (
-    SELECT cluster, node, gpu, ts, hpc_job, util_pct, sm, tensor, dram, hour,
-           greatest(ts, hour) AS ps, least(te, hour + 3600) AS pe
-    FROM g
-    ARRAY JOIN hours_touched(ts, te) AS hour
-    WHERE hour >= w0 AND hour < w1
-),
+CREATE TEMPORARY TABLE _rsh_piece ENGINE = Memory AS
+WITH
+    toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
+    toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1
+SELECT cluster, node, gpu, ts, hpc_job, util_pct, sm, tensor, dram, hour,
+       greatest(ts, hour) AS ps, least(te, hour + 3600) AS pe
+FROM _rsh_g
+ARRAY JOIN hours_touched(ts, te) AS hour
+WHERE hour >= w0 AND hour < w1;
+
+-- 'gpu': the GPUs a run's job id labels inside the run (a requeued job's runs share the id)
+CREATE TEMPORARY TABLE _rsh_ident ENGINE = Memory AS
+WITH
 -- the labelled samples per GPU and hour, offered to the hour itself and to the hours either side of it
 labels AS (
     SELECT cluster, node, hpc_job, gpu, lh + toIntervalHour(d) AS hour, tss
     FROM (SELECT cluster, node, hpc_job, gpu, toStartOfHour(ts) AS lh, groupArray(ts) AS tss
-          FROM g WHERE hpc_job != '' GROUP BY cluster, node, hpc_job, gpu, lh)
+          FROM _rsh_g WHERE hpc_job != '' GROUP BY cluster, node, hpc_job, gpu, lh)
     ARRAY JOIN [-1, 0, 1] AS d
-),
--- 'gpu': the GPUs a run's job id labels inside the run (a requeued job's runs share the id)
-ident AS (
-    SELECT f.cluster AS cluster, f.hour AS hour, f.node AS node, f.job_id AS job_id, f.submit_ts AS submit_ts,
-           any(f.a) AS a, any(f.hs) AS hs, any(f.he) AS he, l.gpu AS gpu
-    FROM fan AS f
-    INNER JOIN labels AS l ON l.cluster = f.cluster AND l.node = f.node AND l.hour = f.hour AND l.hpc_job = f.raw_id
-    WHERE arrayExists(t -> t >= f.run_start_ts AND t < f.run_end_ts, l.tss)
-    GROUP BY cluster, hour, node, job_id, submit_ts, gpu
-),
+)
+SELECT f.cluster AS cluster, f.hour AS hour, f.node AS node, f.job_id AS job_id, f.submit_ts AS submit_ts,
+       any(f.a) AS a, any(f.hs) AS hs, any(f.he) AS he, l.gpu AS gpu
+FROM _rsh_fan AS f
+INNER JOIN labels AS l ON l.cluster = f.cluster AND l.node = f.node AND l.hour = f.hour AND l.hpc_job = f.raw_id
+WHERE arrayExists(t -> t >= f.run_start_ts AND t < f.run_end_ts, l.tss)
+GROUP BY cluster, hour, node, job_id, submit_ts, gpu;
+
+DROP TEMPORARY TABLE _rsh_g;
+
 -- each identified GPU's step pieces, with the part of each that the run held
-own_piece AS (
-    SELECT i.cluster AS cluster, i.hour AS hour, i.node AS node, i.job_id AS job_id, i.submit_ts AS submit_ts,
-           i.a AS a, i.gpu AS gpu, p.ts AS ts, toFloat64(overlap_s(p.ps, p.pe, i.hs, i.he)) AS o,
-           p.util_pct AS util_pct, p.sm AS sm, p.tensor AS tensor, p.dram AS dram
-    FROM ident AS i
-    INNER JOIN piece AS p ON p.cluster = i.cluster AND p.node = i.node AND p.hour = i.hour AND p.gpu = i.gpu
-    WHERE p.pe > i.hs AND p.ps < i.he
-),
+CREATE TEMPORARY TABLE _rsh_own_piece ENGINE = Memory AS
+SELECT i.cluster AS cluster, i.hour AS hour, i.node AS node, i.job_id AS job_id, i.submit_ts AS submit_ts,
+       i.a AS a, i.gpu AS gpu, p.ts AS ts, toFloat64(overlap_s(p.ps, p.pe, i.hs, i.he)) AS o,
+       p.util_pct AS util_pct, p.sm AS sm, p.tensor AS tensor, p.dram AS dram
+FROM _rsh_ident AS i
+INNER JOIN _rsh_piece AS p ON p.cluster = i.cluster AND p.node = i.node AND p.hour = i.hour AND p.gpu = i.gpu
+WHERE p.pe > i.hs AND p.ps < i.he;
+
+INSERT INTO run_sample_hour (cluster, hour, node, job_id, submit_ts, attribution, observed_gpu_s, busy_gpu_s,
+    util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s, idle_util_pct, refreshed_at)
+WITH
 own AS (
     SELECT cluster, hour, node, job_id, submit_ts, any(a) / uniqExact(gpu) AS k, sum(o) AS seen,
            -- (sum(if()), not sumIf: the engine makes sumIf over the joined rows Nullable, NULL where none is busy)
            sum(if(util_pct >= {idle_util_pct:Float64}, o, 0)) AS busy_s, sum(o * util_pct / 100) AS util_s,
            sum(o * sm) AS sm_s, sum(o * tensor) AS tensor_s, sum(o * dram) AS dram_s
-    FROM own_piece
+    FROM _rsh_own_piece
     GROUP BY cluster, hour, node, job_id, submit_ts
 ),
 -- what the identified runs took of each step piece of the node (GPU-seconds, and their busy and active parts)
@@ -109,7 +126,7 @@ claimed AS (
     SELECT cluster, node, hour, ts, sum(o) AS cl, sum(if(util_pct >= {idle_util_pct:Float64}, o, 0)) AS cl_busy,
            sum(o * util_pct / 100) AS cl_util, sum(o * sm) AS cl_sm, sum(o * tensor) AS cl_tensor,
            sum(o * dram) AS cl_dram
-    FROM own_piece
+    FROM _rsh_own_piece
     GROUP BY cluster, node, hour, ts
 ),
 -- 'node share': the node's step pieces less what the identified runs took: r sampled GPU-seconds left, of
@@ -126,12 +143,12 @@ node_piece AS (
     FROM (SELECT cluster, node, hour, ts, min(ps) AS ps, max(pe) AS pe, toFloat64(count()) AS n,
                  toFloat64(sum(if(util_pct >= {idle_util_pct:Float64}, 1, 0))) AS nb, sum(util_pct) / 100 AS u,
                  sum(sm) AS sm, sum(tensor) AS tensor, sum(dram) AS dram
-          FROM piece GROUP BY cluster, node, hour, ts) AS n
+          FROM _rsh_piece GROUP BY cluster, node, hour, ts) AS n
     LEFT JOIN claimed AS c ON c.cluster = n.cluster AND c.node = n.node AND c.hour = n.hour AND c.ts = n.ts
 ),
 unnamed AS (
-    SELECT f.* FROM fan AS f
-    LEFT ANTI JOIN (SELECT DISTINCT cluster, hour, node, job_id, submit_ts FROM ident) AS i
+    SELECT f.* FROM _rsh_fan AS f
+    LEFT ANTI JOIN (SELECT DISTINCT cluster, hour, node, job_id, submit_ts FROM _rsh_ident) AS i
         ON i.cluster = f.cluster AND i.hour = f.hour AND i.node = f.node AND i.job_id = f.job_id
        AND i.submit_ts = f.submit_ts
 ),
@@ -166,3 +183,8 @@ UNION ALL
 SELECT cluster, hour, node, job_id, submit_ts, 'node share', seen, busy_s, util_s, sm_s, tensor_s, dram_s,
        {idle_util_pct:Float64}, now64(3)
 FROM shared;
+
+DROP TEMPORARY TABLE IF EXISTS _rsh_fan;
+DROP TEMPORARY TABLE IF EXISTS _rsh_piece;
+DROP TEMPORARY TABLE IF EXISTS _rsh_ident;
+DROP TEMPORARY TABLE IF EXISTS _rsh_own_piece;

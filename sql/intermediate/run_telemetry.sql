@@ -27,22 +27,27 @@
 --- grain = "hourly"
 --- writes = ["run_telemetry"]
 --- reads = ["fct_job_run", "node_sample", "gpu_sample"]
+-- the runs, staged once in a temporary table of the session: the engine evaluates a CTE again wherever it is
+-- named, and the runs (fct_job_run, a read of job_run FINAL) were named eleven times (docs/benchmarks.md,
+-- "Issue 50")
+DROP TEMPORARY TABLE IF EXISTS _rt_runs;
+
+CREATE TEMPORARY TABLE _rt_runs ENGINE = Memory AS
+SELECT cluster, job_id, submit_ts, state, nodes, assumeNotNull(start_ts) AS start_ts,
+       assumeNotNull(end_ts) AS end_ts
+FROM fct_job_run
+WHERE NOT never_ran AND gpus > 0 AND length(nodes) > 0 AND start_ts IS NOT NULL AND end_ts IS NOT NULL
+  -- (an hour before: a node sample up to one step after a run's end still covers its last part)
+  AND end_ts + toIntervalHour(1) > {from_ts:DateTime('UTC')} AND start_ts < {to_ts:DateTime('UTC')};
+
 INSERT INTO run_telemetry (cluster, job_id, submit_ts, start_ts, end_ts, node_samples, last_ckpt_ts,
     first_hour_gpu_samples, first_busy_ts, last_nic_busy_ts, last_gpu_busy_ts, last_busy_ts, hang_start_ts,
     idle_samples, last_gpu_ts, gpu_step_s, idle_util_pct, hang_nic_bytes_per_s, ckpt_write_bytes_per_s, refreshed_at)
 WITH
-runs AS (
-    SELECT cluster, job_id, submit_ts, state, nodes, assumeNotNull(start_ts) AS start_ts,
-           assumeNotNull(end_ts) AS end_ts
-    FROM fct_job_run
-    WHERE NOT never_ran AND gpus > 0 AND length(nodes) > 0 AND start_ts IS NOT NULL AND end_ts IS NOT NULL
-      -- (an hour before: a node sample up to one step after a run's end still covers its last part)
-      AND end_ts + toIntervalHour(1) > {from_ts:DateTime('UTC')} AND start_ts < {to_ts:DateTime('UTC')}
-),
 -- checkpoints: the interrupted runs' node samples
 int_hours AS (
     SELECT cluster, job_id, submit_ts, start_ts, end_ts, node, hour
-    FROM runs
+    FROM _rt_runs
     ARRAY JOIN nodes AS node
     ARRAY JOIN hours_touched(start_ts, end_ts + toIntervalHour(1)) AS hour
     WHERE state != 'COMPLETED'
@@ -62,7 +67,7 @@ ckpt AS (
 -- start-up: every run's first hour of GPU samples
 first_hours AS (
     SELECT cluster, job_id, submit_ts, start_ts, first_hour_end_ts, node, hour
-    FROM (SELECT *, least(end_ts, start_ts + toIntervalHour(1)) AS first_hour_end_ts FROM runs)
+    FROM (SELECT *, least(end_ts, start_ts + toIntervalHour(1)) AS first_hour_end_ts FROM _rt_runs)
     ARRAY JOIN nodes AS node
     ARRAY JOIN hours_touched(start_ts, first_hour_end_ts) AS hour
 ),
@@ -81,7 +86,7 @@ startup AS (
 ),
 -- hangs: the candidates' last NIC-busy time, then their GPU samples from it on
 candidates AS (
-    SELECT * FROM runs WHERE state IN ('TIMEOUT', 'CANCELLED', 'FAILED', 'NODE_FAIL')
+    SELECT * FROM _rt_runs WHERE state IN ('TIMEOUT', 'CANCELLED', 'FAILED', 'NODE_FAIL')
 ),
 candidate_hours AS (
     SELECT cluster, job_id, submit_ts, start_ts, end_ts, node, hour
@@ -140,9 +145,11 @@ SELECT r.cluster, r.job_id, r.submit_ts, r.start_ts, r.end_ts,
        if(length(h.after) > 0, toNullable(h.after[1]), NULL), toUInt32(length(h.after)),
        h.last_gpu_ts, toUInt32(ifNull(h.gpu_step_s, 0)),
        {idle_util_pct:Float64}, {hang_nic_bytes_per_s:Float64}, {ckpt_write_bytes_per_s:Float64}, now64(3)
-FROM runs AS r
+FROM _rt_runs AS r
 LEFT JOIN ckpt AS c ON c.c_cluster = r.cluster AND c.c_job_id = r.job_id AND c.c_submit_ts = r.submit_ts
 LEFT JOIN startup AS s ON s.s_cluster = r.cluster AND s.s_job_id = r.job_id AND s.s_submit_ts = r.submit_ts
 LEFT JOIN hang AS h ON h.h_cluster = r.cluster AND h.h_job_id = r.job_id AND h.h_submit_ts = r.submit_ts
 WHERE c.c_job_id IS NOT NULL OR s.s_job_id IS NOT NULL OR h.h_job_id IS NOT NULL
 SETTINGS join_use_nulls = 1;
+
+DROP TEMPORARY TABLE IF EXISTS _rt_runs;
