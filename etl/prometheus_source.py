@@ -15,6 +15,10 @@ Fast enough for a backfill (issue 50): the answers are decoded by etl/prom_matri
 no Python object per sample), the GPU metrics are fetched node batch by node batch and each batch's rows
 inserted while the next batch's answers are fetched on a thread of their own (_Ahead), so the server's time and
 the load's overlap and memory holds one batch, not the day.
+
+VictoriaMetrics (found by itself: etl/vm_export_steps.py) is read through its bulk export instead: a request
+per node batch for every metric's raw samples, streamed to disk, downsampled to the step by the engine by the
+same three rules (sql/staging/vm_export_steps.sql), then the same frames and insert: the same tables.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import http.client
 import json
 import re
 import ssl
+import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -31,6 +36,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timedelta, timezone
 from functools import partial
+from pathlib import Path
 
 import polars as pl
 from ops_warehouse.errors import OpsError
@@ -42,6 +48,7 @@ from ops_warehouse.etl.retry import Retry, Transient, first_line
 from ops_warehouse.etl.row_cluster import cluster_for_rows
 from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
 from ops_warehouse.etl.telemetry_insert import insert_frames
+from ops_warehouse.etl.vm_export_steps import export_matrices, export_params, is_victoriametrics
 from ops_warehouse.etl.watermarks import set_watermark
 from ops_warehouse.warehouse import redact
 
@@ -77,14 +84,25 @@ class PromClient:
             _data(path, raw)  # says what went wrong
         return raw
 
-    def _once(self, path: str, q: str, post: bool) -> bytes:
+    def get_to_file(self, path: str, params: dict, dest: Path) -> None:
+        """The answer streamed to ``dest`` a MiB at a time (an export can be large: never held in memory);
+        retried as get_raw is, each try writing the file anew."""
+        q = urllib.parse.urlencode(params, doseq=True)
+        self.retry.call(lambda: self._once(path, q, True, dest), f"prometheus at {redact(self.url)} unreachable")
+
+    def _once(self, path: str, q: str, post: bool, dest: Path | None = None) -> bytes:
         # query_range goes as POST (long selectors); label values are GET-only in Prometheus 2.x
         req = (urllib.request.Request(f"{self.url}{path}", data=q.encode(), method="POST",
                                       headers={"Content-Type": "application/x-www-form-urlencoded"})
                if post else urllib.request.Request(f"{self.url}{path}?{q}"))
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
-                return r.read()
+                if dest is None:
+                    return r.read()
+                with open(dest, "wb") as f:
+                    while chunk := r.read(1 << 20):
+                        f.write(chunk)
+                return b""
         except urllib.error.HTTPError as e:
             why = ""
             try:
@@ -135,11 +153,16 @@ def _why(e: BaseException, timeout_s: float) -> str:
     return first_line(e)
 
 
-def _expr(name: str, m: Metric, step_s: int, node_label: str, nodes: list[str]) -> str:
+def _selector(name: str, m: Metric, node_label: str, nodes: list[str]) -> str:
     match = "".join(f',{k}="{_lv(v)}"' for k, v in m.match)
-    sel = f'{name}{{{node_label}=~"{"|".join(_re(n) for n in nodes)}"{match}}}'
-    fn = "last_over_time" if m.kind == "counter" else ("max_over_time" if m.column == "xid_last" else "avg_over_time")
-    return f"{fn}({sel}[{step_s}s])"
+    return f'{name}{{{node_label}=~"{"|".join(_re(n) for n in nodes)}"{match}}}'
+
+
+def _expr(name: str, m: Metric | None, step_s: int, selector: str) -> str:
+    # the export path's engine applies the same three rules (sql/staging/vm_export_steps.sql)
+    fn = ("last_over_time" if m is None or m.kind == "counter"
+          else "max_over_time" if m.column == "xid_last" else "avg_over_time")
+    return f"{fn}({selector}[{step_s}s])"
 
 
 def _lv(value: str) -> str:
@@ -153,9 +176,12 @@ def _re(node: str) -> str:
 
 @logged_load("telemetry", lambda a: f"prometheus:{redact(a['url'])} {window_text(a)}", telemetry_counts)
 def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int = 60, cluster: str | None = None,
-                    progress=None, client: PromClient | None = None) -> dict:
-
+                    progress=None, client: PromClient | None = None, export: bool | None = None) -> dict:
+    """``export``: read VictoriaMetrics' raw samples (/api/v1/export) and downsample them in the engine instead
+    of asking query_range; None (the default): when the server is VictoriaMetrics (etl/vm_export_steps.py)."""
     client = client or PromClient(url)
+    if export is None:
+        export = is_victoriametrics(client.url)
     cat = catalog(getattr(wh.cfg, "metric_catalog", None))
     cluster = cluster_for_rows(wh, cluster)
     counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0, "days": 0, "queries": 0}
@@ -165,7 +191,7 @@ def load_prometheus(wh, url: str, date_from: date, date_to: date, *, step_s: int
             d = date_from + timedelta(days=k)
             w0 = datetime.combine(d, datetime.min.time(), timezone.utc)
             window = (w0, w0 + timedelta(days=1))
-            for key, n in _load_day(wh, client, ahead, cat, cluster, window, step_s).items():
+            for key, n in _load_day(wh, client, ahead, cat, cluster, window, step_s, export).items():
                 counts[key] = counts.get(key, 0) + n
             refresh_hourly(wh, *window)
             set_watermark(wh, f"prometheus:{client.url}", window[1])
@@ -206,7 +232,7 @@ class _Ahead:
 
 
 def _load_day(wh, client: PromClient, ahead: _Ahead, cat: dict[str, Metric], cluster: str,
-              window: tuple[datetime, datetime], step_s: int) -> dict:
+              window: tuple[datetime, datetime], step_s: int, export: bool = False) -> dict:
     # one step before the day seeds the counters
     start, end = window[0].timestamp() - step_s + 0.001, window[1].timestamp() - step_s + 0.001
     nodes_of = {name: client.label_values("Hostname" if m.grain == "gpu" else "instance", name, start, end)
@@ -223,13 +249,16 @@ def _load_day(wh, client: PromClient, ahead: _Ahead, cat: dict[str, Metric], clu
             for name, m in names.items():
                 mine = [n for n in nodes_of[name] if _node_key(n) in batch]
                 if mine:
-                    plan.append((f"{grain} {b}", name, _expr(name, m, step_s, label, mine)))
+                    plan.append((f"{grain} {b}", name, _selector(name, m, label, mine)))
     for name in JOB_METRICS:  # Lustre job_stats, from the servers' exporters: no node batches
-        plan.append(("job", name, f"last_over_time({name}[{step_s}s])"))
+        plan.append(("job", name, name))
+    if export:
+        return _load_day_export(wh, client, ahead, cat, cluster, window, step_s, plan)
 
     counts = {"queries": len(plan), "xid_events": 0}
     parts: dict[str, list[Matrix]] = {}
-    calls = [partial(_fetch, client, expr, start, end, step_s, name) for _, name, expr in plan]
+    calls = [partial(_fetch, client, _expr(name, cat.get(name), step_s, sel), start, end, step_s, name)
+             for _, name, sel in plan]
     for k, m in enumerate(ahead.each(calls)):
         batch, name, _ = plan[k]
         if m.values.size:
@@ -245,6 +274,39 @@ def _load_day(wh, client: PromClient, ahead: _Ahead, cat: dict[str, Metric], clu
             counts["xid_events"] = xid if "gpu" in frames else counts["xid_events"]
             _add(counts, c)
     return counts
+
+
+def _load_day_export(wh, client: PromClient, ahead: _Ahead, cat: dict[str, Metric], cluster: str,
+                     window: tuple[datetime, datetime], step_s: int, plan: list[tuple[str, str, str]]) -> dict:
+    """The day from VictoriaMetrics' /api/v1/export: a request per node batch (every metric of the batch at
+    once), streamed to disk on the fetching thread while the engine downsamples and inserts the batch before
+    (etl/vm_export_steps.py). The samples of (day - 2 steps, day end - step]: the steps query_range would
+    give, the one before the day (the counters' seed) included."""
+    lo_ms = (round(window[0].timestamp()) - 2 * step_s) * 1000
+    hi_ms = (round(window[1].timestamp()) - step_s) * 1000
+    batches: dict[str, list[str]] = {}
+    for batch, _, sel in plan:
+        batches.setdefault(batch, []).append(sel)
+    counts = {"queries": len(batches), "xid_events": 0}
+    with tempfile.TemporaryDirectory(prefix="vm-export-") as tmp:
+        calls = [partial(_fetch_export, client, sels, lo_ms, hi_ms, Path(tmp) / f"{k}.jsonl")
+                 for k, sels in enumerate(batches.values())]
+        for batch, path in zip(batches, ahead.each(calls)):
+            parts = {name: [m] for name, m in export_matrices(wh, path, cat, step_s, lo_ms, hi_ms).items()
+                     if m.values.size}
+            path.unlink()
+            frames = _frames(batch.split()[0], parts, cat)
+            if frames:
+                c = insert_frames(wh, frames, cat, cluster, f"prometheus:{client.url}", window, step_s=step_s)
+                xid = c.pop("xid_events", 0)
+                counts["xid_events"] = xid if "gpu" in frames else counts["xid_events"]
+                _add(counts, c)
+    return counts
+
+
+def _fetch_export(client: PromClient, selectors: list[str], lo_ms: int, hi_ms: int, dest: Path) -> Path:
+    client.get_to_file("/api/v1/export", export_params(selectors, lo_ms, hi_ms), dest)
+    return dest
 
 
 def _node_key(label: str) -> str:
