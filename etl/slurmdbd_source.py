@@ -128,12 +128,16 @@ def _query(wh, db: DbUrl, password: str, cluster: str, relpath: str, params: dic
 
 
 def read_records(wh, db: DbUrl, password: str, cluster: str, w0: datetime, w1: datetime,
-                 modified_since: int = NOT_INCREMENTAL, retry: Retry | None = None) -> pl.DataFrame:
-    """The sacct-shaped records (text fields, line_no, raw) of the jobs and steps of [w0, w1)."""
+                 modified_since: int = NOT_INCREMENTAL, retry: Retry | None = None,
+                 inx_range: tuple[int, int] = (0, 2**64 - 1), first_line: int = 1) -> pl.DataFrame:
+    """The sacct-shaped records (text fields, line_no, raw) of the jobs and steps of [w0, w1) whose
+    job_db_inx lies in ``inx_range`` (after, upto]: one page of a load, its records numbered from
+    ``first_line`` (the load's count so far: a record's number is its place in the whole read)."""
     if not _NAME.match(cluster):
         raise OpsError(f"not a Slurm cluster name: {cluster!r}")
     df = _query(wh, db, password, cluster, "staging/slurmdbd_records.sql", {
-        "from_ts": w0, "to_ts": w1, "now_ts": datetime.now(timezone.utc), "modified_since": modified_since}, retry)
+        "from_ts": w0, "to_ts": w1, "now_ts": datetime.now(timezone.utc), "modified_since": modified_since,
+        "after_inx": inx_range[0], "upto_inx": inx_range[1]}, retry)
     # sacct prints the group's name as this host resolves it (NSS); the database holds the gid
     names = {}
     for gid in df.get_column("gid").unique().to_list():
@@ -143,23 +147,38 @@ def read_records(wh, db: DbUrl, password: str, cluster: str, w0: datetime, w1: d
             names[gid] = gid or ""
     return df.with_columns(
         group=pl.col("gid").replace_strict(names, default=pl.col("gid")),
-        line_no=pl.int_range(1, pl.len() + 1, dtype=pl.UInt64),
+        line_no=pl.int_range(first_line, first_line + pl.len(), dtype=pl.UInt64),
         raw=pl.concat_str([pl.lit(f"{cluster}_job_table job_db_inx="), pl.col("db_inx").cast(pl.String),
                            pl.lit(" "), pl.col("jobidraw")]),
     ).drop("db_inx", "step_order")
+
+
+def inx_pages(first: int | None, last: int | None, page_jobs: int) -> list[tuple[int, int]]:
+    """(after, upto] ranges of job_db_inx covering [first, last], ``page_jobs`` ids each (slurmdbd's ids are
+    an auto-increment: a page holds at most that many jobs)."""
+    if not last or first is None or last < first:  # an empty table: the engine's min/max of no rows are 0
+        return []
+    return [(a, min(a + page_jobs, last)) for a in range(first - 1, last, page_jobs)]
 
 
 def watermark_key(db: DbUrl, cluster: str) -> str:
     return f"slurmdbd:{db}:{cluster}"
 
 
+# jobs read from the database at a time: a page's records, normalized and staged, take a few hundred MB
+PAGE_JOBS = 50_000
+
+
 def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, cluster: str,
-                  password: str | None = None, retry: Retry | None = None, refresh: bool = True) -> LoadResult:
+                  password: str | None = None, retry: Retry | None = None, refresh: bool = True,
+                  page_jobs: int = PAGE_JOBS) -> LoadResult:
     """Jobs and steps, node events and reservations of ``cluster`` for [w0, w1) into the warehouse; with
     no window, incrementally: every job changed since the last load's newest change (less an overlap), and
     the node events and reservations of the days since. Each query to the database is tried again as
     ``retry`` says when the connection fails (default: not); the watermark moves only once all answered.
-    ``refresh``: bring the hourly capacity grain up to date for the hours the load covers (etl/grains.py)."""
+    ``refresh``: bring the hourly capacity grain up to date for the hours the load covers (etl/grains.py).
+    The jobs are read ``page_jobs`` job_db_inx at a time, each page normalized and stored before the next is
+    read: years of accounting load in the memory of a page (issue 50)."""
 
     db = parse_db_url(url)
     source = f"slurmdbd:{db}"
@@ -169,7 +188,7 @@ def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, clu
         old = history_as_of(wh)
         try:
             password = db_password(wh.cfg) if password is None else password
-            _load(wh, db, password, cluster, w0, w1, retry, result)
+            _load(wh, db, password, cluster, w0, w1, retry, result, page_jobs)
         finally:
             result.seconds = time.time() - started
             run.count(result.records_read, result.loaded, result.quarantined)
@@ -187,7 +206,7 @@ def load_slurmdbd(wh, url: str, w0: datetime | None, w1: datetime | None, *, clu
 
 
 def _load(wh, db: DbUrl, password: str, cluster: str, w0: datetime | None, w1: datetime | None,
-          retry: Retry | None, result: LoadResult) -> None:
+          retry: Retry | None, result: LoadResult, page_jobs: int = PAGE_JOBS) -> None:
 
     source = result.source
     since = NOT_INCREMENTAL
@@ -206,15 +225,25 @@ def _load(wh, db: DbUrl, password: str, cluster: str, w0: datetime | None, w1: d
     # the newest change before reading: whatever changes while the load reads (or waits to retry) is newer
     # and read again next time, however long the retries take (the 10-minute overlap is not what covers it)
     newest = _query(wh, db, password, cluster, "staging/slurmdbd_mod_time.sql", {}, retry)
-    records = read_records(wh, db, password, cluster, *job_window, modified_since=since, retry=retry)
-    runs, steps, q = normalize(records, tz="UTC", cluster=cluster, source=source, window=TimeWindow.of(wh.cfg))
-    result.records_read = records.height
-    result.saw_runs(runs)
-    result.steps_loaded, result.quarantined = steps.height, q.height
-    for r in q.get_column("reason").to_list():
-        result.reasons[r] = result.reasons.get(r, 0) + 1
+    first, last = _query(wh, db, password, cluster, "staging/slurmdbd_job_inx_range.sql", {}, retry).row(0)
+    window = TimeWindow.of(wh.cfg)
     with staged(wh) as stage:
-        stage_job_frames(wh, stage, 0, runs, steps, q.cast(QUARANTINE_SCHEMA), source)
+        for i, inx_range in enumerate(inx_pages(first, last, page_jobs)):
+            records = read_records(wh, db, password, cluster, *job_window, modified_since=since, retry=retry,
+                                   inx_range=inx_range, first_line=result.records_read + 1)
+            if not records.height:
+                continue
+            runs, steps, q = normalize(records, tz="UTC", cluster=cluster, source=source, window=window)
+            result.records_read += records.height
+            result.saw_runs(runs)
+            result.steps_loaded += steps.height
+            result.quarantined += q.height
+            for r in q.get_column("reason").to_list():
+                result.reasons[r] = result.reasons.get(r, 0) + 1
+            # a quarantined record's raw names its job_db_inx: unique across pages, so the copies' numbering
+            # (stage_job_frames' CopyCounter, per page) cannot collide
+            stage_job_frames(wh, stage, i, runs, steps, q.cast(QUARANTINE_SCHEMA), source)
+            del records, runs, steps, q
     now = pl.lit(datetime.now(timezone.utc), dtype=pl.Datetime("ms", "UTC")).alias("loaded_at")
     events = _query(wh, db, password, cluster, "staging/slurmdbd_events.sql", {"from_ts": w0, "to_ts": w1}, retry)
     resv = _query(wh, db, password, cluster, "staging/slurmdbd_reservations.sql", {"from_ts": w0, "to_ts": w1}, retry)

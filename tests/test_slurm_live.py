@@ -282,6 +282,38 @@ def test_slurmdbd_source_gives_the_same_facts_as_sacct(live):
     assert (only["state"], only["never_ran"], only["cancelled_by_uid"]) == ("CANCELLED", 1, 0)
 
 
+def test_slurmdbd_read_a_page_at_a_time_gives_the_same_tables(live):
+    """Issue 50: the load reads the database a page of job_db_inx at a time, so years of accounting load in
+    a page's memory. Pages of 2 job ids (the live database's jobs split across 8 or more pages, a job's steps
+    read with its page) give the tables of the one-page load of the same window, row for row, and the same
+    counts."""
+    from ops_warehouse.config import Config
+    from ops_warehouse.etl.slurmdbd_source import load_slurmdbd
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+    # the day the fixture moved the workload to (sreport's hour), as wh_back loaded it
+    w0 = live["hour"].replace(hour=0)
+    w1 = w0 + timedelta(days=1)
+    url = f"mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{live['cluster'].mysql_port}/slurm_acct_db"
+    results = {}
+    for name, page in (("wh_dbd_page1", 10**9), ("wh_dbd_pages", 2)):
+        wh = open_warehouse(Config(dsn=f"chdb://{live['base'] / name}"))
+        try:
+            results[name] = load_slurmdbd(wh, url, w0, w1, cluster=slurm_harness.CLUSTER,
+                                          password=slurm_harness.READ_ONLY_PASSWORD, page_jobs=page)
+        finally:
+            wh.close()
+            close_embedded()
+    one, paged = results["wh_dbd_page1"], results["wh_dbd_pages"]
+    assert (paged.records_read, paged.jobs_loaded, paged.steps_loaded, paged.quarantined) == (
+        one.records_read, one.jobs_loaded, one.steps_loaded, one.quarantined)
+    assert one.jobs_loaded == 14 and one.steps_loaded > 0, one  # the 14 runs the database holds (test_nightly_...)
+    for table, order in (("slurm_job_run", "job_id, submit_ts"), ("slurm_job_step", "job_id, step_id, start_ts")):
+        a = _table(live["base"] / "wh_dbd_page1", table, order).drop("loaded_at", strict=False)
+        b = _table(live["base"] / "wh_dbd_pages", table, order).drop("loaded_at", strict=False)
+        assert a.height > 10 and a.equals(b), (table, a.height, b.height)
+
+
 def test_node_events_and_reservations_from_the_database_and_from_text_agree(live):
     from ops_warehouse.config import Config
     from ops_warehouse.warehouse import close_embedded, open_warehouse

@@ -4,7 +4,10 @@
 -- database (etl/slurmdbd_source.py fills in address, user and password as query parameters).
 -- Selected: runs of {cluster} whose [submit, end] meets [from_ts, to_ts) (a running job's end is now), or
 -- changed since {modified_since} (epoch seconds of slurmdbd's mod_time: incremental loads; the largest
--- UInt64 for none).
+-- UInt64 for none), and of them those whose job_db_inx lies in (after_inx, upto_inx]: a load reads the database a
+-- page of job_db_inx at a time (etl/slurmdbd_source.py), so its memory does not grow with the years it reads; the
+-- range is a plain comparison the engine passes to MariaDB, for the job and the step table alike (the step table
+-- joined whole would be read whole by every page).
 WITH
     (SELECT CAST((groupArray(toUInt64(id)), groupArray(if(name = '', type, concat(type, '/', name)))),
                  'Map(UInt64, String)') FROM {{mysql tres_table}}) AS tres_names,
@@ -20,6 +23,7 @@ jobs AS (
                 toString(j.id_job)) AS display_id
     FROM {{mysql job_table}} AS j
     WHERE j.deleted = 0
+      AND j.job_db_inx > {after_inx:UInt64} AND j.job_db_inx <= {upto_inx:UInt64}
       AND ((j.time_submit < w1 AND (j.time_end = 0 OR j.time_end >= w0)) OR j.mod_time >= {modified_since:UInt64})
 ),
 resv AS (
@@ -94,4 +98,5 @@ SELECT
 FROM {{mysql step_table}} AS s
 INNER JOIN jobs AS j ON s.job_db_inx = j.job_db_inx
 WHERE s.deleted = 0
+  AND s.job_db_inx > {after_inx:UInt64} AND s.job_db_inx <= {upto_inx:UInt64}
 ORDER BY db_inx, step_order
