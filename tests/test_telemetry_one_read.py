@@ -86,8 +86,9 @@ def test_each_day_file_is_read_once_a_load_and_the_steps_are_the_files(wh, tmp_p
     seen = _recording(wh, monkeypatch)
     c = load_parquet_dir(wh, tmp_path, date(2026, 10, 1), date(2026, 10, 2), cluster="c1")
     reads = {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()}
-    # the first day's files: the first day's rows, then the second day's seed; the second day's: its rows
-    assert reads == {**{(f, "2026-10-01"): 2 for f in FAMILIES}, **{(f, "2026-10-02"): 1 for f in FAMILIES}}
+    # each file once, for its own day's rows: the second day's counters are seeded by the edges the first day's
+    # load kept in counter_edge (its files were read a second time for their last samples before)
+    assert reads == {(f, d): 1 for f in FAMILIES for d in ("2026-10-01", "2026-10-02")}
     assert c["gpu_rows"] == 5 and c["node_rows"] == 5 and c["quarantined"] == 0 and c["xid_events"] == 1
     assert rows(wh, "SELECT formatDateTime(ts, '%F %R'), energy_j FROM gpu_sample FINAL ORDER BY ts") == [
         ("2026-10-01 23:58", None), ("2026-10-01 23:59", 18_000.0), ("2026-10-02 00:00", 18_000.0),
@@ -107,11 +108,35 @@ def test_the_second_day_alone_is_seeded_by_the_first_days_files(wh, tmp_path, mo
     paths = _site(tmp_path / "telemetry")
     seen = _recording(wh, monkeypatch)
     load_parquet_dir(wh, tmp_path, date(2026, 10, 2), date(2026, 10, 2), cluster="c1")
+    # the day before's files are read for their last samples, but not IPMI's: a family without a counter seeds
+    # nothing (its power is a gauge)
     assert {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()} == {
-        (f, d): 1 for f in FAMILIES for d in ("2026-10-01", "2026-10-02")}
+        **{(f, d): 1 for f in FAMILIES for d in ("2026-10-01", "2026-10-02")}, ("ipmi", "2026-10-01"): 0}
     assert rows(wh, "SELECT energy_j FROM gpu_sample FINAL ORDER BY ts") == [(18_000.0,), (18_000.0,), (12_000.0,)]
     assert rows(wh, "SELECT nic_rx_bytes FROM node_sample FINAL ORDER BY ts") == [([3_000],), ([4_000],), ([500],)]
     assert rows(wh, "SELECT count() FROM xid_event") == [(0,)]  # 79 was showing before the day
+
+
+def test_a_day_loaded_in_part_before_still_seeds_from_its_files(wh, tmp_path, monkeypatch):
+    """counter_edge holds the first day's 23:58 sample only (its files then had one row): the second day's
+    seeds must be the files' 23:59 sample, so the files are read; from the 23:58 edge the first steps would be
+    36,000 J and 4,000 bytes."""
+    paths = _site(tmp_path / "telemetry")
+    whole = {k: pl.read_parquet(p) for k, p in paths.items()}
+    for (fam, day), df in whole.items():
+        if day == "2026-10-01":
+            df.head(1).write_parquet(paths[(fam, day)])
+    load_parquet_dir(wh, tmp_path, date(2026, 10, 1), date(2026, 10, 1), cluster="c1")
+    for (fam, day), df in whole.items():
+        df.write_parquet(paths[(fam, day)])
+    seen = _recording(wh, monkeypatch)
+    load_parquet_dir(wh, tmp_path, date(2026, 10, 2), date(2026, 10, 2), cluster="c1")
+    reads = {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()}
+    assert reads[("dcgm", "2026-10-01")] == 1 and reads[("nic", "2026-10-01")] == 1
+    assert rows(wh, "SELECT energy_j FROM gpu_sample FINAL WHERE ts >= '2026-10-02' ORDER BY ts") == [
+        (18_000.0,), (18_000.0,), (12_000.0,)]
+    assert rows(wh, "SELECT nic_rx_bytes FROM node_sample FINAL WHERE ts >= '2026-10-02' ORDER BY ts") == [
+        ([3_000],), ([4_000],), ([500],)]
 
 
 def test_a_bad_value_in_one_of_a_kinds_files_is_named_by_that_file_and_line(wh, tmp_path, monkeypatch):
