@@ -17,8 +17,9 @@ the file load is measured at two windows (``--small-days`` and ``--days``) side 
    files' INSERT ... SELECT into equivalent tables, all families, no counter work);
 3. VictoriaMetrics (when /usr/bin/victoria-metrics is there): the first ``--vm-days`` days written into a
    fresh server (its CSV import, not timed as the product's), then the product as `ops-report etl metrics
-   --source vm-export --url` runs it (a day per chunk), and the server alone answering the same export
-   requests (bodies read and dropped);
+   --source victoriametrics` runs it (a day per chunk: load_prometheus finds VictoriaMetrics and takes its
+   /api/v1/export path), the server alone answering the very requests that load made (bodies read and
+   dropped), and the query_range path on the same server;
 4. a sacct file of ``--sacct-jobs`` jobs: bench_etl_sacct.py's product and engine children (``0``: skip).
 """
 
@@ -65,29 +66,37 @@ def child_file(data: str, wh: str, days: int) -> dict:
             "peak_after_chunk_mb": peaks}
 
 
-def _export_match() -> str:
-    from ops_warehouse.etl.lustre_jobs import JOB_METRICS
-    from ops_warehouse.etl.metric_catalog import catalog
-
-    return "{__name__=~\"" + "|".join(sorted([*catalog(None), *JOB_METRICS])) + "\"}"
-
-
 def child_vm(url: str, wh: str, days: int) -> dict:
+    """`ops-report etl metrics --source victoriametrics`: load_prometheus finds VictoriaMetrics and takes its
+    export path (a day per chunk); its requests are written beside the warehouse for the server's replay."""
     from ops_warehouse.config import Config
     from ops_warehouse.etl.backfill import SERVER_CHUNK_DAYS, load_resumably
-    from ops_warehouse.etl.vm_export_source import load_vm_export
+    from ops_warehouse.etl.prometheus_source import PromClient, load_prometheus
     from ops_warehouse.warehouse import open_warehouse
+
+    requests: list[tuple[str, str, bool]] = []
+
+    class Recording(PromClient):
+        def _once(self, path, q, post, dest=None):
+            requests.append((path, q, post))
+            return super()._once(path, q, post, dest)
 
     w = open_warehouse(Config(dsn=f"chdb://{wh}"))
     d0, d1 = START.date(), START.date() + timedelta(days=days - 1)
     t = time.perf_counter()
-    c = load_resumably(w, f"vm-export:{url}", d0, d1,
-                       lambda a, b, p: load_vm_export(w, url, a, b, cluster="bench"), chunk_days=SERVER_CHUNK_DAYS)
-    return {"seconds": time.perf_counter() - t, "rows": c["gpu_rows"], "peak_rss_mb": peak_rss_mb()}
+    c = load_resumably(w, f"prometheus:{url}", d0, d1,
+                       lambda a, b, p: load_prometheus(w, url, a, b, step_s=60, cluster="bench", progress=p,
+                                                       client=Recording(url)),
+                       chunk_days=SERVER_CHUNK_DAYS)
+    seconds = time.perf_counter() - t
+    Path(wh).with_suffix(".requests.json").write_text(json.dumps(requests))
+    return {"seconds": seconds, "rows": c["gpu_rows"], "peak_rss_mb": peak_rss_mb(),
+            "exports": sum(1 for p, _, _ in requests if p == "/api/v1/export")}
 
 
 def child_vm_query(url: str, wh: str, days: int) -> dict:
-    """`--source victoriametrics`: query_range, downsampled by the server to 60 s (a day per chunk)."""
+    """`--source victoriametrics` before the export path: query_range, downsampled by the server to 60 s (a day
+    per chunk)."""
     from ops_warehouse.config import Config
     from ops_warehouse.etl.backfill import SERVER_CHUNK_DAYS, load_resumably
     from ops_warehouse.etl.prometheus_source import load_prometheus
@@ -97,24 +106,24 @@ def child_vm_query(url: str, wh: str, days: int) -> dict:
     d0, d1 = START.date(), START.date() + timedelta(days=days - 1)
     t = time.perf_counter()
     c = load_resumably(w, f"prometheus:{url}", d0, d1,
-                       lambda a, b, p: load_prometheus(w, url, a, b, step_s=60, cluster="bench", progress=p),
+                       lambda a, b, p: load_prometheus(w, url, a, b, step_s=60, cluster="bench", progress=p,
+                                                       export=False),
                        chunk_days=SERVER_CHUNK_DAYS)
     return {"seconds": time.perf_counter() - t, "rows": c["gpu_rows"], "peak_rss_mb": peak_rss_mb()}
 
 
 def child_vm_server(url: str, wh: str, days: int) -> dict:
-    """The server alone: the export requests the product makes (a day and the day before it, per day), read
-    and dropped."""
-    import urllib.parse
+    """The server alone: the requests the export load made (child_vm's record), sent again one after another,
+    the bodies read and dropped."""
     import urllib.request
 
-    match, size = _export_match(), 0
+    record = Path(wh.replace("wh-vm_server-", "wh-vm-")).with_suffix(".requests.json")
+    size = 0
     t = time.perf_counter()
-    for k in range(days):
-        w0 = START + timedelta(days=k)
-        q = urllib.parse.urlencode({"match[]": match, "start": int((w0 - timedelta(days=1)).timestamp()),
-                                    "end": int((w0 + timedelta(days=1) - timedelta(milliseconds=1)).timestamp())})
-        with urllib.request.urlopen(f"{url}/api/v1/export?{q}", timeout=3600) as r:
+    for path, q, post in json.loads(record.read_text()):
+        req = (urllib.request.Request(url + path, data=q.encode(), method="POST") if post
+               else urllib.request.Request(f"{url}{path}?{q}"))
+        with urllib.request.urlopen(req, timeout=3600) as r:
             while chunk := r.read(1 << 20):
                 size += len(chunk)
     return {"seconds": time.perf_counter() - t, "bytes": size, "peak_rss_mb": peak_rss_mb()}
@@ -291,10 +300,10 @@ def main() -> None:
                 import_into_vm(vm.url, site, a.vm_days + 1)  # and the day after: the last day's end sample
                 print(f"VictoriaMetrics: {a.vm_days + 1} days imported in {time.perf_counter() - t:.0f} s "
                       f"(not part of the load)", flush=True)
-                server = run("vm_server", vm.url, work, a.vm_days)
-                print(f"the server alone answering the export requests of {a.vm_days} days: "
-                      f"{server['seconds']:.1f} s ({server['bytes'] / 1e6:,.0f} MB)", flush=True)
-                for kind, how in (("vm", "vm-export --url: /api/v1/export"),
+                # the export path (as `etl metrics --source victoriametrics` takes it by itself), the server
+                # replaying its requests, then query_range: back to back on one server
+                server = None
+                for kind, how in (("vm", "victoriametrics: /api/v1/export, downsampled by the engine"),
                                   ("vm_query", "victoriametrics: query_range at 60 s")):
                     r = run(kind, vm.url, work, a.vm_days, cap_mb=a.rss_cap_mb)
                     if "capped_s" in r:
@@ -303,14 +312,20 @@ def main() -> None:
                         print(f"RESULT backfill_{kind} capped_s={r['capped_s']:.0f} peak_mb=>{a.rss_cap_mb:.0f} "
                               f"days={a.vm_days}")
                         continue
+                    if kind == "vm":
+                        server = run("vm_server", vm.url, work, a.vm_days)
+                        print(f"the server alone answering the export load's {r['exports']} exports (and its "
+                              f"label requests) of {a.vm_days} days: {server['seconds']:.1f} s "
+                              f"({server['bytes'] / 1e6:,.0f} MB)", flush=True)
                     rate = r["rows"] / r["seconds"]
+                    over = f" ratio_to_server={r['seconds'] / server['seconds']:.2f}" if kind == "vm" else ""
                     print(f"{a.vm_days} days from VictoriaMetrics ({how}, a day per chunk): product "
                           f"{r['rows']:,} GPU rows in {r['seconds']:.1f} s = {rate:,.0f} rows/s, peak RSS "
                           f"{r['peak_rss_mb']:,.0f} MB; EXTRAPOLATION (not measured): {YEAR_DAYS} days "
                           f"{r['seconds'] / a.vm_days * YEAR_DAYS / 3600:.1f} h", flush=True)
                     print(f"RESULT backfill_{kind} rows_per_s={rate:.0f} wall_s={r['seconds']:.1f} "
-                          f"peak_mb={r['peak_rss_mb']:.0f} days={a.vm_days} server_export_s={server['seconds']:.1f}",
-                          flush=True)
+                          f"peak_mb={r['peak_rss_mb']:.0f} days={a.vm_days}{over}"
+                          + (f" server_s={server['seconds']:.1f}" if server else ""), flush=True)
             finally:
                 vm.stop()
 
