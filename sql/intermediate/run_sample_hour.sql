@@ -47,6 +47,8 @@ WHERE hour >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') AND hour < toDateTime
 -- The inputs several parts of the insert read are staged once, in temporary tables of the session: the
 -- engine evaluates a CTE again wherever it is named, so the window's samples (gpu_sample FINAL) and the
 -- fan-out were read, and the labels joined, up to six times a refresh (docs/benchmarks.md, "Issue 50").
+-- Those holding a row per sample are MergeTree, written to disk as they come (a piece of a 4,000-node site
+-- holds tens of millions of samples: kept in memory, they would be held beside the joins' own tables).
 DROP TEMPORARY TABLE IF EXISTS _rsh_fan;
 DROP TEMPORARY TABLE IF EXISTS _rsh_g;
 DROP TEMPORARY TABLE IF EXISTS _rsh_piece;
@@ -60,7 +62,7 @@ SELECT cluster, job_id, submit_ts, toString(job_id_raw) AS raw_id, node, hour, t
 FROM ({{intermediate run_fanout}});
 
 -- the samples whose step may reach into the window, or whose label may name a run there
-CREATE TEMPORARY TABLE _rsh_g ENGINE = Memory AS
+CREATE TEMPORARY TABLE _rsh_g ENGINE = MergeTree ORDER BY tuple() AS
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
     toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1
@@ -72,7 +74,7 @@ PREWHERE ts >= w0 - toIntervalHour(1) AND ts < w1 + toIntervalHour(1)
 WHERE gpu_util_pct IS NOT NULL;
 
 -- each sample's step cut at the hours (and the window) it touches: [ps, pe)
-CREATE TEMPORARY TABLE _rsh_piece ENGINE = Memory AS
+CREATE TEMPORARY TABLE _rsh_piece ENGINE = MergeTree ORDER BY tuple() AS
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
     toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1
@@ -102,7 +104,7 @@ GROUP BY cluster, hour, node, job_id, submit_ts, gpu;
 DROP TEMPORARY TABLE _rsh_g;
 
 -- each identified GPU's step pieces, with the part of each that the run held
-CREATE TEMPORARY TABLE _rsh_own_piece ENGINE = Memory AS
+CREATE TEMPORARY TABLE _rsh_own_piece ENGINE = MergeTree ORDER BY tuple() AS
 SELECT i.cluster AS cluster, i.hour AS hour, i.node AS node, i.job_id AS job_id, i.submit_ts AS submit_ts,
        i.a AS a, i.gpu AS gpu, p.ts AS ts, toFloat64(overlap_s(p.ps, p.pe, i.hs, i.he)) AS o,
        p.util_pct AS util_pct, p.sm AS sm, p.tensor AS tensor, p.dram AS dram
