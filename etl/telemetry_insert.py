@@ -16,7 +16,9 @@ of a rejected value or of a GPU and time given twice (docs/benchmarks.md, issue 
 Counters are seeded by the series' last sample before the load's first: ``seed`` files (earlier days' files)
 are read for that sample only (the engine reads a handful of their columns), and every load keeps each
 counter series' last raw value in counter_edge, which seeds the next load (a day of scrapes loaded one file
-at a time gives the rows of one load: sql/migrations/0018_counter_edge.sql).
+at a time gives the rows of one load: sql/migrations/0018_counter_edge.sql). A seed file is left unread where
+counter_edge already has a value as recent as the file's last sample for every series of its family (the day
+before loaded first: sql/staging/seed_file_unneeded.sql).
 """
 
 from __future__ import annotations
@@ -88,11 +90,14 @@ class _Relations:
         self.wh = wh
         self.scratch: list[str] = []
         self.uploaded: dict[Path, str] = {}
+        self.read_as: dict[Path, str] = {}
 
     def of(self, path: Path) -> str:
         path = Path(path).resolve()
         if self.wh.embedded:
-            return f"file({_lit(str(path))}, Parquet)"
+            if path not in self.read_as:
+                self.read_as[path] = _labels_as_dictionaries(self.wh, path)
+            return self.read_as[path]
         if path in self.uploaded:  # read again only for a bad value or a repeated sample
             return self.uploaded[path]
         from clickhouse_connect.driver.tools import insert_file
@@ -113,6 +118,24 @@ class _Relations:
             self.wh.command(f"DROP TABLE IF EXISTS {name}")
         self.scratch.clear()
         self.uploaded.clear()
+
+
+# labels the selects read as numbers (toUInt16): a dictionary of them would be one of numbers, which the engine refuses
+_NUMERIC_LABELS = {"gpu", "GPU_I_ID"}
+
+
+def _labels_as_dictionaries(wh, path: Path) -> str:
+    """``file()`` of a Parquet file, its text columns read as LowCardinality: an exporter's labels are
+    dictionary-encoded in the file, so the engine keeps them as dictionaries rather than a string a row, and the
+    node names, the model's power bound and the stage's dictionaries are worked out once per distinct label
+    (a day's GPU stage: 0.24 -> 0.18 s of CPU, a NIC file's 0.14 -> 0.11 s; docs/benchmarks.md, issue 50)."""
+    rel = f"file({_lit(str(path))}, Parquet)"
+    cols = [(r[0], r[1]) for r in wh.query_rows(f"DESCRIBE TABLE {rel}")]
+    text = {n for n, t in cols if t in ("String", "Nullable(String)") and n not in _NUMERIC_LABELS}
+    if not text:
+        return rel
+    structure = ", ".join(f"{_q(n)} {f'LowCardinality({t})' if n in text else t}" for n, t in cols)
+    return f"file({_lit(str(path))}, Parquet, {_lit(structure)})"
 
 
 def _ch_structure(path: Path) -> str:
@@ -266,10 +289,10 @@ def _edge_rows(kind: str, rel: str, with_value: bool = True) -> str:
             f"AND ts < {{to_ts:DateTime('UTC')}} GROUP BY {group})")
 
 
-def _edge_seed(kind: str, main: str) -> str:
-    """The seed rows counter_edge holds for the series of ``main`` (sql/staging/counter_edge_seed.sql), in the
-    kind's column order."""
-    first = f"SELECT node, key, ts AS first FROM ({_edge_rows(kind, main, with_value=False)})"
+def _edge_seed(kind: str, series: str) -> str:
+    """The seed rows counter_edge holds for the load's series (``series``: node, key, ts, the first sample's;
+    sql/staging/counter_edge_seed.sql), in the kind's column order."""
+    first = f"SELECT node, key, ts AS first FROM {series}"
     (seed,) = split_statements(sql_text("staging/counter_edge_seed.sql"))  # its comments left out first
     seed = seed.replace("{{first}}", first)
 
@@ -371,6 +394,7 @@ class _Stage:
         gives them (another file's are cast to them, as the tables it feeds would)."""
         self.wh = wh
         self.name = f"_telemetry_{kind}_{uuid.uuid4().hex}"
+        self.series = ""  # keep_series's table
         # the labels as dictionaries: a day of 1,024 GPUs repeats each UUID and model name 1,440 times
         labels = "".join(f", toLowCardinality({c}) AS {c}" for c in _LABELS[kind])
         wh.command(f"CREATE TEMPORARY TABLE {self.name} ENGINE = Memory AS SELECT * REPLACE (toUInt64(_line) AS "
@@ -390,8 +414,18 @@ class _Stage:
         return f"SELECT {', '.join(map(_q, self.columns))} FROM {self.name}" + (
             f" WHERE {' AND '.join(cond)}" if cond else "")
 
+    def keep_series(self, kind: str) -> str:
+        """The load's series (its own rows': node, key as counter_edge keys them, ts of the first sample), kept
+        once for the counter_edge seed and for the seed files' check (each a scan of the stage otherwise)."""
+        self.series = f"{self.name}_series"
+        self.wh.command(f"CREATE TEMPORARY TABLE {self.series} ENGINE = Memory AS "
+                        + _edge_rows(kind, self.rows(kind, "_seed = 0"), with_value=False))
+        return self.series
+
     def drop(self) -> None:
         self.wh.command(f"DROP TEMPORARY TABLE IF EXISTS {self.name}")
+        if self.series:
+            self.wh.command(f"DROP TEMPORARY TABLE IF EXISTS {self.series}")
 
 
 # the stage's ``_file`` of the seed rows from counter_edge (a load's files are numbered from 0)
@@ -423,17 +457,17 @@ def _seed_file_needed(wh, stage: _Stage, kind: str, path: Path, cols: set[str], 
         if not any(cat[c].column in COUNTER_COLUMNS for c in metrics):
             return False
         # a node series is its family's metric names, then its other labels (_node_select)
-        family = f"splitByChar('|', series)[1] = {_lit(','.join(metrics))}"
-        series = "node, series, device"
+        family = f"splitByChar('|', key[1])[1] = {_lit(','.join(metrics))}"
     elif kind == "gpu":
-        family, series = "1", "node, gpu"
+        family = "1"
     else:
         return True
     last = _file_last_ts(path)
     if last is None:
         return True
     (sql,) = split_statements(sql_text("staging/seed_file_unneeded.sql"))
-    sql = sql.replace("{{stage}}", stage.name).replace("{{series}}", series).replace("{{family}}", family)
+    sql = (sql.replace("{{stage}}", stage.name).replace("{{series}}", stage.series).replace("{{family}}", family)
+           .replace("{{key}}", _EDGE_SERIES[kind][1]))
     return _count(wh, sql.rstrip(";"), {"edge_file": _EDGE_FILE, "file_last_ts": last}) > 0
 
 
@@ -490,7 +524,8 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
             main_rows = stage.rows(kind, "_seed = 0")
             counters = kind in _EDGE_SERIES  # a MIG instance has no counters: nothing to step
             if counters:
-                stage.add(_edge_seed(kind, main_rows), file=_EDGE_FILE, seed=True, params={**params, "kind": kind})
+                stage.add(_edge_seed(kind, stage.keep_series(kind)), file=_EDGE_FILE, seed=True,
+                          params={**params, "kind": kind})
             for p, cols in _files_of(kind, seeds, cat):
                 if _seed_file_needed(wh, stage, kind, p, cols, cat):
                     stage.add(make(rel.of(p), cols, cat, True), seed=True)
