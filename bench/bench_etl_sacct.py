@@ -226,11 +226,76 @@ SELECT Cluster, jid, toUInt64OrZero(splitByChar('.', JobIDRaw)[1]), splitByChar(
 """
 
 
-def _one_pass(wh, structure: str) -> None:
+# Each field in its common form, the check a SQL normalize would route a line by (a line failing one would go to
+# the polars path and its quarantine): the cheapest form of the rules, one match() a field
+_T = "'^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}$'"
+_NO_TIME = "('', 'Unknown', 'None', 'N/A', '(null)')"
+_STATES = ("('COMPLETED', 'CANCELLED', 'FAILED', 'TIMEOUT', 'NODE_FAIL', 'PREEMPTED', 'BOOT_FAIL', 'DEADLINE', "
+           "'OUT_OF_MEMORY', 'REQUEUED', 'REVOKED', 'SPECIAL_EXIT', 'PENDING', 'RUNNING', 'SUSPENDED', 'REQUEUE_HOLD')")
+# what no pattern can say: the times in range and in order
+_IN_ORDER = ("(toYear(sub) BETWEEN 2000 AND 2105 AND (sta IS NULL OR is_step OR sta >= sub) "
+             "AND (en IS NULL OR sta IS NULL OR en >= sta))")
+_ID = "'^[0-9]+(_[0-9]+)?(\\\\.[A-Za-z0-9_]+)?$'"
+COMMON_FORMS = f"""(match(JobID, {_ID}) AND match(JobIDRaw, {_ID})
+    AND match(Submit, {_T}) AND (match(Eligible, {_T}) OR Eligible IN {_NO_TIME})
+    AND (match(Start, {_T}) OR Start IN {_NO_TIME}) AND (match(`End`, {_T}) OR `End` IN {_NO_TIME})
+    AND {_IN_ORDER} AND match(ElapsedRaw, '^[0-9]{{1,10}}$')
+    AND match(TimelimitRaw, '^([0-9]{{1,9}}|UNLIMITED|Partition_Limit|)$')
+    AND match(ExitCode, '^[0-9]{{1,3}}:[0-9]{{1,3}}$')
+    AND (State IN {_STATES} OR match(State, '^CANCELLED by [0-9]+$'))
+    AND match(NNodes, '^[0-9]{{1,7}}$') AND match(NCPUS, '^[0-9]{{1,9}}$')
+    AND match(UID, '^[0-9]{{0,9}}$') AND match(ReqCPUS, '^[0-9]{{0,9}}$') AND NOT match(NodeList, '[\\[,]')
+    AND match(AllocTRES, '^([a-z][a-z/:0-9_.-]*=[0-9.]+[KMGTP]?)?(,[a-z][a-z/:0-9_.-]*=[0-9.]+[KMGTP]?)*$')
+    AND (position(AllocTRES, 'gres/gpu=') > 0 OR position(AllocTRES, 'gres/gpu') = 0))"""
+
+
+_T_RE = "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}"
+_DIGITS = "[0-9]{0,9}"
+# the same forms as one pattern over the whole line (issue 16's measured suggestion: one match() a line instead
+# of one a field), a field's pattern by its header name; any other field: anything but the delimiter
+_FIELD_RE = {
+    "jobidraw": "[0-9]+(?:_[0-9]+)?(?:\\.[A-Za-z0-9_]+)?", "jobid": "[0-9]+(?:_[0-9]+)?(?:\\.[A-Za-z0-9_]+)?",
+    "gid": _DIGITS, "uid": _DIGITS, "reqcpus": _DIGITS, "submit": _T_RE,
+    **{name: f"(?:{_T_RE}|Unknown|None|)" for name in ("eligible", "start", "end")},
+    "elapsedraw": "[0-9]{1,10}", "timelimitraw": "(?:[0-9]{1,9}|UNLIMITED|Partition_Limit|)",
+    "exitcode": "[0-9]{1,3}:[0-9]{1,3}", "nnodes": "[0-9]{1,7}", "ncpus": "[0-9]{1,9}",
+    "state": "(?:" + _STATES[1:-1].replace("'", "").replace(", ", "|") + "|CANCELLED by [0-9]+)",
+    "alloctres": "(?:[a-z][a-z/:0-9_.-]*=[0-9.]+[KMGTP]?(?:,[a-z][a-z/:0-9_.-]*=[0-9.]+[KMGTP]?)*)?",
+    "nodelist": "[^|\\[,]*",
+}
+
+
+def _line_pattern(columns: list[str]) -> str:
+    return "^" + "\\|".join(_FIELD_RE.get(c.lower(), "[^|]*") for c in columns) + "$"
+
+
+def _one_pass(wh, structure: str, checked: str | None = None, columns: list[str] | None = None) -> None:
     """The bound in one read of the file: rows go into a Null table whose two materialized views write the runs
-    and the steps (a SELECT feeds one INSERT, so two tables from one parse need the views)."""
-    wh.command(f"CREATE TABLE sacct_in ({structure}, line_no UInt64) ENGINE = Null")
+    and the steps (a SELECT feeds one INSERT, so two tables from one parse need the views). ``checked``: the
+    views take the lines whose every field is in its common form (COMMON_FORMS), a third sets the others'
+    line numbers aside; "fields": a match() a field, "line": the file read as lines (``columns``: the header's
+    names), one match() a line (_line_pattern), the fields split from it by splitByChar."""
+    for old in ("sacct_lines_split", "sacct_lines", "sacct_in_runs", "sacct_in_steps", "sacct_in_odd", "sacct_in",
+                "sacct_odd_lines"):
+        wh.command(f"DROP TABLE IF EXISTS {old}")
+    wh.command(f"CREATE TABLE sacct_in ({structure}, line_no UInt64, ok UInt8) ENGINE = Null")
+    cond = {"fields": COMMON_FORMS, "line": f"(ok AND {_IN_ORDER})"}.get(checked or "")
+    if checked == "line":
+        wh.command("CREATE TABLE sacct_lines (line String, line_no UInt64) ENGINE = Null")
+        fields = ", ".join(f"f[{i + 1}] AS `{c}`" for i, c in enumerate(columns))
+        wh.command(f"CREATE MATERIALIZED VIEW sacct_lines_split TO sacct_in AS SELECT {fields}, line_no, "
+                   f"match(line, '{_line_pattern(columns)}') AS ok "
+                   "FROM (SELECT *, splitByChar('|', line) AS f FROM sacct_lines WHERE line_no > 1)")
+    if cond:
+        wh.command("CREATE TABLE sacct_odd_lines (line_no UInt64) ENGINE = MergeTree ORDER BY line_no")
+        source = _DIRECT_FROM.replace("rowNumberInAllBlocks() + 2 AS line_no, ", "").replace(
+            "FROM file({p:String}, 'CSVWithNames', {s:String})", "FROM sacct_in")
+        wh.command(f"CREATE MATERIALIZED VIEW sacct_in_odd TO sacct_odd_lines AS SELECT line_no {source} "
+                   f"WHERE NOT {cond}")
     for name, direct in (("sacct_in_runs", DIRECT_RUNS), ("sacct_in_steps", DIRECT_STEPS)):
+        if cond:
+            direct = direct.replace("WHERE NOT is_step", f"WHERE NOT is_step AND {cond}").replace(
+                "WHERE is_step", f"WHERE is_step AND {cond}")
         head, rest = direct.split("SELECT", 1)
         table, cols = head.replace("INSERT INTO", "").strip().split(" ", 1)
         exprs, source = rest.split("\nFROM (", 1)
@@ -270,6 +335,10 @@ def _top_level(text: str) -> list[str]:
         cur.append(ch)
     items.append("".join(cur).strip())
     return [i.split(" AS ")[0] if " AS " in i else i for i in items]
+
+
+_INTO_SACCT_IN = ("INSERT INTO sacct_in SELECT *, rowNumberInAllBlocks() + 2, 1 FROM file({p:String}, 'CSVWithNames', "
+                  "{s:String}) " + _DIRECT_SETTINGS)
 
 
 def child_parts(path: str, wh_dir: str) -> dict:
@@ -332,11 +401,22 @@ def child_parts(path: str, wh_dir: str) -> dict:
     _empty_job_tables(wh)
     _one_pass(wh, structure)
     with step("engine-typed design, one read (Null table + 2 views)"):
-        wh.command("INSERT INTO sacct_in SELECT *, rowNumberInAllBlocks() + 2 FROM file({p:String}, 'CSVWithNames', "
-                   "{s:String}) " + _DIRECT_SETTINGS, {"p": params["path"], "s": structure})
+        wh.command(_INTO_SACCT_IN, {"p": params["path"], "s": structure})
     one_pass_rows = _job_rows(wh)
+    checked: dict[str, tuple[int, int]] = {}
+    for how, name in (("fields", "engine-typed design, one read, each field checked"),
+                      ("line", "engine-typed design, one read, one pattern a line")):
+        _empty_job_tables(wh)
+        _one_pass(wh, structure, how, _sacct_columns(path))
+        with step(name):
+            if how == "line":
+                wh.command("INSERT INTO sacct_lines SELECT line, rowNumberInAllBlocks() + 1 "
+                           "FROM file({p:String}, 'LineAsString') " + _DIRECT_SETTINGS, {"p": params["path"]})
+            else:
+                wh.command(_INTO_SACCT_IN, {"p": params["path"], "s": structure})
+        checked[how] = (_job_rows(wh), wh.query_rows("SELECT count() FROM sacct_odd_lines")[0][0])
     return {"parts": out, "product_rows": product_rows, "direct_rows": direct_rows, "one_pass_rows": one_pass_rows,
-            "peak_rss_mb": peak_rss_mb()}
+            "checked": checked, "peak_rss_mb": peak_rss_mb()}
 
 
 def child_store(path: str, wh_dir: str) -> dict:
@@ -452,7 +532,9 @@ def main() -> None:
         if a.parts:
             pt = res["parts"] = run_child("parts", big, workdir)
             print(f"parts, one after another in one process (CPU s over all threads; wall s): product rows "
-                  f"{pt['product_rows']:,}, the bounds' rows {pt['direct_rows']:,} and {pt['one_pass_rows']:,}")
+                  f"{pt['product_rows']:,}, the bounds' rows {pt['direct_rows']:,} and {pt['one_pass_rows']:,}; "
+                  + "; ".join(f"checked by {k}: {v[0]:,} in the tables, {v[1]:,} lines set aside"
+                              for k, v in pt["checked"].items()))
             for k, v in pt["parts"].items():
                 print(f"  {k:<52} cpu {v['cpu_s']:7.2f} s  wall {v['wall_s']:7.2f} s")
             cpu = {k: v["cpu_s"] for k, v in pt["parts"].items()}
@@ -460,9 +542,12 @@ def main() -> None:
             product_cpu = sum(v for k, v in cpu.items() if k.startswith("product:"))
             bound_cpu = min(cpu["engine-typed design, common forms only (bound)"],
                             cpu["engine-typed design, one read (Null table + 2 views)"])
+            checked_cpu = min(cpu["engine-typed design, one read, each field checked"],
+                              cpu["engine-typed design, one read, one pattern a line"])
             print(f"RESULT sacct_parts product_cpu_s={product_cpu:.2f} ceiling_cpu_s={ceiling_cpu:.2f} "
                   f"cpu_ratio={ceiling_cpu / product_cpu:.2f} bound_cpu_s={bound_cpu:.2f} "
-                  f"bound_cpu_ratio={ceiling_cpu / bound_cpu:.2f} jobs={a.jobs}")
+                  f"bound_cpu_ratio={ceiling_cpu / bound_cpu:.2f} checked_cpu_s={checked_cpu:.2f} "
+                  f"checked_cpu_ratio={ceiling_cpu / checked_cpu:.2f} jobs={a.jobs}")
         if a.stages:
             s = res["stages"] = run_child("stages", big, workdir)
             print(f"product stages ({s['seconds']:.1f} s in all):")
