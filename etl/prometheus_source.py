@@ -55,6 +55,9 @@ from ops_warehouse.warehouse import redact
 # 16 nodes (128 GPUs, ~184 k rows a day at 60 s) a batch keeps a load under 1 GB: 32 peaked at 1.3 GB, the
 # engine's insert of the batch most of it (bench/bench_prometheus.py)
 BATCH_NODES = 16
+# the export path's batch: the engine's parse of a batch's raw samples adds to the insert's peak (a day of 128
+# nodes: 16 peaked at 1,025 MB, 14 at 979 MB; 12 took longer than query_range, a batch's insert a fixed cost)
+EXPORT_BATCH_NODES = 14
 LOOKAHEAD = 4  # answers fetched ahead of the one being inserted (~5 MB each at 16 nodes of 8 GPUs)
 # the server's own query timeout: 503 from the evaluation, but 422 ("expanding series: context deadline
 # exceeded") when it strikes while the series are being selected (Prometheus 2.x): a timeout either way
@@ -244,8 +247,9 @@ def _load_day(wh, client: PromClient, ahead: _Ahead, cat: dict[str, Metric], clu
         names = {name: m for name, m in cat.items() if (m.grain == "gpu") == (grain == "gpu")}
         # every exporter of a node in one batch: its node_sample row is made of all of them at once
         nodes = sorted({_node_key(n) for name in names for n in nodes_of[name]})
-        for b in range(0, len(nodes), BATCH_NODES):
-            batch = set(nodes[b:b + BATCH_NODES])
+        per = EXPORT_BATCH_NODES if export else BATCH_NODES
+        for b in range(0, len(nodes), per):
+            batch = set(nodes[b:b + per])
             for name, m in names.items():
                 mine = [n for n in nodes_of[name] if _node_key(n) in batch]
                 if mine:
