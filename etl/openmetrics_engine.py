@@ -52,9 +52,12 @@ from ops_warehouse.etl.telemetry_insert import ExporterFiles, insert_window
 # short tail, not from a copy of the line. (Finding the last '}' with reverse(), or copying each line without
 # its CR, made the scan 2-3x slower; key, value and time of a line that is not st 0 mean nothing.)
 # st: 0 a plain sample, 1 for the polars parse, 2 invalid UTF-8.
+# The lines are written in parts by a hash of their time (every sample of one time in one part): each range of the
+# pivot reads its part, not every line again (round 1 cut the pivot by time range, and each range read all the
+# lines: 4 reads of 7 M lines for a 2-hour window at 15 s).
 _SCAN = """
-INSERT INTO FUNCTION file({out:String}, Native)
-SELECT f, line_no, key, v, ts_ms, st FROM (
+INSERT INTO FUNCTION file({out:String}, Native) PARTITION BY cityHash64(ts_ms) % {parts:UInt64}
+SELECT f, line_no, key, cityHash64(key) AS h, v, ts_ms, st FROM (
     SELECT toUInt16({f:UInt16}) AS f, _row_number + 1 AS line_no,
            if(position(line, '{') = 0, position(line, ' '), position(line, '} ') + 1) AS ke,
            toLowCardinality(substring(line, 1, ke - 1)) AS key, substring(line, ke) AS tail,
@@ -72,16 +75,17 @@ SELECT f, line_no, key, v, ts_ms, st FROM (
 # read the text with pread, not mmap: the mapped file's pages count in the process's memory (a 1.3 GB
 # window peaked at 1.8 GB in the scan; 0.9 GB with pread)
 _READ = {"storage_file_read_method": "pread"}
-_LINES = ("file({lines:String}, Native, 'f UInt16, line_no UInt64, key LowCardinality(String), v Float64, "
-          "ts_ms Int64, st UInt8')")  # named: an empty file has no structure to read
+_LINES = ("file({lines:String}, Native, 'f UInt16, line_no UInt64, key LowCardinality(String), h UInt64, "
+          "v Float64, ts_ms Int64, st UInt8')")  # named: an empty file has no structure to read
 # a line the pivot takes: a plain sample of a series the exact pattern takes, a value its column can hold
 _GOOD = ("st = 0 AND key NOT IN {bad_keys:Array(String)} AND NOT (key IN {int_keys:Array(String)} AND NOT "
          "(isFinite(v) AND v = floor(v) AND v >= 0 AND v <= 4294967295))")  # split_bad_samples' count test
 # the pivot's order of a GPU row's candidate samples: fewest workload labels, then the latest line
 _ORDER = "bitShiftLeft(toUInt64(s._pods), 44) + (17592186044415 - (bitShiftLeft(toUInt64(l.f), 36) + l.line_no))"
 _MAX_BITS = 64  # a row's series told apart by a bit each in the pivot's repeat check
-# lines per pivot query: its GROUP BY holds their rows (~0.1 GB per million lines), whatever the window
-_CHUNK_LINES = 2_000_000
+# text per part of the lines, so per pivot query: its GROUP BY holds their rows (~0.1 GB per million lines),
+# whatever the window; 192 MB is 1.1 M lines of dcgm-exporter's (~180 bytes), 3 M of short node lines (~60)
+_PART_BYTES = 192 << 20
 
 
 def _q(name: str) -> str:
@@ -198,7 +202,10 @@ class _Load:
         self.openmetrics = [is_openmetrics(_tail_lines(p)) for p in paths]
         self.fallback = [fallback_ms(p, at) for p in paths]
         self.quarantine = [pl.DataFrame(schema=QUARANTINE_SCHEMA) for _ in paths]
-        self.params = {"lines": str(stage / "lines-*.native"), "bad_keys": [], "int_keys": []}
+        self.parts = max(1, -(-sum(Path(p).stat().st_size for p in paths) // _PART_BYTES))
+        # part -1: all the lines (the pivot of one part names it)
+        self.params = {"lines": str(stage / "lines-*.native"), "bad_keys": [], "int_keys": [], "parts": self.parts,
+                       "part": -1}
 
     def arrow(self, sql: str, **params) -> pl.DataFrame:
         return pl.from_arrow(self.wh.query_arrow(sql, {**self.params, **params}))
@@ -208,7 +215,8 @@ class _Load:
 
     def scan(self) -> None:
         for i, p in enumerate(self.paths):
-            self.command(_SCAN, _READ, out=str(self.stage / f"lines-{i}.native"), f=i, path=str(Path(p).resolve()),
+            self.command(_SCAN, _READ, out=str(self.stage / f"lines-{i}-{{_partition_id}}.native"), f=i,
+                         path=str(Path(p).resolve()),
                          fallback=self.fallback[i], scale=1000.0 if self.openmetrics[i] else 1.0,
                          ts_max=float(TS_MS_MAX))
 
@@ -295,24 +303,32 @@ def load_files(wh, stage: Path, paths: list[Path], cat: dict[str, Metric], clust
         series = pl.concat([series, series_table(new.to_list(), instance)], how="vertical_relaxed")
     table, kinds = _rows(series, cat)
     table.write_parquet(stage / "series.parquet")
-    good = f"SELECT f, line_no, toString(key) AS key, v, ts_ms FROM {_LINES} WHERE {_GOOD}"
+    good = f"SELECT f, line_no, toString(key) AS key, h, v, ts_ms FROM {_LINES} WHERE {_GOOD}"
     if extra.height:
         extra.write_parquet(stage / "extra.parquet")
-        good += f" UNION ALL SELECT f, line_no, key, v, ts_ms FROM file({_lit(str(stage / 'extra.parquet'))}, Parquet)"
+        good += (f" UNION ALL SELECT f, line_no, key, cityHash64(key) AS h, v, ts_ms FROM "
+                 f"file({_lit(str(stage / 'extra.parquet'))}, Parquet) "  # in the part of the scan's lines of its time
+                 "WHERE {part:Int64} < 0 OR cityHash64(ts_ms) % {parts:UInt64} = {part:Int64}")
     slots = max([1, *(len(names) for _, names in kinds.values())])
     structure = ", ".join(["row UInt32", "ts_ms Int64", *(f"s{i} Nullable(Float64)" for i in range(slots)),
                            "job UInt32", "n UInt64", "bits UInt64", "bits_or UInt64", "bit0 UInt64"])
     pivot = f"file({_lit(str(stage / 'pivot-*.native'))}, Native, {_lit(structure)})"
-    # the pivot by time ranges of about _CHUNK_LINES lines each: the engine's GROUP BY holds one range's rows
-    n_lines, t0, t1 = wh.query_rows(f"SELECT count(), min(ts_ms), max(ts_ms) FROM ({good})", run.params)[0]
-    k = max(1, -(-int(n_lines) // _CHUNK_LINES))
-    edges = [int(t0 or 0) + (int(t1 or 0) + 1 - int(t0 or 0)) * i // k for i in range(k + 1)]
+    # the pivot by parts of the lines (the scan's): the engine's GROUP BY holds one part's rows
+    parts = [i for i in range(run.parts) if list(stage.glob(f"lines-*-{i}.native"))] or [0]
     # one series per row and metric, no series given twice at a time (the common file): any sample of the
     # group is the one; else the polars rule, which costs the engine twice the time
     contested = table.select(pl.struct("row", "slot").is_duplicated().any()).item()
+    # the group key packed in a UInt64 where row and time fit (every time the cut takes is below 2^42 ms; a
+    # fallback time, from ``at`` or the file's, may not be)
+    packed = int(table.get_column("row").max() or 0) < (1 << 22) and all(0 <= t < (1 << 42) for t in run.fallback)
+    # the pivot joins the lines with their series on the hash the scan wrote (a number, not the text: the text's
+    # join was most of the pivot's CPU), unless two series of the load share a hash
+    on = "l.h = s.h" if not wh.query_rows(
+        "SELECT uniqExact(key) != uniqExact(cityHash64(key)) FROM file({series:String}, Parquet)",
+        {"series": str(stage / "series.parquet")})[0][0] else "l.key = s.key"
     for pick in (["last"] if contested else ["any", "last"]):
-        for i in range(k):
-            _pivot(run, good, slots, pick, edges[i], edges[i + 1], stage / f"pivot-{i}.native")
+        for i in parts:
+            _pivot(run, good, slots, pick, i, stage / f"pivot-{i}.native", packed, on)
         n_good, repeated = wh.query_rows(f"SELECT sum(n), countIf(bits != bits_or OR bit0 = 0) FROM {pivot}")[0]
         if not repeated:
             break
@@ -327,21 +343,34 @@ def load_files(wh, stage: Path, paths: list[Path], cat: dict[str, Metric], clust
     return counts, run.quarantine, int(n_good or 0)
 
 
-def _pivot(run: _Load, good: str, slots: int, pick: str, ts0: int, ts1: int, out: Path) -> None:
-    """The good lines of [ts0, ts1) joined with their series, one row per pivot row and time (families()'
+def _pivot(run: _Load, good: str, slots: int, pick: str, part: int, out: Path, packed: bool, on: str) -> None:
+    """The good lines of a part joined with their series, one row per pivot row and time (families()'
     wide frames before their labels): s0.. the metrics' values by slot (NULL: none), the job rank, how many
-    lines, the repeat check (a series twice in a group sets its bit twice: the sum is no longer the OR)."""
+    lines, the repeat check (a series twice in a group sets its bit twice: the sum is no longer the OR).
+
+    Each group keeps its lines' slots, values and bits as arrays (three states a line, not one per metric):
+    a metric's value is the first of its slot, after a sort by the polars order for pick 'last'. Its key is
+    row and time packed in one number (row < 2^22, 0 <= time < 2^42 ms) where they fit: a hash table on one
+    UInt64 grouped 7 M lines in 0.5 s of CPU where (row, ts_ms) took 1.4-1.7 s, and the arrays took 1.6 s where
+    13 anyIf took 3.5 s (docs/benchmarks.md, issue 50 round 2)."""
+    key = "bitShiftLeft(toUInt64(s.row), 42) + l.ts_ms AS k" if packed else "(s.row, l.ts_ms) AS k"
+    row, ts = ("toUInt32(bitShiftRight(k, 42))", "toInt64(bitAnd(k, 4398046511103))") if packed else ("k.1", "k.2")
     if pick == "any":
-        values = ", ".join(f"anyIf(toNullable(l.v), s.slot = {i}) AS s{i}" for i in range(slots))
+        arrays, sl, vs = "", "sl", "vs"
     else:
-        values = ", ".join(f"argMinIf(toNullable(l.v), {_ORDER}, s.slot = {i}) AS s{i}" for i in range(slots))
+        arrays = f", groupArray({_ORDER}) AS os"
+        sl, vs = "arraySort((x, o) -> o, sl, os)", "arraySort((x, o) -> o, vs, os)"
+    values = ", ".join(f"if(has(sl, {i}), vs[indexOf(sl, {i})], NULL) AS s{i}" for i in range(slots))
     run.command(
-        f"INSERT INTO FUNCTION file({{out:String}}, Native) SELECT s.row AS row, l.ts_ms AS ts_ms, {values}, "
-        f"max(s.job) AS job, count() AS n, sum(s.bit) AS bits, groupBitOr(s.bit) AS bits_or, min(s.bit) AS bit0 "
-        f"FROM ({good}) AS l INNER JOIN file({{series:String}}, Parquet) AS s ON l.key = s.key "
-        f"WHERE l.ts_ms >= {{ts0:Int64}} AND l.ts_ms < {{ts1:Int64}} GROUP BY row, ts_ms",
+        f"INSERT INTO FUNCTION file({{out:String}}, Native) SELECT {row} AS row, {ts} AS ts_ms, {values}, job, "
+        f"length(sl) AS n, arraySum(bs) AS bits, arrayReduce('groupBitOr', bs) AS bits_or, arrayMin(bs) AS bit0 "
+        f"FROM (SELECT k, {sl} AS sl, {vs} AS vs, bs, job FROM (SELECT {key}, groupArray(s.slot) AS sl, "
+        f"groupArray(l.v) AS vs, groupArray(s.bit) AS bs, max(s.job) AS job{arrays} "
+        f"FROM ({good}) AS l INNER JOIN (SELECT *, cityHash64(key) AS h FROM file({{series:String}}, Parquet)) AS s "
+        f"ON {on} GROUP BY k))",
         {"engine_file_truncate_on_insert": 1},  # the second pick replaces the first's rows
-        out=str(out), series=str(run.stage / "series.parquet"), ts0=ts0, ts1=ts1)
+        out=str(out), series=str(run.stage / "series.parquet"), part=part,
+        lines=str(run.stage / f"lines-*-{part}.native"))
 
 
 def _lit(text: str) -> str:

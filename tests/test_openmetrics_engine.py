@@ -10,6 +10,7 @@ from datetime import date, datetime, timezone
 import duckdb
 import pytest
 
+from ops_warehouse.etl import openmetrics_engine
 from ops_warehouse.etl.openmetrics_source import load_text_files
 from ops_warehouse.generate import generate
 from tests.conftest import rows
@@ -31,7 +32,10 @@ def _duckdb_gpu_figures(path: pathlib.Path) -> tuple:
         f"sum(v) FILTER (metric = 'DCGM_FI_DEV_GPU_TEMP'), count(DISTINCT (host, gpu)) FROM ({dcgm})").fetchall()[0]
 
 
-def test_text_load_never_reads_the_file_in_python_and_gives_duckdbs_rows(wh, tmp_path, monkeypatch):
+@pytest.mark.parametrize("part_bytes", [None, 4096])
+def test_text_load_never_reads_the_file_in_python_and_gives_duckdbs_rows(wh, tmp_path, monkeypatch, part_bytes):
+    if part_bytes:  # the lines in parts of 4 kB of text: the pivot of each part sees all of its times' samples
+        monkeypatch.setattr(openmetrics_engine, "_PART_BYTES", part_bytes)
     site = tmp_path / "site"
     generate(site, start=datetime(2026, 10, 1, tzinfo=timezone.utc), days=1, jobs_per_day=20, nodes=2, seed=3,
              metrics_step_s=300, telemetry=("openmetrics",))
@@ -58,7 +62,17 @@ T0 = 1790812800000  # 2026-10-01 00:00 UTC in ms (Prometheus text: no # EOF)
 L = 'gpu="0",Hostname="n1",modelName="NVIDIA H100 80GB HBM3"'
 
 
-def test_lines_the_engine_does_not_cut_keep_the_polars_rules(wh, tmp_path):
+# the pivot's paths: the whole file in one part of the lines (its group key row and time packed in a number), in
+# parts of 64 bytes of text (every time its own part: lines the polars parse takes back must meet their row's in
+# the same part), and a fallback time before 1970 (the key not packed: (row, time))
+PIVOT_PATHS = [pytest.param(None, None, id="one-part"), pytest.param(64, None, id="parts-of-64-bytes"),
+               pytest.param(64, datetime(1969, 12, 31, tzinfo=timezone.utc), id="key-not-packed")]
+
+
+@pytest.mark.parametrize("part_bytes, at", PIVOT_PATHS)
+def test_lines_the_engine_does_not_cut_keep_the_polars_rules(wh, tmp_path, monkeypatch, part_bytes, at):
+    if part_bytes:
+        monkeypatch.setattr(openmetrics_engine, "_PART_BYTES", part_bytes)
     text = "\n".join([
         "# HELP DCGM_FI_DEV_POWER_USAGE Power draw (in W).",                               # 1 comment
         f"DCGM_FI_DEV_POWER_USAGE{{{L}}} 100 {T0}",                                        # 2 the engine's cut
@@ -77,7 +91,7 @@ def test_lines_the_engine_does_not_cut_keep_the_polars_rules(wh, tmp_path):
     ])
     path = tmp_path / "scrape.prom"
     path.write_bytes(text.encode("utf-8", "surrogateescape"))
-    c = load_text_files(wh, [path], DAY, DAY, cluster="c")
+    c = load_text_files(wh, [path], DAY, DAY, cluster="c", at=at)
     assert c["gpu_rows"] == 3 and c["quarantined"] == 6
     t = datetime(2026, 10, 1)
     assert rows(wh, "SELECT node, gpu, ts, power_w, temp_c, gpu_util_pct, xid_last FROM gpu_sample FINAL "
