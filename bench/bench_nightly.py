@@ -1,6 +1,6 @@
 """Benchmark: the demo's nightly loads (issue 50, item 4) against the engine's bare INSERT ... SELECT of the same files.
 
-    .venv/bin/python bench/bench_nightly.py [--days 31] [--site DIR] [--separate] [--against REV]
+    .venv/bin/python bench/bench_nightly.py [--days 31] [--site DIR] [--separate] [--against REV [--side-by-side]]
 
 The demo's site (114 nodes, ~900 jobs a day, 5-minute telemetry, nightly sacct extracts; generated unless
 --site names one already generated) is loaded night by night as `ops-report demo` loads it
@@ -12,7 +12,8 @@ with none of the product's parsing, quarantine, history or grains). With --separ
 before issue 50 (each load refreshing its own hours), and whether the two leave every table the same
 (tests/conftest.py's content checksums, the refresh times excluded). With --against REV, also the loads with
 the grains' SQL (sql/intermediate/) as it was at git revision REV, in the same command, and whether every table
-is the same: a change to the grains' SQL measured before and after on a loaded machine.
+is the same: a change to the grains' SQL measured before and after on a loaded machine; --side-by-side runs
+the two at the same time (each then has about half the machine: only their ratio means anything).
 """
 
 from __future__ import annotations
@@ -103,13 +104,22 @@ def child_engine(site: str, wh: str) -> dict:
 
 
 def run(kind: str, site: Path, wh: Path, separate: bool = False, sql_dir: Path | None = None) -> dict:
+    return _wait(_start(kind, site, wh, separate, sql_dir))
+
+
+def _start(kind: str, site: Path, wh: Path, separate: bool = False, sql_dir: Path | None = None):
     shutil.rmtree(wh, ignore_errors=True)
     args = [sys.executable, __file__, "--child", kind, "--site", str(site), "--wh", str(wh)]
     args += ["--separate"] if separate else []
-    p = subprocess.run(args + (["--sql-dir", str(sql_dir)] if sql_dir else []), capture_output=True, text=True)
+    return subprocess.Popen(args + (["--sql-dir", str(sql_dir)] if sql_dir else []), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _wait(p) -> dict:
+    out, err = p.communicate()
     if p.returncode:
-        raise SystemExit(p.stderr[-3000:])
-    return json.loads(p.stdout.strip().splitlines()[-1])
+        raise SystemExit(err[-3000:])
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def _checkout_grains_sql(rev: str, folder: Path) -> Path:
@@ -131,13 +141,17 @@ def main() -> None:
     ap.add_argument("--site", type=Path, help="a site generated before (the demo's: generate --nightly)")
     ap.add_argument("--separate", action="store_true", help="also the loads refreshing apart (before issue 50)")
     ap.add_argument("--against", metavar="REV", help="also the loads with sql/intermediate/ as at git revision REV")
+    ap.add_argument("--side-by-side", action="store_true", help="with --against: the two loads at the same time")
     ap.add_argument("--workdir", type=Path)
     ap.add_argument("--sql-dir", help=argparse.SUPPRESS)
     ap.add_argument("--child", choices=("product", "engine"))
     ap.add_argument("--wh")
     a = ap.parse_args()
     if a.child:
-        out = child_product(str(a.site), a.wh, a.separate, a.sql_dir) if a.child == "product" else child_engine(str(a.site), a.wh)
+        if a.child == "product":
+            out = child_product(str(a.site), a.wh, a.separate, a.sql_dir)
+        else:
+            out = child_engine(str(a.site), a.wh)
         print(json.dumps(out, default=str))
         return
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-nightly-"))
@@ -154,7 +168,13 @@ def main() -> None:
         print(f"site {site}: {nights} nights (sacct extract + telemetry day each); product and engine back to "
               f"back in this command, each in its own process")
         engine = run("engine", site, work / "engine")
-        product = run("product", site, work / "product")
+        if a.against and a.side_by_side:  # both at once: a machine whose load changes weighs on both alike
+            old_sql = _checkout_grains_sql(a.against, work / "sql-before")
+            pair = [_start("product", site, work / "product"),
+                    _start("product", site, work / "against", sql_dir=old_sql)]
+            product, against = (_wait(p) for p in pair)
+        else:
+            product = run("product", site, work / "product")
         print(f"engine INSERT ... SELECT of the files: {engine['seconds']:7.1f} s, peak RSS {engine['rss_mb']:.0f} MB "
               f"({', '.join(f'{t} {n:,}' for t, n in engine['rows'].items())} rows)")
         print(f"demo's nightly loads:                 {product['seconds']:7.1f} s, peak RSS {product['rss_mb']:.0f} MB "
@@ -172,12 +192,16 @@ def main() -> None:
                 raise SystemExit(f"the two loads differ in {', '.join(diff)}")
             extra = f" separate_s={before['seconds']:.1f} same_tables={same}"
         if a.against:
-            old = _checkout_grains_sql(a.against, work / "sql-before")
-            before = run("product", site, work / "against", sql_dir=old)
+            if a.side_by_side:
+                before = against
+            else:
+                old_sql = _checkout_grains_sql(a.against, work / "sql-before")
+                before = run("product", site, work / "against", sql_dir=old_sql)
             # (schema_migrations differs by construction: it records the fingerprints of the grains' SQL)
             same = all(before["checksums"].get(k) == v for k, v in product["checksums"].items()
                        if k != "schema_migrations")
-            print(f"the same loads, grains' SQL of {a.against}: {before['seconds']:7.1f} s, peak RSS "
+            print(f"the same loads, grains' SQL of {a.against}{' (side by side)' * a.side_by_side}: "
+                  f"{before['seconds']:7.1f} s, peak RSS "
                   f"{before['rss_mb']:.0f} MB; every table the same: {same}")
             if not same:
                 diff = [k for k in product["checksums"] if product["checksums"][k] != before["checksums"].get(k)
