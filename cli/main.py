@@ -131,13 +131,18 @@ def _etl() -> SimpleNamespace:
     )
 
 
-def _analytics() -> SimpleNamespace:
-    """The reports' queries (polars), for the commands that report."""
-    from ops_warehouse.analytics import checks, export, monthly, summary, telemetry, whatif  # polars: 0.3 s, reports only
+_REPORTS = ("checks", "export", "monthly", "summary", "telemetry", "whatif")
 
-    return SimpleNamespace(checks=checks, export_month=export.export_month, monthly_report=monthly.monthly_report,
-                           summary=summary.summary, parse_by=summary.parse_by, telemetry=telemetry.telemetry,
-                           whatif_report=whatif.whatif_report)
+
+def _analytics(report: str):
+    """The module of one report's queries (ops_warehouse.analytics.<report>), imported by the command that
+    runs it alone: importing all six made a one-day `summary` pay for the what-if's numpy and the checks'
+    and monthly report's modules, 0.4 s of CPU (issue 51, bench_startup)."""
+    import importlib
+
+    if report not in _REPORTS:
+        raise ValueError(f"no report module {report!r}")
+    return importlib.import_module(f"ops_warehouse.analytics.{report}")
 
 
 def _render(df, fmt: str, max_str: int = 60) -> str:
@@ -623,7 +628,7 @@ def monthly(
     if out is not None or formats not in (["md"], ["json"]):
         out = _out_folder(out or Path("reports-out"))
     with _steps("monthly report") as progress:
-        r = _analytics().monthly_report(Connection(_wh()), month=m, project=project, cluster=slurm_cluster,
+        r = _analytics("monthly").monthly_report(Connection(_wh()), month=m, project=project, cluster=slurm_cluster,
                                         anonymize_users=anonymize_users, progress=progress)
     if out is None and formats in (["md"], ["json"]):
         sys.stdout.write(to_markdown(r) if formats == ["md"] else to_json(r))
@@ -654,7 +659,7 @@ def export(
     _wh()  # the warehouse opens (or is refused, in one line) before any folder is made
     _out_folder(out)
     with count_progress("export marts") as progress:
-        manifest = _analytics().export_month(Connection(_wh()), out, m, project=project, cluster=slurm_cluster,
+        manifest = _analytics("export").export_month(Connection(_wh()), out, m, project=project, cluster=slurm_cluster,
                                              anonymize_users=anonymize_users, progress=progress)
     rows = sum(f["rows"] for f in manifest["files"].values())
     print(f"{manifest['folder']}: {len(manifest['files'])} marts, {rows} rows, manifest.json")
@@ -761,7 +766,7 @@ def whatif(
     _wh()  # the warehouse opens (or is refused, in one line) before any folder is made
     if out is not None:
         _out_file(out)
-    an = _analytics()
+    an = _analytics("whatif")
     api = Connection(_wh())
     with api.session() as w, _steps("what-if replay"):
         p = api.period(parse_month(month) if month else None, start=start, end=end, cluster=slurm_cluster)
@@ -819,7 +824,7 @@ def check(
     with api.session(), _steps("laws"):
         p = api.period(parse_month(month) if month else None, start=start, end=end, cluster=slurm_cluster)
         outcomes = api.check(p, project=project, laws=law)
-    c = _analytics().checks
+    c = _analytics("checks")
     HOLDS, BROKEN, NOT_CHECKED, ERROR = c.HOLDS, c.BROKEN, c.NOT_CHECKED, c.ERROR
     failed = [o for o in outcomes if o.status in (BROKEN, ERROR)]
     where = {"cluster": p.cluster, "month": p.month, "from": p.start.isoformat(), "to": p.end.isoformat(),
@@ -867,7 +872,7 @@ def telemetry(
     """A quick look at the loaded telemetry: utilization, activity, power, energy, temperature, throttling, bytes, Xids."""
 
     _choice(fmt, "--format", ("table", "json", "csv"))
-    df = _analytics().telemetry(_wh(), _date(date_from, "--from"), _date(date_to, "--to"), by)
+    df = _analytics("telemetry").telemetry(_wh(), _date(date_from, "--from"), _date(date_to, "--to"), by)
     sys.stdout.write(_render(df, fmt))
 
 
@@ -885,7 +890,7 @@ def summary(
 ):
     """Job-accounting statistics with Open XDMoD's Jobs-realm definitions (see docs/statistics.md)."""
 
-    reports = _analytics()
+    reports = _analytics("summary")
     keys = reports.parse_by(by)
     d0, d1 = _date(date_from, "--from"), _date(date_to, "--to")
     _choice(fmt, "--format", ("table", "json", "csv"))

@@ -84,3 +84,34 @@ def test_importing_the_cli_or_the_package_stays_light(module):
                         f"print(sorted(m for m in {heavy!r} if m in sys.modules))"],
                        capture_output=True, text=True, cwd=REPO, check=True)
     assert p.stdout.strip() == "[]", p.stdout + p.stderr
+
+
+def test_a_summary_imports_only_what_it_uses(cfg):
+    """`ops-report summary` in a fresh process, as a user runs it: it imports its own report's module, not the
+    other five reports' (the what-if's planning, the checks', the monthly report's), and the CLI's option
+    parsing does not import pydantic (typer 0.29 validates every option through pydantic TypeAdapters: 0.2 s of
+    CPU a command; pyproject.toml keeps typer below it). Issue 51: a one-day summary's fixed cost was 0.84 s of
+    imports. The figures are checked too, by hand from the Phillips fixture's raw line of job 163485: started
+    2016-12-22T07:15:13 on 1 node, 12 CPUs and gres/gpu=2, ended 2017-01-01, so 16:44:47 = 16.7464 h of that
+    day, 33.4928 GPU-hours."""
+    import json
+    import os
+
+    sacct = REPO / "tests" / "data" / "sacct" / "xdmod" / "phillips.log"
+    env = {**os.environ, "OPS_CONFIG": "", "OPS_WAREHOUSE": cfg.dsn}
+    ops = [sys.executable, "-c", "import sys, atexit; atexit.register(lambda: print(' '.join(sorted(sys.modules)), "
+           "file=sys.stderr)); from ops_warehouse.cli.main import main; main()"]
+    subprocess.run([*ops, "etl", "sacct", "--fields", "xdmod", str(sacct)], env=env, cwd=REPO, check=True,
+                   capture_output=True)
+    p = subprocess.run([*ops, "summary", "--from", "2016-12-22", "--to", "2016-12-22", "--format", "json"],
+                       env=env, cwd=REPO, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-2000:]
+    modules = set(p.stderr.strip().splitlines()[-1].split())
+    assert "ops_warehouse.analytics.summary" in modules
+    unused = {"pydantic", *(f"ops_warehouse.analytics.{m}" for m in ("checks", "export", "monthly", "telemetry",
+                                                                     "whatif")), "ops_warehouse.planning.scenarios"}
+    assert sorted(unused & modules) == []
+    [row] = json.loads(p.stdout)
+    assert (row["jobs_started"], row["jobs_ended"]) == (1, 0)
+    assert row["node_hours"] == pytest.approx(16 + 44 / 60 + 47 / 3600, abs=1e-4)
+    assert row["gpu_h"] == pytest.approx(2 * (16 + 44 / 60 + 47 / 3600), abs=1e-4)
