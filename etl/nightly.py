@@ -45,7 +45,7 @@ from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.grains import one_refresh, refresh_pending
 from ops_warehouse.etl.prometheus_source import PromClient, load_prometheus
 from ops_warehouse.etl.retry import Retry
-from ops_warehouse.etl.run_log import logged_run
+from ops_warehouse.etl.run_log import failure_text, log_run, logged_run
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.sacct_run import run_sacct
 from ops_warehouse.etl.slurmdbd_source import load_slurmdbd
@@ -322,5 +322,13 @@ def run_nightly(cfg, *, date_from: date | None = None, date_to: date | None = No
             log(f"{datetime.now(timezone.utc):%Y-%m-%dT%H:%M:%S} nightly {s.kind} {s.cluster} {window}: "
                 f"{o.status} {o.detail} ({o.seconds:.1f} s)")
             outcomes.append(o)
-        # (the grains' one refresh: when one_refresh ends, after the last source)
+        # the grains' one refresh, after the last source: a failure of it gets a run-log row as a source's does
+        # (before, it left run_nightly with nothing on record), then ends the run; one_refresh's exit tries the
+        # hours again (they stay pending until refreshed)
+        t0 = time.time()
+        try:
+            refresh_pending(wh)
+        except BaseException as e:
+            log_run(wh, "nightly:grains", "hourly grains", t0, status="failed", error=failure_text(e))
+            raise
         return outcomes

@@ -177,6 +177,34 @@ def test_nightly_stopped_by_sigterm_is_undone_and_logged(big_sacct, tmp_path):
     assert 0 < read <= lines, (read, lines)
 
 
+def test_nightly_grains_refresh_failing_is_logged(tmp_path):
+    """The nightly run's one refresh of the hourly grains, after its last source (issue 50), fails here on a
+    warehouse whose run_sample_hour table was dropped: the run exits 1 with one line naming the table, and
+    the run log has a failed `nightly:grains` row with the engine's reason (before, the failure left the run
+    with the source's row saying ok and nothing on record for the refresh)."""
+    wh = tmp_path / "wh"
+    sacct = tmp_path / "sacct"
+    sacct.write_text(f"#!/bin/sh\ncat '{LIVE / 'sacct.psv'}'\n")
+    sacct.chmod(0o755)
+    conf = tmp_path / "ops.toml"
+    conf.write_text(f'[warehouse]\ndsn = "chdb://{wh}"\n[sacct]\ncommand = ["{sacct}"]\n'
+                    '[[nightly.slurm]]\ncluster = "c1"\nsource = "sacct"\n')
+    env = {"OPS_CONFIG": str(conf), "OPS_WAREHOUSE": ""}
+    ops("etl", "sacct", str(LIVE / "sacct.psv"), env=env)
+    w = open_warehouse(Config(dsn=f"chdb://{wh}"))
+    try:
+        w.command("DROP TABLE run_sample_hour")
+    finally:
+        close_embedded()
+    p = ops("etl", "nightly", "--from", "2026-11-29", "--to", "2026-11-29", env=env, check=False)
+    assert p.returncode == 1 and "Traceback" not in p.stderr, (p.stdout, p.stderr)
+    assert "run_sample_hour does not exist" in p.stderr.strip().splitlines()[-1], p.stderr
+    log = run_log_at(wh)
+    kinds = [(k, s) for k, s, _, _ in log]
+    assert kinds[-1] == ("nightly:grains", "failed") and ("nightly:sacct", "ok") in kinds, log
+    assert "UNKNOWN_TABLE" in log[-1][2] and "run_sample_hour" in log[-1][2], log[-1]
+
+
 # ---------------------------------------------------------------------------------------------- slurmdbd
 
 
