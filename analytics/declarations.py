@@ -5,7 +5,7 @@ models/*.yml describe jaffle-shop's models:
     --- grain = "one row per hung run"
     --- scope = "project"                 # "project": takes {project} ('' the whole cluster); "cluster": never
     --- parameters = { hang_minutes = 20 } # the ones its own text names, with the report's values
-    --- depends = ["data_through"]        # the marts it includes ({{mart name}})
+    --- depends = ["x"]                   # only a dependency its text does not name (none today): see below
     --- columns = ["job_id", ...]         # what it returns, in order
     --- user_columns = ["user"]           # pseudonymized with --anonymize-users
     --- filters = { level = "level" }     # the API's keyword -> the column it keeps rows on
@@ -13,6 +13,12 @@ models/*.yml describe jaffle-shop's models:
     --- report = true                     # a key of its name in the monthly report (analytics/monthly.py)
     --- project_only = true               # only for a project (users): the API requires one
     --- rule = "Points: 3 a fault, ..."   # the rule in a sentence for readers of the report (node_health)
+
+``depends`` is inferred, not typed: the marts a mart's statements include (``{{mart name}}``, the marker
+ops_warehouse.sqlfiles inlines) are what it depends on, so a new include can never be left undeclared and
+run before its input. A ``depends`` line is for what the text does not name (a mart reading another's result
+by some other way); one naming a mart its text includes is refused as a restatement. :func:`order` gives the
+marts with every one after those it depends on.
 
 ``kind`` is "window" (the default: a window [from_ts, to_ts) of one cluster), "dates" (whole days
 ``takes`` names: summary, telemetry) or "whatif" (the what-if's: most read the replays' temporary tables).
@@ -27,9 +33,10 @@ import re
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
+from graphlib import CycleError, TopologicalSorter
 
 from ops_warehouse.errors import OpsError
-from ops_warehouse.sqlfiles import split_statements, sql_files
+from ops_warehouse.sqlfiles import mart_query, split_statements, sql_files
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,6 +48,8 @@ SCOPES = ("cluster", "project")
 # what every window mart is given besides its declared parameters: the window, the cluster, the project, and
 # the site's settings (config [reports] idle_util_pct, [energy] carbon_g_per_kwh)
 GIVEN = frozenset({"cluster", "from_ts", "to_ts", "project", "idle_util_pct", "carbon_g_per_kwh"})
+# the marker a query includes another mart's query with (ops_warehouse.sqlfiles inlines it): its dependencies
+_INCLUDES_MART = re.compile(r"\{\{mart (\w+)(?: project='')?\}\}")
 _KEYS = {"grain", "kind", "scope", "takes", "parameters", "depends", "columns", "user_columns", "filters", "export",
          "project_only", "rule", "report"}
 
@@ -81,10 +90,22 @@ def declaration(name: str, text: str) -> Mart:
         raise OpsError(f"sql/marts/{name}.sql: scope is one of {', '.join(SCOPES)}, kind one of {', '.join(KINDS)}")
     return Mart(name=name, grain=doc["grain"], scope=doc["scope"], kind=doc.get("kind", "window"),
                 takes=tuple(doc.get("takes", ())), parameters=dict(doc.get("parameters", {})),
-                depends=tuple(doc.get("depends", ())), columns=tuple(doc.get("columns", ())),
+                depends=_depends(text, doc.get("depends", ())), columns=tuple(doc.get("columns", ())),
                 user_columns=tuple(doc.get("user_columns", ())), filters=dict(doc.get("filters", {})),
                 export=doc.get("export"), project_only=bool(doc.get("project_only", False)),
                 rule=doc.get("rule", ""), report=bool(doc.get("report", False)))
+
+
+def _depends(text: str, declared) -> tuple[str, ...]:
+    """The marts ``text``'s statements include (comments aside), then the declared ones its text does not
+    name, each once."""
+    included = re.findall(_INCLUDES_MART, "\n".join(split_statements(text)))
+    return tuple(dict.fromkeys((*included, *declared)))
+
+
+def included(text: str) -> set[str]:
+    """The marts a mart's text includes (``{{mart name}}``): what its depends holds without being told."""
+    return set(re.findall(_INCLUDES_MART, "\n".join(split_statements(text))))
 
 
 @lru_cache(maxsize=None)
@@ -108,14 +129,37 @@ def check(m: Mart, text: str) -> list[str]:
     wrong = []
     if named != set(m.parameters) | set(m.takes):
         wrong.append(f"names the parameters {sorted(named)}, declares {sorted(set(m.parameters) | set(m.takes))}")
-    included = set(re.findall(r"\{\{mart (\w+)", code))
-    if included != set(m.depends):
-        wrong.append(f"includes {sorted(included)}, declares depends = {sorted(m.depends)}")
+    declared = tomllib.loads("\n".join(line[4:] for line in text.splitlines()
+                                        if line.startswith("--- "))).get("mart", {}).get("depends", [])
+    restated = sorted(set(declared) & included(text))
+    if restated:
+        wrong.append(f"declares depends = {restated}, which its text includes: they are inferred, drop them")
     if m.scope == "project" and m.kind == "window" and "{project:String}" not in code and not m.depends:
         wrong.append("declares scope 'project' but takes no {project}")
     if not set(m.user_columns) <= set(m.columns):
         wrong.append(f"declares user columns {sorted(set(m.user_columns) - set(m.columns))} it does not return")
     return wrong
+
+
+def order(declared: dict[str, Mart] | None = None) -> list[str]:
+    """The marts' names, each after every mart it depends on (ties by name: the order is the same from run to
+    run); a dependency on no mart or a cycle is refused in one line."""
+    declared = marts() if declared is None else declared
+    for m in declared.values():
+        unknown = [d for d in m.depends if d not in declared]
+        if unknown:
+            raise OpsError(f"sql/marts/{m.name}.sql depends on {', '.join(unknown)}: no such mart")
+    ts = TopologicalSorter({n: declared[n].depends for n in sorted(declared)})
+    try:
+        ts.prepare()
+    except CycleError as e:
+        raise OpsError(f"the marts depend on each other in a cycle: {' -> '.join(e.args[1])}") from None
+    out: list[str] = []
+    while ts.is_active():
+        ready = sorted(ts.get_ready())
+        out.extend(ready)
+        ts.done(*ready)
+    return out
 
 
 def parameters() -> dict:
@@ -128,6 +172,19 @@ def parameters() -> dict:
                 raise OpsError(f"parameter {k} is declared {out[k]!r} by one mart and {v!r} by sql/marts/{m.name}.sql")
             out[k] = v
     return out
+
+
+# what every window mart is run for, so no keyword of its own: the rest of GIVEN are the site's settings, which
+# a call may set for itself (idle_util_pct, carbon_g_per_kwh)
+_WINDOW = frozenset({"cluster", "from_ts", "to_ts", "project"})
+
+
+@lru_cache(maxsize=None)
+def keywords(name: str) -> tuple[str, ...]:
+    """The parameters mart ``name``'s result depends on besides its window, cluster and project: the ones its
+    text names, its includes' included (hang_suspect_nodes takes hung_jobs' hang_minutes), in name order.
+    The API takes each as a keyword (analytics/api.py)."""
+    return tuple(sorted(set(re.findall(r"\{(\w+):", mart_query(name))) - _WINDOW))
 
 
 def exported() -> list[str]:

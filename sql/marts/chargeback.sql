@@ -8,7 +8,6 @@
 --- grain = "one row per project and GPU model"
 --- scope = "project"
 --- report = true
---- depends = ["cost"]
 --- columns = ["project", "gpu_model", "runs", "allocated_gpu_h", "share_of_model_allocation", "cost", "currency"]
 --- export = 17
 WITH

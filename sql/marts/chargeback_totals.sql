@@ -5,7 +5,6 @@
 --- grain = "one row per project"
 --- scope = "project"
 --- report = true
---- depends = ["chargeback", "utilization"]
 --- columns = ["project", "allocated_gpu_h", "share_of_available", "cost", "currency"]
 --- export = 18
 SELECT c.project AS project,

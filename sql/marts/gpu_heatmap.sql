@@ -8,7 +8,6 @@
 --- grain = "one row per GPU (rack, node, index)"
 --- scope = "cluster"
 --- report = true
---- depends = ["data_through"]
 --- columns = ["rack", "node", "gpu", "gpu_util_pct", "power_w", "temp_c_max", "throttled_share"]
 --- export = 15
 WITH

@@ -18,7 +18,6 @@
 --- [mart]
 --- grain = "one row per node that was in a hung run"
 --- scope = "project"
---- depends = ["hung_jobs"]
 --- columns = ["node", "hangs", "multi_node_hangs", "suspect", "hang_hours", "hung_gpu_h", "first_hang_ts", "last_hang_ts", "runs_ended", "hang_share"]
 WITH
 per_node AS (

@@ -5,7 +5,6 @@
 --- [mart]
 --- grain = "one row per level (cluster, GPU model, partition) and key"
 --- scope = "cluster"
---- depends = ["utilization"]
 --- columns = ["level", "key", "capacity_gpu_h", "free_gpu_h", "reserved_idle_gpu_h", "allocated_idle_gpu_h", "down_gpu_h", "drained_gpu_h", "free_share", "reserved_idle_share", "allocated_idle_share", "down_share", "drained_share"]
 --- filters = { level = "level" }
 --- export = 2

@@ -11,7 +11,6 @@
 --- scope = "cluster"
 --- report = true
 --- parameters = { planned_drain_reasons = "(?i)maint|firmware|upgrade|planned|scheduled" }
---- depends = ["data_through"]
 --- columns = ["node", "down_events", "drain_events", "planned_drain_events", "down_hours", "drained_hours", "reasons", "repeated", "cluster_down_per_1000_node_days"]
 --- export = 12
 WITH

@@ -42,7 +42,6 @@
 --- scope = "cluster"
 --- report = true
 --- parameters = { planned_drain_reasons = "(?i)maint|firmware|upgrade|planned|scheduled", reservation = "", swap_alpha = 0.01, swap_min_score = 6.0 }
---- depends = ["hang_suspect_nodes", "hung_jobs", "node_failures", "stragglers", "throttling"]
 --- columns = ["node", "gpu_model", "rack", "hw_xids", "xid_codes", "lone_hw_xids", "down_events", "drain_events", "planned_drain_events", "xid_drain_events", "down_hours", "drained_hours", "event_reasons", "fault_events", "other_drain_events", "throttled_hours", "temp_c_max", "runs_behind", "multi_runs", "failed_runs", "failed_expected", "hangs", "hang_hours_exposed", "hang_expected", "failed_p", "hang_p", "score", "swap", "rank", "reasons"]
 --- export = 24
 WITH

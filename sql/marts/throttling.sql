@@ -8,7 +8,6 @@
 --- grain = "one row per throttled GPU"
 --- scope = "cluster"
 --- report = true
---- depends = ["data_through"]
 --- columns = ["node", "gpu", "gpu_model", "throttled_hours", "temp_c_max"]
 --- export = 13
 WITH

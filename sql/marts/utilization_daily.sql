@@ -6,7 +6,6 @@
 --- grain = "one row per day"
 --- scope = "project"
 --- report = true
---- depends = ["data_through"]
 --- columns = ["day", "capacity_gpu_h", "down_gpu_h", "drained_gpu_h", "allocated_gpu_h", "reserved_idle_gpu_h", "free_gpu_h", "allocated_idle_gpu_h", "project_allocated_gpu_h"]
 --- export = 3
 WITH project_alloc AS (

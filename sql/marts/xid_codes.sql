@@ -4,7 +4,6 @@
 --- grain = "one row per Xid code"
 --- scope = "cluster"
 --- report = true
---- depends = ["xid_events"]
 --- columns = ["xid", "hardware", "events", "nodes", "gpus", "first_ts", "last_ts"]
 --- filters = { hardware = "hardware" }
 --- export = 11

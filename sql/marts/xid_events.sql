@@ -4,7 +4,6 @@
 --- grain = "one row per node, GPU and Xid code"
 --- scope = "cluster"
 --- report = true
---- depends = ["data_through"]
 --- columns = ["xid", "hardware", "node", "gpu", "events", "first_ts", "last_ts"]
 --- filters = { hardware = "hardware" }
 --- export = 10
