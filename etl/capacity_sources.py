@@ -472,7 +472,7 @@ def _load_capacity(wh, inventory, events, reservations, cluster, tz) -> dict:
     # the inventory, events and reservations change every hour they cover: the loaded history's hours (none
     # when nothing was read: a file without a record, or the wrong file)
     if any(f.height for f in frames.values()):
-        refresh_history(wh)
+        refresh_history(wh, changed=tuple(frames))  # their readers only: the runs' samples are as they were
     return {t: f.height for t, f in frames.items()}
 
 

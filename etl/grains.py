@@ -87,10 +87,14 @@ def refresh_pending(wh) -> list[tuple[datetime, datetime]]:
     return spans
 
 
-def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct: float | None = None) -> None:
+def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct: float | None = None,
+                     changed: tuple[str, ...] | None = None) -> None:
     """Recompute the hourly grains (capacity_node_hour, then run_node_hour) for the whole hours [w0, w1)
     touches; inside ``one_refresh``, record them for its one refresh at the end. ``cluster`` is accepted for
-    symmetry with the marts: the refresh covers every cluster in the warehouse (the grid is cheap)."""
+    symmetry with the marts: the refresh covers every cluster in the warehouse (the grid is cheap).
+    ``changed``: the only tables whose rows changed; the models that read none of them, directly or through
+    another model of the grain, keep their rows (a capacity load: run_sample_hour and run_telemetry read no
+    capacity table)."""
     if getattr(wh, "_grains_deferred", False) and idle_util_pct is None:
         w0, w1 = _hour(w0), _ceil_hour(w1)
         if w1 > w0:
@@ -98,10 +102,31 @@ def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct
         if wh.others_waiting():  # a report is about to get the warehouse: grains and samples agreeing
             refresh_pending(wh)
         return
-    _refresh_hours(wh, w0, w1, idle_util_pct)
+    _refresh_hours(wh, w0, w1, idle_util_pct, changed)
 
 
-def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None = None) -> None:
+def _reading(files: list[str], decl: dict, changed: tuple[str, ...]) -> list[str]:
+    """Those of ``files`` (in refresh order) that read a table of ``changed``, or one an earlier kept file
+    writes, directly or through the views and includes they name (core/grain_versions.py's declarations)."""
+    def reads(name: str, seen: set[str]) -> set[str]:
+        out = set()
+        for r in decl.get(name, {}).get("reads", ()):
+            out.add(r)
+            via = next((n for n, d in decl.items() if n == r or r in d.get("defines", ())), None)
+            if via and via not in seen:
+                out |= reads(via, seen | {via})
+        return out
+
+    reach, kept = set(changed), []
+    for f in files:
+        if reads(f, {f}) & reach:
+            kept.append(f)
+            reach |= set(decl[f]["writes"])
+    return kept
+
+
+def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None = None,
+                   changed: tuple[str, ...] | None = None) -> None:
     threshold = wh.cfg.idle_util_pct if idle_util_pct is None else idle_util_pct
     w0, w1 = _hour(w0), _ceil_hour(w1)
     if w1 <= w0:
@@ -120,6 +145,8 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
     # required table is empty is left out (capacity_node_hour without an inventory: no grid to write)
     decl = models()
     files = [f for f in GRAINS["hourly"][0] if not decl[f].get("requires") or _holds_rows(wh, decl[f]["requires"])]
+    if changed is not None:
+        files = _reading(files, decl, changed)
     # in pieces of about _PIECE_NODE_H node-hours (whole days): what a statement holds is the fan-out and the grid of its hours, so memory stays
     # bounded whatever the span and the largest job (a month of 4,000 nodes with one 4,000-node job of 48 h
     # among 120,000 one-node jobs: capacity_node_hour and run_node_hour over 1 GB over the month, under it a
@@ -305,10 +332,11 @@ def refresh_all_jobs(wh) -> tuple[datetime, datetime] | None:
     return span
 
 
-def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None
-                    ) -> tuple[datetime, datetime] | None:
+def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None,
+                    changed: tuple[str, ...] | None = None) -> tuple[datetime, datetime] | None:
     """The hours of [w0, w1) (default: the whole loaded history) that the job history reaches: after a
     capacity load (inventory, events and reservations change every hour they cover) or a telemetry load.
+    ``changed``: the tables the load wrote, whose readers alone are refreshed (None: every hourly model).
     Returns the hours refreshed (None: nothing)."""
     rebuild_stale(wh)
     if w0 is None and w1 is None:  # `etl refresh` of everything
@@ -327,9 +355,10 @@ def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None
     if lo >= hi:
         return None
     span = (_hour(lo), _ceil_hour(hi))
-    if _unbuilt(wh):
-        span = (first, _hour(as_of) + timedelta(hours=1))
-    refresh_capacity(wh, "", *span)
+    if _unbuilt(wh):  # the first build: every model, whatever the load changed
+        span, changed = (first, _hour(as_of) + timedelta(hours=1)), None
+    # ``changed`` named only when given: the call of every other load, and of the wrappers tests put around it
+    refresh_capacity(wh, "", *span, **({"changed": changed} if changed is not None else {}))
     return span
 
 
