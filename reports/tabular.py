@@ -1,12 +1,11 @@
-"""Render a result frame as an aligned table, JSON (list of objects) or CSV."""
+"""Render a result frame as an aligned table, JSON (list of objects) or CSV: a polars frame, or the Arrow table
+the engine returns, printed without importing polars (reports/arrow_text.py) when its columns allow."""
 
 from __future__ import annotations
 
 import json
 import math
 from datetime import date, datetime
-
-import polars as pl
 
 
 def _jsonable(v):
@@ -17,8 +16,19 @@ def _jsonable(v):
     return v
 
 
-def render(df: pl.DataFrame, fmt: str, max_str: int = 60) -> str:
-    """``max_str``: the longest text a table cell shows (longer ones are cut, with an ellipsis)."""
+def render(df, fmt: str, max_str: int = 60) -> str:
+    """``df``: a polars DataFrame or a pyarrow Table. ``max_str``: the longest text a table cell shows (longer
+    ones are cut, with an ellipsis)."""
+    if not hasattr(df, "write_csv"):  # an Arrow table: polars costs a short command 0.36 CPU-s to import
+        from ops_warehouse.reports.arrow_text import printable, render_arrow
+
+        if printable(df, max_str):
+            return render_arrow(df, fmt, max_str)
+        import polars as pl
+
+        df = pl.from_arrow(df)
+    import polars as pl  # a polars frame is printed by polars itself
+
     if fmt == "json":
         rows = [{k: _jsonable(v) for k, v in r.items()} for r in df.iter_rows(named=True)]
         return json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
