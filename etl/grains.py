@@ -15,7 +15,8 @@ run_node_hour no longer matches the history, sql/intermediate/run_node_hour_chan
 running re-read night after night changes only the hours since it was last seen), the days the history's
 as-of time moved over, and the days of the node events and reservations it brought
 (sql/intermediate/capacity_node_hour_changes.sql); a capacity load the whole loaded history (inventory,
-events and reservations change every hour they cover); a telemetry load its days (the hourly rollups, then
+events and reservations change every hour they cover) of the models that read them (capacity_node_hour,
+run_node_hour: the runs' samples are as they were); a telemetry load its days (the hourly rollups, then
 gpu_day, then the hourly grains of those hours). The hourly grains are refreshed together for whole hours, a
 day at a time, in the order the models' declarations give (core/grain_versions.py: run_sample_hour,
 capacity_node_hour, run_node_hour, run_telemetry): run_node_hour is what the next load's comparison reads, so
