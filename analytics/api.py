@@ -20,6 +20,7 @@ window ``start=..., end=...`` (``[start, end)``, UTC). Every function returns a 
 
 from __future__ import annotations
 
+import inspect  # (already imported by dataclasses, which the declarations use)
 from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
@@ -55,6 +56,62 @@ def _analysis() -> SimpleNamespace:
     return SimpleNamespace(run_mart=marts.run_mart, PARAMETERS=marts.PARAMETERS, run_checks=checks.run_checks,
                            summary=summary.summary, telemetry=telemetry.telemetry, monthly_report=monthly.monthly_report, export_month=export.export_month,
                            whatif=whatif.whatif)
+
+
+class _mart_method:  # noqa: N801 (used as a decorator-like name in the class body, as ``property`` is)
+    """A method of :class:`Connection` that runs one mart: ``name = _mart_method(doc)`` in the class body.
+    Its keywords are the mart's declaration (sql/marts/<name>.sql), read when the method is first looked up
+    (not at ``import ops_warehouse``: the declarations cost 0.07 s to read): ``project`` exactly when the
+    mart's scope is a project (required when it is only for a project), ``cluster``, ``start``, ``end``, each
+    declared filter, and each parameter its result depends on (:func:`declarations.keywords`) with its
+    declared value as the default (None: the site's setting). Only the prose is written here."""
+
+    def __init__(self, doc: str):
+        self.doc = doc
+        self.name = ""
+        self._built = None  # (the declaration it was built from, the function)
+
+    def __set_name__(self, owner, name: str):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        fn = self.function()
+        return fn if obj is None else fn.__get__(obj, owner)
+
+    def function(self):
+        m = declarations.mart(self.name)
+        if self._built is None or self._built[0] is not m:
+            self._built = (m, _mart_function(m, self.doc))
+        return self._built[1]
+
+
+def _mart_function(m: declarations.Mart, doc: str):
+    """The method running mart ``m`` with the keywords its declaration implies (:class:`_mart_method`)."""
+    kw = inspect.Parameter.KEYWORD_ONLY
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+              inspect.Parameter("month", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)]
+    if m.scope == "project":
+        params.append(inspect.Parameter("project", kw, **({} if m.project_only else {"default": None})))
+    params += [inspect.Parameter(k, kw, default=None) for k in ("cluster", "start", "end", *m.filters)]
+    given = [k for k in declarations.keywords(m.name) if k not in m.filters]
+    declared = declarations.parameters()  # one value whoever declares it (hang_minutes: hung_jobs')
+    params += [inspect.Parameter(k, kw, default=declared.get(k)) for k in given]
+    signature = inspect.Signature(params, return_annotation="pl.DataFrame")
+
+    def method(self, *args, **kwargs):
+        a = signature.bind(self, *args, **kwargs)  # an unknown keyword or a missing project: TypeError, as Python's
+        a.apply_defaults()
+        v = a.arguments
+        return self.mart(m.name, v["month"], project=v.get("project"), cluster=v["cluster"], start=v["start"],
+                         end=v["end"], params={k: v[k] for k in given},
+                         **{column: v[k] for k, column in m.filters.items()})
+
+    method.__name__ = m.name
+    method.__qualname__ = f"Connection.{m.name}"
+    method.__doc__ = doc
+    method.__signature__ = signature
+    method.__module__ = __name__
+    return method
 
 
 class Connection:
@@ -194,7 +251,8 @@ class Connection:
     def __getattr__(self, name: str):
         """A declared mart without a method of its own (a new statistic: its SQL file and declaration are all
         it takes) is ``wh.<mart>(month, project=..., cluster=..., start=..., end=..., **filters)``, as
-        :meth:`mart` runs it; the methods below are the same with their own documentation."""
+        :meth:`mart` runs it; the methods below (``name = _mart_method(doc)``) take the keywords their
+        declarations give and add their own documentation."""
         m = None if name.startswith("_") else declarations.marts().get(name)
         if m is None or m.kind != "window":
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
@@ -241,7 +299,7 @@ class Connection:
         return df
 
     # ------------------------------------------------------------------ capacity and utilization
-    def utilization(self, month=None, *, cluster=None, start=None, end=None, level: str | None = None) -> pl.DataFrame:
+    utilization = _mart_method(
         """Capacity and its use, in GPU-hours: capacity, down, drained, available, allocated, reserved,
         reserved-but-idle, free, allocated-but-idle, busy, and utilization (allocated / available), one row per
         ``level`` ("cluster", "gpu_model", "partition": the partition a node is counted under, "partition_member":
@@ -250,14 +308,12 @@ class Connection:
         >>> u = wh.utilization("2026-10", level="cluster")
         >>> u["available_gpu_h"].item() == u["capacity_gpu_h"].item() - u["down_gpu_h"].item() - u["drained_gpu_h"].item()
         True
-        """
-        return self.mart("utilization", month, cluster=cluster, start=start, end=end, level=level)
+        """)
 
-    def utilization_daily(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
-        """The same split day by day (and the project's allocation, with ``project``)."""
-        return self.mart("utilization_daily", month, project=project, cluster=cluster, start=start, end=end)
+    utilization_daily = _mart_method(
+        """The same split day by day (and the project's allocation, with ``project``).""")
 
-    def idle_capacity(self, month=None, *, cluster=None, start=None, end=None, level: str | None = None) -> pl.DataFrame:
+    idle_capacity = _mart_method(
         """Where capacity that could have been used went unused, GPU-hours: free (no job, no reservation),
         reserved but unused, allocated but idle (a job held the GPU, telemetry saw it under the idle threshold),
         and down or drained, with each as a share of capacity (``idle_capacity``).
@@ -266,33 +322,27 @@ class Connection:
         >>> round(i["free_share"].item() + i["reserved_idle_share"].item() + i["allocated_idle_share"].item()
         ...       + i["down_share"].item() + i["drained_share"].item(), 6) <= 1
         True
-        """
-        return self.mart("idle_capacity", month, cluster=cluster, start=start, end=end, level=level)
+        """)
 
     # ------------------------------------------------------------------ jobs
-    def job_sizes(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+    job_sizes = _mart_method(
         """Jobs and GPU-hours by job size class (GPUs: 1, 2-8, 9-64, 65-256, 257-1024, >1024), with shares:
-        the "many small jobs, few large ones hold the GPU-hours" observation."""
-        return self.mart("job_sizes", month, project=project, cluster=cluster, start=start, end=end)
+        the "many small jobs, few large ones hold the GPU-hours" observation.""")
 
-    def run_times(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+    run_times = _mart_method(
         """Run time and wait percentiles (p50/p90/p99, seconds) by size class, and ``cdf_s``: the
-        run-time quantiles at 1%, 2%, ... 100% of the jobs that ended (exact)."""
-        return self.mart("run_times", month, project=project, cluster=cluster, start=start, end=end)
+        run-time quantiles at 1%, 2%, ... 100% of the jobs that ended (exact).""")
 
-    def end_states(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
-        """Runs and GPU-hours by final state (COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ...)."""
-        return self.mart("end_states", month, project=project, cluster=cluster, start=start, end=end)
+    end_states = _mart_method(
+        """Runs and GPU-hours by final state (COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, ...).""")
 
-    def efficiency(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+    efficiency = _mart_method(
         """How well allocated GPUs were used: GPU utilization, SM/tensor/DRAM activity, energy, bytes moved,
-        delivered PFLOP and PFLOP-days; per project (``project_key``) and in total (``project_key`` "")."""
-        return self.mart("efficiency", month, project=project, cluster=cluster, start=start, end=end)
+        delivered PFLOP and PFLOP-days; per project (``project_key``) and in total (``project_key`` "").""")
 
-    def job_efficiency(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+    job_efficiency = _mart_method(
         """The same per job run: GPU-hours, efficiency, energy, bytes, delivered PFLOP, and its least active
-        node against the median of its nodes."""
-        return self.mart("job_efficiency", month, project=project, cluster=cluster, start=start, end=end)
+        node against the median of its nodes.""")
 
     def largest_jobs(self, month=None, *, project=None, cluster=None, start=None, end=None,
                      top_jobs: int | None = None) -> pl.DataFrame:
@@ -306,43 +356,32 @@ class Connection:
         return self.mart("largest_jobs", month, project=project, cluster=cluster, start=start, end=end,
                          params={"top_jobs": top_jobs, "runs_limit": runs_limit})
 
-    def users(self, month=None, *, project: str, cluster=None, start=None, end=None) -> pl.DataFrame:
-        """A project's users: runs, GPU-hours, efficiency (a project is required: users are per project)."""
-        return self.mart("users", month, project=project, cluster=cluster, start=start, end=end)
+    users = _mart_method(
+        """A project's users: runs, GPU-hours, efficiency (a project is required: users are per project).""")
 
     # ------------------------------------------------------------------ reliability
-    def failures_by_size(self, month=None, *, project=None, cluster=None, start=None, end=None) -> pl.DataFrame:
+    failures_by_size = _mart_method(
         """Failures by job size: runs, node-days, NODE_FAIL runs and hardware failures, failures per 1,000
         node-days, the observed mean time to failure and the model's (domain.md: MTTF falls as 1/nodes),
-        GPU-hours lost to NODE_FAIL and after a hardware Xid."""
-        return self.mart("failures_by_size", month, project=project, cluster=cluster, start=start, end=end)
+        GPU-hours lost to NODE_FAIL and after a hardware Xid.""")
 
-    def xid_events(self, month=None, *, cluster=None, start=None, end=None, hardware: bool | None = None) -> pl.DataFrame:
-        """Xid events per node, GPU and code, with whether the code means hardware."""
-        return self.mart("xid_events", month, cluster=cluster, start=start, end=end, hardware=hardware)
+    xid_events = _mart_method("""Xid events per node, GPU and code, with whether the code means hardware.""")
 
-    def xid_codes(self, month=None, *, cluster=None, start=None, end=None, hardware: bool | None = None) -> pl.DataFrame:
-        """Xid events per code: events, nodes and GPUs that logged it, whether the code means hardware."""
-        return self.mart("xid_codes", month, cluster=cluster, start=start, end=end, hardware=hardware)
+    xid_codes = _mart_method(
+        """Xid events per code: events, nodes and GPUs that logged it, whether the code means hardware.""")
 
-    def node_failures(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
-        """DOWN and DRAIN events and hours per node, their reasons, and ``repeated``: lemon-node candidates."""
-        return self.mart("node_failures", month, cluster=cluster, start=start, end=end)
+    node_failures = _mart_method(
+        """DOWN and DRAIN events and hours per node, their reasons, and ``repeated``: lemon-node candidates.""")
 
-    def throttling(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
-        """GPUs that spent hours throttled (thermal or power), with their peak temperature."""
-        return self.mart("throttling", month, cluster=cluster, start=start, end=end)
+    throttling = _mart_method(
+        """GPUs that spent hours throttled (thermal or power), with their peak temperature.""")
 
-    def stragglers(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                   behind_ratio: float | None = None) -> pl.DataFrame:
+    stragglers = _mart_method(
         """Nodes that ran behind their peers in at least one multi-node job: GPU utilization under
-        ``behind_ratio`` (default 0.8, the report's) of the job's median node."""
-        return self.mart("stragglers", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"behind_ratio": behind_ratio})
+        ``behind_ratio`` (default 0.8, the report's) of the job's median node.""")
 
     # ------------------------------------------------------------------ waste: hangs and idle GPUs
-    def hung_jobs(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                  hang_minutes: float | None = None) -> pl.DataFrame:
+    hung_jobs = _mart_method(
         """Runs that ended TIMEOUT, CANCELLED, FAILED or NODE_FAIL after their GPUs had all fallen idle (under
         the config's idle threshold) with their NICs quiet (under ``[reports] hang_nic_bytes_per_s``) for at
         least ``hang_minutes`` (default 20): the NCCL-hang signature, read from what the loads formed from the
@@ -354,19 +393,13 @@ class Connection:
         >>> h = wh.hung_jobs("2026-10")
         >>> bool((h["hang_minutes"] >= 20).all() and (h["hung_gpu_h"] > 0).all())
         True
-        """
-        return self.mart("hung_jobs", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"hang_minutes": hang_minutes})
+        """)
 
-    def hang_suspect_nodes(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                           hang_minutes: float | None = None) -> pl.DataFrame:
+    hang_suspect_nodes = _mart_method(
         """Per node, the hung runs it was in (:meth:`hung_jobs`' rule): a node in two or more is a suspect
-        (``suspect``), with its hours, lost GPU-hours and the runs that ended on it (sql/marts/hang_suspect_nodes.sql)."""
-        return self.mart("hang_suspect_nodes", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"hang_minutes": hang_minutes})
+        (``suspect``), with its hours, lost GPU-hours and the runs that ended on it (sql/marts/hang_suspect_nodes.sql).""")
 
-    def idle_gpu_jobs(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                      idle_min_minutes: float | None = None) -> pl.DataFrame:
+    idle_gpu_jobs = _mart_method(
         """Runs that held GPUs at a mean utilization under the config's idle threshold for at least
         ``idle_min_minutes`` (default 60) of telemetry, worst first, with their GPU-hours and write-off cost;
         ``attribution`` says how the run's GPU samples were told apart: its own GPUs (dcgm-exporter's hpc_job
@@ -376,20 +409,14 @@ class Connection:
         >>> j = wh.idle_gpu_jobs("2026-10")
         >>> bool((j["gpu_util_pct"] < 5).all()), set(j["attribution"]) <= {"own GPUs", "whole nodes", "shared node: node share"}
         (True, True)
-        """
-        return self.mart("idle_gpu_jobs", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"idle_min_minutes": idle_min_minutes})
+        """)
 
-    def idle_gpu_users(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                       idle_min_minutes: float | None = None) -> pl.DataFrame:
+    idle_gpu_users = _mart_method(
         """:meth:`idle_gpu_jobs` summed for the scope ('all'), per project and per user: runs, GPU-hours (on
         whole nodes and shared), cost, the user's share of the project's and rank in it, the worst run
-        (sql/marts/idle_gpu_users.sql)."""
-        return self.mart("idle_gpu_users", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"idle_min_minutes": idle_min_minutes})
+        (sql/marts/idle_gpu_users.sql).""")
 
-    def node_health(self, month=None, *, cluster=None, start=None, end=None, reservation: str | None = None,
-                    swap_min_score: float | None = None) -> pl.DataFrame:
+    node_health = _mart_method(
         """The node scorecard: every in-service node (or ``reservation``'s) with its hardware Xids, DOWN and
         DRAIN events, throttled hours, runs behind its peers, failed runs and hangs against its share, one
         score with its reasons, rank, and ``swap`` (score ≥ ``swap_min_score``, default 6): the nodes to
@@ -398,12 +425,9 @@ class Connection:
         >>> card = wh.node_health("2026-10")
         >>> card["rank"].to_list() == list(range(1, card.height + 1)), bool((card["swap"] == (card["score"] >= 6)).all())
         (True, True)
-        """
-        return self.mart("node_health", month, cluster=cluster, start=start, end=end,
-                         params={"reservation": reservation, "swap_min_score": swap_min_score})
+        """)
 
-    def campaigns(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                  campaign_gap_hours: float | None = None) -> pl.DataFrame:
+    campaigns = _mart_method(
         """Training campaigns: a run, its requeues and the resubmissions of the same user, account, job name
         and GPU count each submitted within ``campaign_gap_hours`` (default 6) after an interrupted run's end;
         a COMPLETED run closes its campaign. Wall time from the first start, the initial wait apart, running,
@@ -414,18 +438,13 @@ class Connection:
         >>> c = wh.campaigns("2026-10")
         >>> bool(c.filter(c["ettr"].is_not_null())["ettr"].is_between(0, 1).all())
         True
-        """
-        return self.mart("campaigns", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"campaign_gap_hours": campaign_gap_hours})
+        """)
 
-    def goodput(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                campaign_gap_hours: float | None = None, campaign_min_gpus: int | None = None) -> pl.DataFrame:
+    goodput = _mart_method(
         """:meth:`campaigns` summed for the scope (``project_key`` '') and per project: ETTR weighted by GPU
         count over the campaigns of ``campaign_min_gpus`` (default 64) or more (``ettr``) and over all
         (``ettr_all``), GPU-hours lost by cause, initial and restart waits in hours, start-up GPU-hours
-        (sql/marts/goodput.sql)."""
-        return self.mart("goodput", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"campaign_gap_hours": campaign_gap_hours, "campaign_min_gpus": campaign_min_gpus})
+        (sql/marts/goodput.sql).""")
 
     def whatif(self, month=None, *, cluster=None, start=None, end=None, add=(), remove=(), reservation=(),
                scale_load: float = 1.0, project=None, name: str = "") -> dict:
@@ -448,8 +467,7 @@ class Connection:
             return _analysis().whatif(w, cluster=p.cluster, window=(p.start, p.end), changes=[change],
                                       project=project or "")
 
-    def energy(self, month=None, *, project=None, cluster=None, start=None, end=None,
-               carbon_g_per_kwh: float | None = None) -> pl.DataFrame:
+    energy = _mart_method(
         """Energy and carbon of the runs, for the scope (``project_key`` '') and per project: GPU energy
         (counters, else power samples), the rest of the nodes (IPMI power − GPUs), facility kWh (× PUE),
         kgCO2e (× ``carbon_g_per_kwh``, default the config's [energy] carbon_g_per_kwh; none when unset), per
@@ -458,52 +476,43 @@ class Connection:
         >>> e = wh.energy("2026-10")
         >>> bool((e["it_kwh"] >= e["gpu_kwh"]).all()), e["project_key"].to_list()[0]
         (True, '')
-        """
-        return self.mart("energy", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"carbon_g_per_kwh": carbon_g_per_kwh})
+        """)
 
-    def job_energy(self, month=None, *, project=None, cluster=None, start=None, end=None,
-                   carbon_g_per_kwh: float | None = None) -> pl.DataFrame:
-        """Per run: the same figures, most energy first, with the energy's source (sql/marts/job_energy.sql)."""
-        return self.mart("job_energy", month, project=project, cluster=cluster, start=start, end=end,
-                         params={"carbon_g_per_kwh": carbon_g_per_kwh})
+    job_energy = _mart_method(
+        """Per run: the same figures, most energy first, with the energy's source (sql/marts/job_energy.sql).""")
 
-    def fine_telemetry(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
+    fine_telemetry = _mart_method(
         """Whether the period still has per-sample GPU telemetry (what :meth:`hung_jobs` reads): its first and
-        last sample times and ``covered`` (sql/marts/fine_telemetry.sql)."""
-        return self.mart("fine_telemetry", month, cluster=cluster, start=start, end=end)
+        last sample times and ``covered`` (sql/marts/fine_telemetry.sql).""")
 
-    def gpu_heatmap(self, month=None, *, cluster=None, start=None, end=None) -> pl.DataFrame:
-        """Mean GPU utilization per GPU (rack, node, index)."""
-        return self.mart("gpu_heatmap", month, cluster=cluster, start=start, end=end)
+    gpu_heatmap = _mart_method("""Mean GPU utilization per GPU (rack, node, index).""")
+
+    mig_jobs = _mart_method("""Per run and MIG GPU instance it held (dcgm-exporter's hpc_job label): samples,
+        observed hours, mean engine, tensor and memory activity of the slice, peak framebuffer
+        (sql/marts/mig_jobs.sql).""")
 
     # ------------------------------------------------------------------ investment
-    def cost(self, month=None, *, cluster=None, start=None, end=None, gpu_model: str | None = None) -> pl.DataFrame:
+    cost = _mart_method(
         """Cost by GPU model (and "all"): capex share and energy (x PUE: each node's IPMI-measured energy where
         it reported power, else its GPUs', ``energy_basis``), cost per available, allocated and busy GPU-hour,
-        the cost of idle capacity, PFLOP-days and cost per PFLOP-day (config [cost.<model>])."""
-        return self.mart("cost", month, cluster=cluster, start=start, end=end, model=gpu_model)
+        the cost of idle capacity, PFLOP-days and cost per PFLOP-day (config [cost.<model>]).""")
 
-    def chargeback(self, month=None, *, cluster=None, start=None, end=None, project: str | None = None) -> pl.DataFrame:
+    chargeback = _mart_method(
         """Each project's allocated GPU-hours by GPU model, its share of that model's allocation, and the cost
-        charged to it (the model's cost split by share: the shares add up to the model's total cost)."""
-        return self.mart("chargeback", month, project=project, cluster=cluster, start=start, end=end)
+        charged to it (the model's cost split by share: the shares add up to the model's total cost).""")
 
-    def chargeback_totals(self, month=None, *, cluster=None, start=None, end=None,
-                          project: str | None = None) -> pl.DataFrame:
+    chargeback_totals = _mart_method(
         """Each project's chargeback over all GPU models: allocated GPU-hours, their share of the cluster's
         available GPU-hours, and the cost charged.
 
         >>> t = wh.chargeback_totals("2026-10", project="A").row(0, named=True)
         >>> round(t["cost"], 6) == round(wh.chargeback("2026-10", project="A")["cost"].sum(), 6)
         True
-        """
-        return self.mart("chargeback_totals", month, project=project, cluster=cluster, start=start, end=end)
+        """)
 
-    def reservations(self, month=None, *, cluster=None, start=None, end=None, project: str | None = None) -> pl.DataFrame:
+    reservations = _mart_method(
         """Reservations in the period: reserved, used and idle GPU-hours, use ratio; with ``project``, those
-        held for one of the project's accounts."""
-        return self.mart("reservations", month, project=project, cluster=cluster, start=start, end=end)
+        held for one of the project's accounts.""")
 
     # ------------------------------------------------------------------ what `ops-report summary` and `telemetry` give
     def summary(self, date_from, date_to, *, by: list[str] | None = None, period: str = "none",
@@ -568,6 +577,10 @@ class Connection:
 
         return _analysis().export_month(self, Path(out), month, project=project, cluster=cluster,
                                         anonymize_users=anonymize_users)
+
+
+# the examples of the methods built from the declarations, for doctest (which finds functions, not those)
+__test__ = {f"Connection.{n}": v.doc for n, v in vars(Connection).items() if isinstance(v, _mart_method)}
 
 
 def connect(dsn: str | None = None, *, config: str | Path | None = None) -> Connection:
