@@ -146,8 +146,7 @@ def _analytics(report: str):
 
 
 def _render(df, fmt: str, max_str: int = 60) -> str:
-    # a polars frame imports polars (0.36 CPU-s); an Arrow table of plain columns is printed without it
-    from ops_warehouse.reports.tabular import render
+    from ops_warehouse.reports.tabular import render  # an Arrow table of plain columns prints without polars
 
     return render(df, fmt, max_str)
 

@@ -12,11 +12,21 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
+from datetime import date, datetime
 from decimal import Decimal
 
 import pyarrow as pa
 
 _ROUND_SCALE = 10_000.0  # float_precision=4 and round(4) in the polars path
+
+
+def jsonable(v):
+    """A cell as JSON writes it: dates in ISO 8601, NaN and infinities as null (JSON has neither)."""
+    if isinstance(v, (date, datetime)):
+        return v.isoformat()
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    return v
 
 
 def printable(table: pa.Table, max_str: int = 60) -> bool:
@@ -117,9 +127,7 @@ def render_arrow(table: pa.Table, fmt: str, max_str: int = 60) -> str:
     """``fmt``: table (polars' ASCII Markdown), json (a list of objects) or csv; ``printable(table)`` first."""
     names = table.column_names
     if fmt == "json":
-        from ops_warehouse.reports.tabular import _jsonable
-
-        rows = [{k: _jsonable(v) for k, v in r.items()} for r in table.to_pylist()]
+        rows = [{k: jsonable(v) for k, v in r.items()} for r in table.to_pylist()]
         return json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
     columns = [_cells(table.column(i), fmt, max_str) for i in range(table.num_columns)]
     if fmt == "csv":

@@ -4,33 +4,23 @@ the engine returns, printed without importing polars (reports/arrow_text.py) whe
 from __future__ import annotations
 
 import json
-import math
-from datetime import date, datetime
 
-
-def _jsonable(v):
-    if isinstance(v, (date, datetime)):
-        return v.isoformat()
-    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        return None
-    return v
+from ops_warehouse.reports.arrow_text import jsonable, printable, render_arrow
 
 
 def render(df, fmt: str, max_str: int = 60) -> str:
     """``df``: a polars DataFrame or a pyarrow Table. ``max_str``: the longest text a table cell shows (longer
     ones are cut, with an ellipsis)."""
-    if not hasattr(df, "write_csv"):  # an Arrow table: polars costs a short command 0.36 CPU-s to import
-        from ops_warehouse.reports.arrow_text import printable, render_arrow
+    arrow = not hasattr(df, "write_csv")
+    if arrow and printable(df, max_str):  # polars costs a short command 0.36 CPU-s to import
+        return render_arrow(df, fmt, max_str)
+    import polars as pl  # a polars frame, or an Arrow table of other types, is printed by polars
 
-        if printable(df, max_str):
-            return render_arrow(df, fmt, max_str)
-        import polars as pl
-
+    if arrow:
         df = pl.from_arrow(df)
-    import polars as pl  # a polars frame is printed by polars itself
 
     if fmt == "json":
-        rows = [{k: _jsonable(v) for k, v in r.items()} for r in df.iter_rows(named=True)]
+        rows = [{k: jsonable(v) for k, v in r.items()} for r in df.iter_rows(named=True)]
         return json.dumps(rows, indent=1, ensure_ascii=False) + "\n"
     if fmt == "csv":
         return df.write_csv()
