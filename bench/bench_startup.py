@@ -15,7 +15,11 @@ on a shared machine the CPU figure is the steadier one. ``--against DIR``: the s
 dependencies beside it), in the same repeats: a before/after in one command. A warehouse is made first (tiny:
 one sacct file from tests/data) unless ``--warehouse`` names one (e.g. the demo's).
 
-    python bench/bench_startup.py [--warehouse PATH] [--repeat 5] [--importtime] [--against DIR]
+``--phases``: where the command's CPU goes, step by step in one fresh process (``time.process_time`` around
+each: the engine's import, the CLI's, clickhouse-connect's, the open, the query, the printing), best of
+``--repeat``.
+
+    python bench/bench_startup.py [--warehouse PATH] [--repeat 5] [--importtime] [--against DIR] [--phases]
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ def main() -> None:
     ap.add_argument("--against", metavar="DIR", help="also run the summary with PYTHONPATH=DIR (an earlier version)")
     ap.add_argument("--importtime", action="store_true",
                     help="also print what the imports cost, by package, for the CLI import and the summary command")
+    ap.add_argument("--phases", action="store_true", help="also time each step of the summary in one process")
     a = ap.parse_args()
     py = sys.executable
     tmp = tempfile.mkdtemp(prefix="bench-startup-")
@@ -90,6 +95,8 @@ def main() -> None:
               f"{fixed_mb:.0f} MB (goal <= 400)")
         print(f"RESULT {tag} fixed_s={fixed_s:.3f} fixed_cpu_s={fixed_cpu:.3f} baseline={eng[0]:.3f} "
               f"baseline_cpu={eng[1]:.3f} goal=<=0.2s fixed_mb={fixed_mb:.0f}")
+    if a.phases:
+        print_phases(py, {**os.environ, **env}, a.repeat)
     if a.importtime:
         print("\nwhat the imports cost: ms of python -X importtime's self time, summed by package (a package's "
               "own modules; what it imports of another package counts there), total first")
@@ -100,6 +107,50 @@ def main() -> None:
             total = sum(costs.values())
             top = sorted(costs.items(), key=lambda kv: -kv[1])[:12]
             print(f"  {label}: total {total / 1000:.0f}; " + ", ".join(f"{n} {us / 1000:.0f}" for n, us in top))
+
+
+PHASES = """
+import sys, time
+from datetime import date
+t, out = time.process_time, []
+def step(name, t0):
+    out.append(f"{name}={t() - t0:.4f}")
+    return t()
+t0 = t()
+import chdb, pyarrow
+t0 = step("engine_import", t0)
+import ops_warehouse.cli.main
+t0 = step("cli_import", t0)
+import clickhouse_connect
+t0 = step("client_import", t0)
+from ops_warehouse.config import load_config
+from ops_warehouse.warehouse import open_warehouse
+wh = open_warehouse(load_config(None))
+t0 = step("open", t0)
+from ops_warehouse.analytics.summary import summary_table
+table = summary_table(wh, date(2016, 12, 22), date(2016, 12, 22))
+t0 = step("query", t0)
+from ops_warehouse.reports.tabular import render
+text = render(table, "table")
+t0 = step("print", t0)
+wh.close()
+step("close", t0)
+print(" ".join(out), "polars_imported=" + str("polars" in sys.modules))
+"""
+
+
+def print_phases(py: str, env: dict, repeat: int) -> None:
+    """CPU seconds of each step of a one-day summary in one process, best of ``repeat`` per step."""
+    best: dict[str, float] = {}
+    extra = ""
+    for _ in range(repeat):
+        p = subprocess.run([py, "-c", PHASES], capture_output=True, text=True, env=env, check=True)
+        *steps, extra = p.stdout.split()
+        for kv in steps:
+            k, v = kv.split("=")
+            best[k] = min(best.get(k, 1e9), float(v))
+    print("\nthe summary's steps in one process, CPU s (best of each): "
+          + ", ".join(f"{k} {v:.3f}" for k, v in best.items()) + f"; {extra}")
 
 
 def import_costs(argv: list[str], env: dict) -> dict[str, int]:
