@@ -236,3 +236,29 @@ def test_html_report_in_headless_chromium(site, tmp_path):
     assert px.shape[1] == 1280 and px.shape[0] >= 3000
     non_white = (px[..., :3] < 0.95).any(axis=2).mean()
     assert non_white > 0.05, non_white
+
+
+def _selected_rows(wh) -> int:
+    """The engine's running count of rows read from its tables (system.events, this process)."""
+    return wh.query_rows("SELECT value FROM system.events WHERE event = 'SelectedRows'")[0][0]
+
+
+def test_failures_mart_reads_its_runs_and_xids_once(site):
+    """failures_by_size takes the cluster's failure rate in the same pass as its size classes: the rows it
+    reads are those of its three inputs read once each (before, a scalar subquery evaluated the runs × nodes
+    × Xid join a second time: 1.8x the rows). Its figures are checked against DuckDB elsewhere (the demo's
+    and the scenario's tests); here the engine's own read counter, against plain reads of the same rows."""
+    wh, cluster = site[:2]
+    t0 = _selected_rows(wh)
+    mart(site, "failures_by_size")
+    by_mart = _selected_rows(wh) - t0
+    p = {"c": cluster, "t0": W0, "t1": W1}
+    t0 = _selected_rows(wh)
+    for sql in ("SELECT job_id FROM fct_job_run WHERE cluster = {c:String} AND NOT never_ran AND is_final AND "
+                "gpus > 0 AND length(nodes) > 0 AND end_ts >= {t0:DateTime('UTC')} AND end_ts < {t1:DateTime('UTC')}",
+                "SELECT node FROM xid_event FINAL WHERE xid_is_hardware(xid) AND ts >= {t0:DateTime('UTC')} - "
+                "INTERVAL 60 DAY AND ts < {t1:DateTime('UTC')} + INTERVAL 1 MINUTE",
+                "SELECT job_id FROM run_telemetry FINAL WHERE cluster = {c:String}"):
+        wh.query_rows(sql, p)
+    once = _selected_rows(wh) - t0
+    assert once > 0 and by_mart <= 1.1 * once, (by_mart, once)

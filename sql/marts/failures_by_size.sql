@@ -59,33 +59,34 @@ lost AS (
                WHERE cluster = {cluster:String}) AS t
         ON t.job_id = c.job_id AND t.submit_ts = c.submit_ts AND t.end_ts = c.end_ts
 ),
+-- one pass over the runs: the scope's figures (in_scope) by size class and in all, and in the same pass the
+-- cluster's rate (every run of the cluster that ended in the window; the () set's). A scalar subquery of its
+-- own would evaluate `classified` (runs × nodes × the Xid log) a second time: ClickHouse inlines a CTE.
 per_class AS (
     SELECT
         if(grouping(cls) = 1, 'all', cls) AS size_class,
-        if(grouping(cls) = 1, 0, min(gpus)) AS min_gpus,
-        count() AS runs_ended,
-        avg(nnodes) AS mean_nodes,
-        sum(nnodes * wall_s) / 86400 AS node_days,
-        sum(wall_s) / 3600 AS run_hours,
-        countIf(state = 'NODE_FAIL') AS node_fail_runs,
-        countIf(hw_failure) AS hw_failures,
-        countIf(state = 'FAILED' AND had_xid) AS failed_after_xid,
-        sumIf(gpus * wall_s, state = 'NODE_FAIL') / 3600 AS node_fail_run_gpu_h,
-        sumIf(gpus * wall_s, state = 'FAILED' AND had_xid) / 3600 AS xid_failed_run_gpu_h,
-        if(countIf(hw_failure AND lost_gpu_s IS NULL) > 0, NULL,
-           sumIf(ifNull(lost_gpu_s, 0), hw_failure) / 3600) AS hw_lost_gpu_h,
+        if(grouping(cls) = 1, 0, minIf(gpus, in_scope)) AS min_gpus,
+        countIf(in_scope) AS runs_ended,
+        avgIf(nnodes, in_scope) AS mean_nodes,
+        sumIf(nnodes * wall_s, in_scope) / 86400 AS node_days,
+        sumIf(wall_s, in_scope) / 3600 AS run_hours,
+        countIf(in_scope AND state = 'NODE_FAIL') AS node_fail_runs,
+        countIf(in_scope AND hw_failure) AS hw_failures,
+        countIf(in_scope AND state = 'FAILED' AND had_xid) AS failed_after_xid,
+        sumIf(gpus * wall_s, in_scope AND state = 'NODE_FAIL') / 3600 AS node_fail_run_gpu_h,
+        sumIf(gpus * wall_s, in_scope AND state = 'FAILED' AND had_xid) / 3600 AS xid_failed_run_gpu_h,
+        if(countIf(in_scope AND hw_failure AND lost_gpu_s IS NULL) > 0, NULL,
+           sumIf(ifNull(lost_gpu_s, 0), in_scope AND hw_failure) / 3600) AS hw_lost_gpu_h,
         hw_failures / nullIf(node_days, 0) * 1000 AS failures_per_1000_node_days,
-        run_hours / nullIf(hw_failures, 0) AS mttf_observed_h
+        run_hours / nullIf(hw_failures, 0) AS mttf_observed_h,
+        countIf(hw_failure) / nullIf(sum(nnodes * wall_s) / 86400, 0) * 1000 AS rate_here
     FROM lost
-    WHERE in_scope
     GROUP BY GROUPING SETS ((), (cls))
-),
--- the cluster's rate: every run of the cluster that ended in the window
-cluster_rate AS (
-    SELECT countIf(hw_failure) / nullIf(sum(nnodes * wall_s) / 86400, 0) * 1000 AS rate FROM classified
+    -- a size class only other projects ran: no row, as when the scope's runs alone were grouped
+    HAVING grouping(cls) = 1 OR runs_ended > 0
 )
-SELECT *,
-       (SELECT rate FROM cluster_rate) AS cluster_failures_per_1000_node_days,
+SELECT * EXCEPT rate_here,
+       max(if(size_class = 'all', rate_here, NULL)) OVER () AS cluster_failures_per_1000_node_days,
        24 / nullIf(mean_nodes * cluster_failures_per_1000_node_days / 1000, 0) AS mttf_model_h
 FROM per_class
 ORDER BY size_class = 'all', min_gpus;
