@@ -18,6 +18,7 @@ import pytest
 
 from ops_warehouse.config import Config
 from ops_warehouse.warehouse import close_embedded, open_warehouse
+from tests import durations
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data"
@@ -55,6 +56,12 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: builds a generated site, runs the demo or a live service, or takes "
                                        "more than a few seconds; `./scripts/test -m 'not slow'` is the inner loop "
                                        "(docs/testing.md), CI runs everything")
+    # pyproject's default `-m 'not slow'` is for `pytest` alone (the fast loop): a run that names its modules or
+    # tests (`pytest tests/test_x.py -k y`) runs all of them, slow ones too, unless it gives an -m of its own
+    named = config.args_source == pytest.Config.ArgsSource.ARGS
+    own_m = any(a == "-m" or (a.startswith("-m") and not a.startswith("--")) for a in config.invocation_params.args)
+    if named and not own_m:
+        config.option.markexpr = ""
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -79,15 +86,17 @@ XDIST_GROUPS = {"tests/test_slurm_live.py": "slurm", "tests/test_whatif_live_slu
                 "tests/test_monthly_scenario.py": "scenario", "tests/test_carbon_intensity.py": "scenario"}
 
 
-# The groups that take longest (seconds of one process, measured: docs/testing.md), first; the rest follow
-# in collection order.
-GROUP_ORDER = ["slurm", "demo", "tests/test_nightly_safety.py", "tests/test_nightly_faults.py",
-               "scenario", "tests/test_goodput_truth.py", "tests/test_sacct_semantics.py",
-               "tests/test_telemetry_prometheus.py",
-               "tests/test_whatif.py", "tests/test_sacct_fixtures.py",
-               "tests/test_fuzz_sacct.py", "tests/test_hung_and_idle_jobs.py", "tests/test_generated_phenomena.py",
-               "tests/test_monthly_crosscheck.py", "tests/test_taking_turns.py", "tests/test_telemetry_files.py",
-               "tests/test_sacct_other_sites.py", "tests/test_sacct_contracts.py", "tests/test_whatif_calibration.py"]
+# The groups that took longest in CI's last whole run (tests/durations.json), first; a group it does not know
+# (a new module) before them, since its time is unknown; ties in collection order.
+_DURATIONS_S = durations.load()
+
+
+def _group_seconds() -> dict[str, float]:
+    seconds: dict[str, float] = {}
+    for nodeid, t in _DURATIONS_S.items():
+        group = xdist_group(nodeid)
+        seconds[group] = seconds.get(group, 0.0) + t
+    return seconds
 
 
 def xdist_group(nodeid: str) -> str:
@@ -117,6 +126,9 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("real_component") or {"demo_runs", "slurm"} & set(item.fixturenames) \
                 or params.get("form") == "server":
             item.add_marker(pytest.mark.slow)
+        # and so is one that took more than SLOW_S in CI's last run: `pytest` alone runs the rest in about a minute
+        elif _DURATIONS_S.get(item.nodeid, 0.0) > durations.SLOW_S:
+            item.add_marker(pytest.mark.slow)
     if not hasattr(config, "workerinput"):  # not an xdist worker
         return
     for item in items:
@@ -128,8 +140,8 @@ def pytest_collection_modifyitems(config, items):
                                     "(tests/conftest.py)")
     # the longest groups first (scripts/test passes --no-loadscope-reorder so the scheduler keeps this order):
     # the Slurm workload's minutes of waiting and the demo overlap the rest, and short modules fill the end
-    rank = {group: k for k, group in enumerate(GROUP_ORDER)}
-    items.sort(key=lambda item: rank.get(xdist_group(item.nodeid), len(rank)))
+    seconds = _group_seconds()
+    items.sort(key=lambda item: -seconds.get(xdist_group(item.nodeid), float("inf")))
 
 
 def pytest_generate_tests(metafunc):
