@@ -180,11 +180,18 @@ _WINDOW = frozenset({"cluster", "from_ts", "to_ts", "project"})
 
 
 @lru_cache(maxsize=None)
+def named(name: str) -> frozenset[str]:
+    """The parameters mart ``name``'s text, its includes inlined, names: what its result depends on besides
+    the data. Read once per process for the API's keywords and the mart layer's keys (inlining a mart's
+    includes is most of the cost of building its method)."""
+    return frozenset(re.findall(r"\{(\w+):", mart_query(name)))
+
+
 def keywords(name: str) -> tuple[str, ...]:
     """The parameters mart ``name``'s result depends on besides its window, cluster and project: the ones its
     text names, its includes' included (hang_suspect_nodes takes hung_jobs' hang_minutes), in name order.
     The API takes each as a keyword (analytics/api.py)."""
-    return tuple(sorted(set(re.findall(r"\{(\w+):", mart_query(name))) - _WINDOW))
+    return tuple(sorted(named(name) - _WINDOW))
 
 
 def exported() -> list[str]:

@@ -102,10 +102,10 @@ def _reads_whatif(name: str) -> bool:
 _ROW = "_mart_row"
 
 
-@lru_cache(maxsize=None)
 def _parameter_names(name: str) -> frozenset[str]:
-    """The parameters the mart's text (its includes inlined) names: what its result depends on besides the data."""
-    return frozenset(re.findall(r"\{(\w+):", mart_sql(name)))
+    """The parameters the mart's text (its includes inlined) names: what its result depends on besides the data
+    (read once per process, shared with the API's keywords)."""
+    return declarations.named(name)
 
 
 def _table(wh, state: "_Evaluated", name: str, params: dict) -> str:
