@@ -257,14 +257,56 @@ def run(kind: str, work: Path, repeat: int = 1) -> dict:
     return best
 
 
+def ab_mart(work: Path, name: str, old_file: str, rounds: int) -> dict:
+    """Mart ``name`` as shipped and as ``old_file`` writes it (its whole text, header included), one after the
+    other in each round, over this month and the last: best seconds and the rows the engine read
+    (system.events SelectedRows) of each, and whether both gave the same rows."""
+    from ops_warehouse.analytics import marts
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import open_warehouse
+
+    cfg = Config(dsn=f"chdb://{work / 'warehouse'}")
+    cfg.projects = PROJECTS
+    wh = open_warehouse(cfg)
+    cluster = (work / "cluster").read_text()
+    # the old text through the loader's own inlining, read from its file (the shipped one is never touched)
+    from ops_warehouse.sqlfiles import _inline, split_statements
+
+    old = split_statements(Path(old_file).read_text())[0].rstrip().rstrip(";")
+    texts = {"new": marts.sql_query(f"marts/{name}.sql"), "old": _inline(old, f"marts/{name}.sql", ())}
+
+    def rows_read() -> int:
+        return wh.query_rows("SELECT value FROM system.events WHERE event = 'SelectedRows'")[0][0]
+
+    best = {k: float("inf") for k in texts}
+    read, got = {}, {}
+    prev = datetime(2026, 9, 1, tzinfo=timezone.utc)
+    for _ in range(rounds):
+        for k, sql in texts.items():
+            t, r0, out = time.perf_counter(), rows_read(), []
+            for w in ((prev, W0), (W0, W1)):
+                p = marts._params(wh, cluster, w, "", {})
+                out.append(wh.query_rows(sql, marts._bound(sql, p)))
+            best[k] = min(best[k], time.perf_counter() - t)
+            read[k], got[k] = rows_read() - r0, repr(out)
+    return {"mart": name, "old_s": best["old"], "new_s": best["new"], "old_rows_read": read["old"],
+            "new_rows_read": read["new"], "same_rows": got["old"] == got["new"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=128)
     ap.add_argument("--days", type=int, default=31)
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/bench-monthly"))
     ap.add_argument("--repeat", type=int, default=1, help="runs of each child; the fastest counts")
+    ap.add_argument("--ab", metavar="MART=OLD.sql",
+                    help="only this: the mart's shipped SQL against an older text of it (a file), interleaved in "
+                         "one child over the prepared month, --repeat rounds, best of each; rows read and seconds")
     ap.add_argument("--child")
     a = ap.parse_args()
+    if a.ab:
+        print(json.dumps(ab_mart(a.workdir, *a.ab.split("=", 1), max(a.repeat, 3))))
+        return
     if a.child:
         fn = {"product": child_product, "duckdb": child_duckdb, "pandas": child_pandas}[a.child]
         print(json.dumps(fn(a.workdir)))
