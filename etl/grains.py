@@ -340,7 +340,9 @@ def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None,
     ``changed``: the tables the load wrote, whose readers alone are refreshed (None: every hourly model).
     Returns the hours refreshed (None: nothing)."""
     rebuild_stale(wh)
-    if w0 is None and w1 is None:  # `etl refresh` of everything
+    # `etl refresh` of everything; not a capacity load's (``changed``): job_run, its as-of times and gpu_day
+    # read no capacity table (rebuilt over every job and day, they were most of its refresh: docs/benchmarks.md)
+    if w0 is None and w1 is None and changed is None:
         _refresh_as_of(wh)
         _refresh_job_run(wh, datetime(1970, 1, 1, tzinfo=timezone.utc))
         _build_gpu_day(wh)

@@ -1,7 +1,7 @@
 """A capacity load (inventory, node events, reservations) refreshes the models of the hourly grain that read
 them, capacity_node_hour and run_node_hour, and leaves the runs' per-sample grains (run_sample_hour,
-run_telemetry), which read no capacity table, as they are (issue 51, item 3: the demo's capacity stage spent
-18 s recomputing them over the month).
+run_telemetry), job_run and gpu_day, which read no capacity table, as they are (issue 51, item 3: the demo's
+capacity stage rebuilt them all over the month; docs/benchmarks.md).
 
 The day is tests/test_per_sample_attribution.py's (two 8-GPU H100 nodes n1, n2 of cluster t2 on 2026-10-05,
 jobs 3001 and 3002 on n1 10:00-12:00, 3003 on n2 14:30-15:00, dcgm-exporter samples every minute). Then
@@ -43,7 +43,7 @@ def test_a_capacity_load_refreshes_the_grid_and_leaves_the_runs_samples(tmp_path
     load_parquet_dir(wh, tmp_path, DAY, DAY, cluster="t2")
     refresh_capacity(wh, "t2", *OCT)
     before = _grid(wh)
-    samples = {t: _stamps(wh, t) for t in ("run_sample_hour", "run_telemetry")}
+    samples = {t: _stamps(wh, t) for t in ("run_sample_hour", "run_telemetry", "job_run", "gpu_day")}
     assert all(s[0] > 0 for s in samples.values()), samples
     # before the event: each node 15 h x 8 GPUs = 120 GPU-h (the day stops at the history's as-of time, 15:00,
     # the last run's end), n1 allocated 16 GPU-h (3001 + 3002), n2 4 GPU-h (3003), the rest free
@@ -56,6 +56,6 @@ def test_a_capacity_load_refreshes_the_grid_and_leaves_the_runs_samples(tmp_path
     assert after == {"n1": (57_600.0, 104 * 3600.0 - 57_600.0, 16 * 3600.0), "n2": before["n2"]}
     alloc, = wh.query_rows("SELECT sum(gpu_s) FROM run_node_hour FINAL WHERE NOT is_deleted")[0]
     assert alloc == pytest.approx(72_000.0)
-    # the runs' per-sample grains were not written again: they read no capacity table
+    # the runs' grains, job_run and gpu_day were not written again: they read no capacity table
     assert {t: _stamps(wh, t) for t in samples} == samples
     wh.close()
