@@ -49,6 +49,7 @@ from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.grains import refresh_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
+from tests.conftest import warehouse_config
 from tests.test_hung_and_idle_jobs import DAY, HEAD, OCT
 
 pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
@@ -99,20 +100,53 @@ def _telemetry(root, labelled: bool):
         root / "dcgm" / f"{DAY}.parquet")
 
 
-@pytest.fixture(params=[True, False], ids=["hpc_job label", "no label"])
-def site(request, tmp_path, cfg):
+def _load(wh, root, labelled: bool) -> None:
+    _sacct(root / "sacct.psv")
+    (root / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
+                                        "n1,h100,8,gpu,r1,2025-01-01\n")
+    assert load_sacct(wh, root / "sacct.psv").quarantined == 0
+    load_capacity(wh, inventory=root / "inventory.csv", cluster="t2")
+    _telemetry(root / "telemetry", labelled)
+    load_parquet_dir(wh, root / "telemetry", DAY, DAY, cluster="t2")
+    refresh_capacity(wh, "t2", *OCT)
+
+
+LABELS = {"params": [True, False], "ids": ["hpc_job label", "no label"]}
+
+
+@pytest.fixture(scope="module", **LABELS)
+def loaded(request, form, tmp_path_factory):
+    """The day loaded once per form and label for the tests that only read it (a load is most of a test's time)."""
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+    folder = tmp_path_factory.mktemp("sample-steps")
+    cfg = warehouse_config(form, folder, request)
+    cfg.projects = {"proja": "A"}
+    with open_warehouse(cfg) as wh:
+        _load(wh, folder, request.param)
+    close_embedded()
+    return cfg, request.param
+
+
+@pytest.fixture
+def site(loaded):
+    from ops_warehouse.warehouse import open_warehouse
+
+    cfg, labelled = loaded
+    # opened for each test: a test between may have closed the process's embedded engines (close_embedded)
+    wh = open_warehouse(cfg)
+    yield wh, labelled
+    wh.close()
+
+
+@pytest.fixture(**LABELS)
+def own_site(request, tmp_path, cfg):
+    """A warehouse of the test's own, for a test that writes to it."""
     from ops_warehouse.warehouse import open_warehouse
 
     cfg.projects = {"proja": "A"}
     wh = open_warehouse(cfg)
-    _sacct(tmp_path / "sacct.psv")
-    (tmp_path / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
-                                            "n1,h100,8,gpu,r1,2025-01-01\n")
-    assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
-    load_capacity(wh, inventory=tmp_path / "inventory.csv", cluster="t2")
-    _telemetry(tmp_path / "telemetry", request.param)
-    load_parquet_dir(wh, tmp_path / "telemetry", DAY, DAY, cluster="t2")
-    refresh_capacity(wh, "t2", *OCT)
+    _load(wh, tmp_path, request.param)
     return wh, request.param
 
 
@@ -162,13 +196,13 @@ def test_the_idle_run_of_exactly_an_hour_is_found(site):
 
 
 
-def test_a_warehouse_built_by_the_old_rule_is_built_again_by_its_next_load(site, tmp_path, cfg):
+def test_a_warehouse_built_by_the_old_rule_is_built_again_by_its_next_load(own_site, tmp_path, cfg):
     """A warehouse whose run_sample_hour was built by the rule before (its runs' edges short; the hourly grain's
     fingerprint an earlier version's, core/grain_versions.py) is built again, without being asked, by its next
     load."""
     from ops_warehouse.warehouse import close_embedded, open_warehouse
 
-    wh, _ = site
+    wh, _ = own_site
     wh.command("INSERT INTO schema_migrations (name, kind, checksum, applied_at) "
                "VALUES ('grains/hourly', 'grain', 'an earlier version', now64(3))")
     # what the old rule left in hour 10: the samples of 10:50 and 10:55, 10 of 4001's 13 minutes
