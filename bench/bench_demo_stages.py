@@ -1,0 +1,158 @@
+"""The demo's stages after its nightly loads (issue 51, item 3), each as the demo runs it now beside the way
+it ran before, in one command on a copy of a loaded demo warehouse (`ops-report demo --dir DIR` once):
+
+  capacity   load_capacity of the demo's inventory, events and reservations: the hourly models that read
+             them (now) vs every grain over the month (before: run_sample_hour, run_telemetry, job_run of every
+             job and gpu_day of every day too)
+  kernel     load_kernel_log of the demo's kernel logs (unchanged; its time for the budget)
+  summaries  the four summaries and two telemetry views (unchanged; the demo no longer reads two of them
+             again for its closing lines)
+  reports    the monthly reports (--cluster, --project A; md + html + json) and the Parquet exports in one
+             block of evaluated marts (now) vs each in its own (before: the exports evaluated every mart again)
+
+    .venv/bin/python bench/bench_demo_stages.py --dir /tmp/k51/demo [--profile]
+
+Prints a RESULT line per stage (seconds now, before, ratio before ÷ now) and, with --profile, the slowest SQL
+statements of each "now" (time.perf_counter around the client's calls). The machine is shared: both sides run
+back to back in this one process, before first."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import contextmanager, nullcontext
+from datetime import date
+from pathlib import Path
+
+STATS: dict[str, list] = collections.defaultdict(lambda: [0, 0.0])
+
+
+def _profile_client() -> None:
+    """Time every statement the warehouse's client sends (wrapped at the class: chDB's and the server's)."""
+    from clickhouse_connect.driver import _backendclient, client as cc
+
+    for cls, meth in ((c, m) for c in (cc.Client, _backendclient.SyncBackendClient)
+                      for m in ("command", "query", "query_arrow", "raw_query", "insert", "insert_arrow")):
+        f = cls.__dict__.get(meth)
+        if f is None:
+            continue
+
+        def timed(self, *a, _f=f, _m=meth, **k):
+            t = time.perf_counter()
+            try:
+                return _f(self, *a, **k)
+            finally:
+                sql = a[0] if a and isinstance(a[0], str) else _m
+                s = STATS[" ".join(sql.split())[:110]]
+                s[0] += 1
+                s[1] += time.perf_counter() - t
+        setattr(cls, meth, timed)
+
+
+@contextmanager
+def _profiled(label: str, on: bool):
+    STATS.clear()
+    yield
+    if on:
+        for k, (n, s) in sorted(STATS.items(), key=lambda kv: -kv[1][1])[:8]:
+            print(f"  {label}: {s:7.2f} s {n:4d}x  {k}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/k51/demo"), help="a loaded demo folder")
+    ap.add_argument("--profile", action="store_true")
+    a = ap.parse_args()
+    if a.profile:
+        _profile_client()
+    from ops_warehouse.analytics.api import Connection
+    from ops_warehouse.analytics.export import export_month
+    from ops_warehouse.analytics.marts import each_mart_once
+    from ops_warehouse.analytics.monthly import monthly_report
+    from ops_warehouse.analytics.summary import summary
+    from ops_warehouse.analytics.telemetry import telemetry
+    from ops_warehouse.cli.demo import DEMO_START, VIEWS
+    from ops_warehouse.config import Config
+    from ops_warehouse.etl import grains
+    from ops_warehouse.etl import capacity_sources
+    from ops_warehouse.etl.capacity_sources import load_capacity
+    from ops_warehouse.etl.kernel_log_xid import load_kernel_log
+    from ops_warehouse.reports.monthly_render import write
+    from ops_warehouse.warehouse import open_warehouse
+
+    data = a.dir / "data"
+    tmp = Path(tempfile.mkdtemp(prefix="bench-demo-"))
+    shutil.copytree(a.dir / "warehouse", tmp / "warehouse", symlinks=True)  # chDB links its metadata relatively
+    cfg = Config(dsn=f"chdb://{tmp / 'warehouse'}")
+    cfg.projects = {f"proj{c}": c.upper() for c in "abcdef"}
+    cfg.whatif = [{"name": "16 more H200 nodes", "add": ["h200:16"]}]
+    wh = open_warehouse(cfg)
+    cluster = "ai1"
+    last = date(2026, 10, 31)
+    month = DEMO_START.replace(day=1)
+
+    def capacity():
+        return load_capacity(wh, inventory=data / "inventory.csv", events=data / "slurm" / "events.psv",
+                             reservations=data / "slurm" / "reservations.txt", cluster=cluster)
+
+    def everything(wh_, **_):  # before: a capacity load refreshed the whole history of every grain
+        return grains.refresh_history(wh_)
+
+    def timed(fn) -> float:
+        t = time.perf_counter()
+        fn()
+        return time.perf_counter() - t
+
+    real = capacity_sources.refresh_history
+    capacity_sources.refresh_history = everything
+    try:
+        before = timed(capacity)
+    finally:
+        capacity_sources.refresh_history = real
+    with _profiled("capacity", a.profile):
+        now = timed(capacity)
+    print(f"RESULT demo_capacity now_s={now:.2f} before_s={before:.2f} ratio={before / now:.2f}", flush=True)
+
+    with _profiled("kernel", a.profile):
+        now = timed(lambda: load_kernel_log(wh, sorted((data / "logs" / "kernel").glob("*.log")), cluster=cluster))
+    print(f"RESULT demo_kernel_logs now_s={now:.2f}", flush=True)
+
+    def views(again: bool):
+        for _, by, period in VIEWS:
+            summary(wh, DEMO_START, last, by, period)
+        for by in ("cluster", "gpu_model"):
+            telemetry(wh, DEMO_START, last, by)
+        if again:  # before: the closing lines read these two again
+            telemetry(wh, DEMO_START, last, "gpu_model")
+            summary(wh, DEMO_START, last, ["project"], "none")
+
+    before = timed(lambda: views(True))
+    with _profiled("summaries", a.profile):
+        now = timed(lambda: views(False))
+    print(f"RESULT demo_summaries now_s={now:.2f} before_s={before:.2f} ratio={before / now:.2f}", flush=True)
+
+    out = tmp / "out"
+
+    def reports(shared: bool):
+        with each_mart_once(wh) if shared else nullcontext():
+            for project in (None, "A"):
+                write(monthly_report(Connection(wh), month=month, project=project, cluster=cluster), out,
+                      ["md", "html", "json"])
+            for project in (None, "A"):
+                export_month(Connection(wh), tmp / "exports", month, project=project, cluster=cluster)
+
+    before = timed(lambda: reports(False))
+    with _profiled("reports", a.profile):
+        now = timed(lambda: reports(True))
+    print(f"RESULT demo_reports_exports now_s={now:.2f} before_s={before:.2f} ratio={before / now:.2f}",
+          flush=True)
+    wh.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
