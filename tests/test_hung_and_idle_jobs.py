@@ -65,6 +65,7 @@ from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.grains import refresh_capacity, refresh_history
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
+from tests.conftest import warehouse_config
 
 # the loads and marts here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
 pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
@@ -178,22 +179,54 @@ def _telemetry(root):
             root / family / f"{DAY}.parquet")
 
 
-@pytest.fixture
-def site(tmp_path, cfg):
-    from ops_warehouse.warehouse import open_warehouse
+PROJECTS = {"proja": "A", "projb": "B", "projc": "C"}
 
-    cfg.projects = {"proja": "A", "projb": "B", "projc": "C"}
-    wh = open_warehouse(cfg)
-    _sacct(tmp_path / "sacct.psv")
-    (tmp_path / "inventory.csv").write_text(
+
+def _load(wh, root) -> None:
+    _sacct(root / "sacct.psv")
+    (root / "inventory.csv").write_text(
         "node,gpu_model,gpus,partition,rack,in_service_date\n"
         "n1,h100,8,gpu,r1,2025-01-01\nn2,h100,8,gpu,r1,2025-01-01\nn3,h100,8,gpu,r2,2025-01-01\n")
-    _telemetry(tmp_path / "telemetry")
-    assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
-    load_capacity(wh, inventory=tmp_path / "inventory.csv", cluster="t1")
-    load_parquet_dir(wh, tmp_path, DAY, DAY, cluster="t1")
+    _telemetry(root / "telemetry")
+    assert load_sacct(wh, root / "sacct.psv").quarantined == 0
+    load_capacity(wh, inventory=root / "inventory.csv", cluster="t1")
+    load_parquet_dir(wh, root, DAY, DAY, cluster="t1")
     refresh_capacity(wh, "t1", *OCT)
+
+
+@pytest.fixture
+def site(tmp_path, cfg):
+    """A warehouse of the test's own, for a test that changes it (refresh_history)."""
+    from ops_warehouse.warehouse import open_warehouse
+
+    cfg.projects = PROJECTS
+    wh = open_warehouse(cfg)
+    _load(wh, tmp_path)
     return wh
+
+
+@pytest.fixture(scope="module")
+def loaded(form, tmp_path_factory, request):
+    """The day loaded once per form for the tests that only read it (a load is most of a test's time)."""
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+    folder = tmp_path_factory.mktemp("hung-idle")
+    cfg = warehouse_config(form, folder, request)
+    cfg.projects = PROJECTS
+    with open_warehouse(cfg) as wh:
+        _load(wh, folder)
+    close_embedded()
+    return cfg
+
+
+@pytest.fixture
+def shared_site(loaded):
+    from ops_warehouse.warehouse import open_warehouse
+
+    # opened for each test: a test between may have closed the process's embedded engines (close_embedded)
+    wh = open_warehouse(loaded)
+    yield wh
+    wh.close()
 
 
 def mart(wh, name, project="", **params):
@@ -275,8 +308,8 @@ def test_hung_jobs_and_suspect_nodes(site):
         assert mart(site, name, project=EVIL).height == 0, name
 
 
-def test_idle_gpu_jobs_and_users(site):
-    j = mart(site, "idle_gpu_jobs")
+def test_idle_gpu_jobs_and_users(shared_site):
+    j = mart(shared_site, "idle_gpu_jobs")
     assert j["job_id"].to_list() == list(IDLE)  # worst first
     for r in j.to_dicts():
         user, project, gpu_h, util, attribution, minutes = IDLE[r["job_id"]]
@@ -288,15 +321,15 @@ def test_idle_gpu_jobs_and_users(site):
     assert j.height == 4 and j["gpu_h"].sum() == pytest.approx(54)
     assert j.filter(pl.col("job_id") == "2012")["state"].item() == "FAILED"  # idle, never busy: not a hang
     # the hour is a parameter: 2011's 40 idle minutes count at 30
-    j30 = mart(site, "idle_gpu_jobs", idle_min_minutes=30)
+    j30 = mart(shared_site, "idle_gpu_jobs", idle_min_minutes=30)
     assert set(j30["job_id"]) == set(IDLE) | {"2011"}
     r = j30.filter(pl.col("job_id") == "2011").row(0, named=True)
     assert (r["gpu_h"], r["observed_minutes"]) == (pytest.approx(8 * 40 / 60), pytest.approx(40))
     # so is the idle threshold (the config's): at 1 % dave's 1 % run is no longer under it, carol's 2 % neither
-    assert set(run_mart(site, "idle_gpu_jobs", cluster="t1", window=OCT, idle_util_pct=1.0)["job_id"]) == {
+    assert set(run_mart(shared_site, "idle_gpu_jobs", cluster="t1", window=OCT, idle_util_pct=1.0)["job_id"]) == {
         "2012", "2010"}
 
-    u = mart(site, "idle_gpu_users")
+    u = mart(shared_site, "idle_gpu_users")
     rows = [(r["level"], r["project"], r["user"], r["runs"], round(r["gpu_h"], 9),
              round(r["whole_node_gpu_h"], 9), round(r["shared_gpu_h"], 9), r["rank_in_project"],
              r["worst_job_id"]) for r in u.to_dicts()]
@@ -317,12 +350,13 @@ def test_idle_gpu_jobs_and_users(site):
 
     # project isolation: a project's idle runs and users only
     for project, idle in {"A": ["2010", "2007"], "B": ["2012"], "C": ["2006"]}.items():
-        jobs, users = mart(site, "idle_gpu_jobs", project=project), mart(site, "idle_gpu_users", project=project)
+        jobs = mart(shared_site, "idle_gpu_jobs", project=project)
+        users = mart(shared_site, "idle_gpu_users", project=project)
         assert jobs["job_id"].to_list() == idle, project
         assert set(users["project"]) == {"", project}
         _isolated(project, jobs, users)
-    assert mart(site, "idle_gpu_jobs", project=EVIL).height == 0  # a parameter, never SQL
-    none = mart(site, "idle_gpu_users", project=EVIL)  # the scope's total alone: nothing idle
+    assert mart(shared_site, "idle_gpu_jobs", project=EVIL).height == 0  # a parameter, never SQL
+    none = mart(shared_site, "idle_gpu_users", project=EVIL)  # the scope's total alone: nothing idle
     assert [(r["level"], r["project"], r["runs"]) for r in none.to_dicts()] == [("all", "", 0)]
 
 
@@ -337,15 +371,15 @@ def _isolated(project: str, *frames: pl.DataFrame) -> None:
         assert other not in text, (project, other)
 
 
-def test_energy_from_power_samples_where_there_are_no_counters(site):
+def test_energy_from_power_samples_where_there_are_no_counters(shared_site):
     """This day's dcgm files carry power (100 W a GPU) and no energy counter: the GPU energy is power × the
     time the samples cover, and said so. 2006 held all 8 GPUs of n3 16:00 .. 19:00: 8 × 100 W × 3 h = 2.4
     kWh. 2007 held 1 GPU of n1 16:00 .. 18:00 alone on the node, so the node's 8 GPUs' energy is its (as
     efficiency.sql shares a node's GPU activity among the runs on it): 8 × 100 W × 2 h = 1.6 kWh."""
-    j = {r["job_id"]: r for r in mart(site, "job_energy").to_dicts()}
+    j = {r["job_id"]: r for r in mart(shared_site, "job_energy").to_dicts()}
     assert (j["2006"]["gpu_kwh"], j["2006"]["gpu_counter_kwh"]) == (pytest.approx(2.4), 0.0)
     assert j["2007"]["gpu_kwh"] == pytest.approx(1.6)
     assert {j[k]["gpu_energy_source"] for k in ("2006", "2007")} == {"power samples"}
     assert j["2006"]["node_power"] == "missing" and j["2006"]["kg_co2e"] is None
-    e = mart(site, "energy").filter(pl.col("project_key") == "C").row(0, named=True)
+    e = mart(shared_site, "energy").filter(pl.col("project_key") == "C").row(0, named=True)
     assert e["gpu_counter_share"] == 0.0 and e["node_power_measured_share"] == 0.0
