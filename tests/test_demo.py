@@ -232,3 +232,25 @@ def test_nodes_command_on_the_demo(demo_runs):
     assert err[0].startswith("ops-report: error: no reservation named 'no-such'; reservations: ")
     p = ops("-w", dsn, "nodes", "--from", "2026-10-01", check=False)
     assert p.returncode != 0 and "give both --from and --to" in p.stderr
+
+
+def test_demo_exports_equal_an_export_of_their_own(demo_runs, tmp_path):
+    """The demo writes its Parquet exports in the block of marts its two monthly reports evaluated (issue 51:
+    the exports read those tables instead of evaluating every mart again); each file holds what
+    `ops-report export` alone writes, every mart evaluated afresh in its own process: same rows, same values
+    (floats to 1e-9: the engine adds them in whatever order its threads finish)."""
+    from polars.testing import assert_frame_equal
+
+    from tests.cli_runner import ops
+
+    base, _ = demo_runs
+    dsn = f"chdb://{base / 'a' / 'warehouse'}"
+    for scope, args in (("cluster", []), ("A", ["--project", "A"])):
+        ops("-w", dsn, "export", "--month", "2026-10", "--out", str(tmp_path), *args)
+        mine = base / "a" / "exports" / f"ai1-{scope}-2026-10"
+        alone = tmp_path / f"ai1-{scope}-2026-10"
+        files = sorted(f.name for f in alone.glob("*.parquet"))
+        assert files and sorted(f.name for f in mine.glob("*.parquet")) == files
+        for name in files:
+            assert_frame_equal(pl.read_parquet(mine / name), pl.read_parquet(alone / name), check_exact=False,
+                               rtol=1e-9, atol=1e-9)
