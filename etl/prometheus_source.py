@@ -269,15 +269,21 @@ def _load_day(wh, client: PromClient, ahead: _Ahead, cat: dict[str, Metric], clu
             parts.setdefault(name, []).append(m)
         if k + 1 < len(plan) and plan[k + 1][0] == batch:
             continue
-        frames = _frames(batch.split()[0], parts, cat)
+        _insert_batch(wh, _frames(batch.split()[0], parts, cat), cat, cluster, client, window, step_s, counts)
         parts = {}
-        if frames:
-            c = insert_frames(wh, frames, cat, cluster, f"prometheus:{client.url}", window, step_s=step_s)
-            # xid_events is the window's count after the insert (the batches before included): the last one's
-            xid = c.pop("xid_events", 0)
-            counts["xid_events"] = xid if "gpu" in frames else counts["xid_events"]
-            _add(counts, c)
     return counts
+
+
+def _insert_batch(wh, frames: dict, cat: dict[str, Metric], cluster: str, client: PromClient,
+                  window: tuple[datetime, datetime], step_s: int, counts: dict) -> None:
+    """A node batch's frames into the warehouse, its counts added to ``counts``."""
+    if not frames:
+        return
+    c = insert_frames(wh, frames, cat, cluster, f"prometheus:{client.url}", window, step_s=step_s)
+    # xid_events is the window's count after the insert (the batches before included): the last one's
+    xid = c.pop("xid_events", 0)
+    counts["xid_events"] = xid if "gpu" in frames else counts["xid_events"]
+    _add(counts, c)
 
 
 def _load_day_export(wh, client: PromClient, ahead: _Ahead, cat: dict[str, Metric], cluster: str,
@@ -299,12 +305,7 @@ def _load_day_export(wh, client: PromClient, ahead: _Ahead, cat: dict[str, Metri
             parts = {name: [m] for name, m in export_matrices(wh, path, cat, step_s, lo_ms, hi_ms).items()
                      if m.values.size}
             path.unlink()
-            frames = _frames(batch.split()[0], parts, cat)
-            if frames:
-                c = insert_frames(wh, frames, cat, cluster, f"prometheus:{client.url}", window, step_s=step_s)
-                xid = c.pop("xid_events", 0)
-                counts["xid_events"] = xid if "gpu" in frames else counts["xid_events"]
-                _add(counts, c)
+            _insert_batch(wh, _frames(batch.split()[0], parts, cat), cat, cluster, client, window, step_s, counts)
     return counts
 
 

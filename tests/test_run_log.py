@@ -45,6 +45,20 @@ def run_log_at(path: Path) -> list[tuple]:
         close_embedded()
 
 
+def nightly_with_sacct_script(tmp_path: Path, wh: Path, body: str) -> dict:
+    """A config whose nightly run has one sacct source, the site's sacct command being a shell script of
+    ``body``; the warehouse first holds the live Slurm file's 15 job runs. Returns the env to run with."""
+    sacct = tmp_path / "sacct"
+    sacct.write_text("#!/bin/sh\n" + body)
+    sacct.chmod(0o755)
+    conf = tmp_path / "ops.toml"
+    conf.write_text(f'[warehouse]\ndsn = "chdb://{wh}"\n[sacct]\ncommand = ["{sacct}"]\n'
+                    '[[nightly.slurm]]\ncluster = "c1"\nsource = "sacct"\n')
+    env = {"OPS_CONFIG": str(conf), "OPS_WAREHOUSE": ""}
+    ops("etl", "sacct", str(LIVE / "sacct.psv"), env=env)
+    return env
+
+
 def closed_port() -> int:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -152,16 +166,8 @@ def test_nightly_stopped_by_sigterm_is_undone_and_logged(big_sacct, tmp_path):
     nightly run SIGTERM 4 s later, when the load is under way (its output names no point to wait for: a
     nightly run under cron prints a step's line at its start and end, and progress only every 10 s)."""
     wh = tmp_path / "wh"
-    sacct = tmp_path / "sacct"
-    sacct.write_text("#!/bin/sh\n"
-                     "(sleep 4; kill -TERM $PPID) </dev/null >/dev/null 2>&1 &\n"
-                     f"cat '{big_sacct}'\ntail -n +2 '{big_sacct}'\n")
-    sacct.chmod(0o755)
-    conf = tmp_path / "ops.toml"
-    conf.write_text(f'[warehouse]\ndsn = "chdb://{wh}"\n[sacct]\ncommand = ["{sacct}"]\n'
-                    '[[nightly.slurm]]\ncluster = "c1"\nsource = "sacct"\n')
-    env = {"OPS_CONFIG": str(conf), "OPS_WAREHOUSE": ""}
-    ops("etl", "sacct", str(LIVE / "sacct.psv"), env=env)
+    env = nightly_with_sacct_script(tmp_path, wh, "(sleep 4; kill -TERM $PPID) </dev/null >/dev/null 2>&1 &\n"
+                                    f"cat '{big_sacct}'\ntail -n +2 '{big_sacct}'\n")
     before = warehouse_checksums(wh)
     p = ops("etl", "nightly", "--from", "2026-10-01", "--to", "2026-10-01", env=env, check=False)
     assert p.returncode == 143 and "Traceback" not in p.stderr, (p.stdout, p.stderr)
@@ -183,14 +189,7 @@ def test_nightly_grains_refresh_failing_is_logged(tmp_path):
     the run log has a failed `nightly:grains` row with the engine's reason (before, the failure left the run
     with the source's row saying ok and nothing on record for the refresh)."""
     wh = tmp_path / "wh"
-    sacct = tmp_path / "sacct"
-    sacct.write_text(f"#!/bin/sh\ncat '{LIVE / 'sacct.psv'}'\n")
-    sacct.chmod(0o755)
-    conf = tmp_path / "ops.toml"
-    conf.write_text(f'[warehouse]\ndsn = "chdb://{wh}"\n[sacct]\ncommand = ["{sacct}"]\n'
-                    '[[nightly.slurm]]\ncluster = "c1"\nsource = "sacct"\n')
-    env = {"OPS_CONFIG": str(conf), "OPS_WAREHOUSE": ""}
-    ops("etl", "sacct", str(LIVE / "sacct.psv"), env=env)
+    env = nightly_with_sacct_script(tmp_path, wh, f"cat '{LIVE / 'sacct.psv'}'\n")
     w = open_warehouse(Config(dsn=f"chdb://{wh}"))
     try:
         w.command("DROP TABLE run_sample_hour")
