@@ -81,11 +81,4 @@ def export_matrices(wh, path: Path, cat: dict[str, Metric], step_s: int, lo_ms: 
         p0, p1 = first_point[a], first_point[b]
         out[names[int(a)]] = Matrix(labels[a:b], counts[a:b], ts_s[p0:p1], vals[p0:p1])
     return out
-    for (name,), part in df.partition_by("name", as_dict=True, maintain_order=True).items():
-        counts = part.get_column("ts_s").list.len().to_numpy().astype(np.int64)
-        labels = [dict(zip(k, v)) for k, v in  # a loop per series, none per sample
-                  zip(part.get_column("label_names").to_list(), part.get_column("label_values").to_list())]
-        out[name] = Matrix(labels, counts, part.get_column("ts_s").explode().to_numpy().astype(np.int64),
-                           part.get_column("vals").explode().to_numpy().astype(np.float64))
-    return out
 
