@@ -6,6 +6,7 @@ query_range gives."""
 from __future__ import annotations
 
 import re
+import time
 import urllib.request
 from datetime import date, datetime, timedelta, timezone
 
@@ -68,10 +69,23 @@ def test_query_range_against_victoriametrics(vm, cfg, tmp_path):
     assert api[0] == files[0]
 
 
-def _exports(v) -> int:
-    """How many /api/v1/export requests the server has answered (its own /metrics)."""
+def _requests(v, path: str = "/api/v1/export") -> int:
+    """How many requests to ``path`` the server has answered (its own /metrics)."""
     text = urllib.request.urlopen(v.url + "/metrics", timeout=30).read().decode()
-    return sum(int(n) for n in re.findall(r'vm_http_requests_total\{path="/api/v1/export"\} (\d+)', text))
+    return sum(int(n) for n in re.findall(rf'vm_http_requests_total\{{path="{re.escape(path)}"\}} (\d+)', text))
+
+
+def _exports(v) -> int:
+    return _requests(v)
+
+
+def _counted(v, path: str, before: int, timeout_s: float = 30) -> int:
+    """The server's count of ``path`` requests once it shows more than ``before``: its /metrics can lag the
+    requests by a few seconds (a load that took 2 s showed none of its requests yet: CI, 2026-12-06)."""
+    deadline = time.monotonic() + timeout_s
+    while (n := _requests(v, path)) <= before and time.monotonic() < deadline:
+        time.sleep(0.25)
+    return n
 
 
 def test_a_backfill_from_victoriametrics_takes_the_export_path(vm, cfg, tmp_path):
@@ -83,6 +97,7 @@ def test_a_backfill_from_victoriametrics_takes_the_export_path(vm, cfg, tmp_path
     files = _rows(cfg, tmp_path / "files", lambda w: load_parquet_dir(w, site, DAY, DAY, cluster="c"))
     before = _exports(v)
     api = _rows(cfg, tmp_path / "api", lambda w: load_prometheus(w, v.url, DAY, DAY, step_s=60, cluster="c"))
+    _counted(v, "/api/v1/export", before + 3)
     assert _exports(v) - before == 1 + 3  # the probe that found VictoriaMetrics, then the three batches
     assert len(api[0]) == 32 * 1440
     assert api == files
@@ -120,9 +135,13 @@ def test_export_downsamples_as_query_range_does(cfg, tmp_path):
         for export in (False, True):
             cfg.dsn = f"chdb://{tmp_path / f'wh-{export}'}"
             w = open_warehouse(cfg)
-            before = _exports(v)
+            before = {p: _requests(v, p) for p in ("/api/v1/export", "/api/v1/query_range")}
             load_prometheus(w, v.url, DAY, DAY, step_s=60, cluster="c", export=export)
-            assert (_exports(v) > before) == export
+            # the path taken shows in the server's counts; the other path's count, read after, is unchanged
+            taken = "/api/v1/export" if export else "/api/v1/query_range"
+            assert _counted(v, taken, before[taken]) > before[taken]
+            other = "/api/v1/query_range" if export else "/api/v1/export"
+            assert _requests(v, other) == before[other]
             out[export] = (w.query_rows("SELECT toString(ts), power_w, energy_j, xid_last FROM gpu_sample FINAL "
                                         "WHERE ts BETWEEN '2026-10-01 00:01:00' AND '2026-10-01 00:02:00' ORDER BY ts"),
                            w.query_rows("SELECT * EXCEPT source FROM gpu_sample FINAL ORDER BY ts"),
