@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 from ops_warehouse.analytics.api import Connection
 from ops_warehouse.analytics.periods import parse_month
+from ops_warehouse.cli.invoked import narrowed
 from ops_warehouse.config import load_config
 from ops_warehouse.dsn import dsn_secret
 from ops_warehouse.errors import OpsError, Terminated, sigterm_received, stop_on_sigterm
@@ -1014,7 +1015,7 @@ def main() -> None:
 
 def _run_app() -> None:
     try:
-        rc = app(standalone_mode=False)
+        rc = narrowed(app, sys.argv[1:])(standalone_mode=False)  # only the command run is built (cli/invoked.py)
         if rc == 130:  # typer returns 130 for any KeyboardInterrupt, SIGTERM's (Terminated) too
             _stopped()
         if isinstance(rc, int) and rc:

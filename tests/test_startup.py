@@ -86,6 +86,22 @@ def test_importing_the_cli_or_the_package_stays_light(module):
     assert p.stdout.strip() == "[]", p.stdout + p.stderr
 
 
+@pytest.mark.parametrize("args", [["--help"], ["monthly", "--help"], ["summary", "--help"], ["etl", "sacct", "--help"]],
+                         ids=" ".join)
+def test_help_imports_no_engine_client_or_frames(args):
+    """`ops-report … --help` in a fresh process, as a user types it: the help is printed with none of the engine,
+    the client (nor its HTTP stack), the frames or the charts imported."""
+    heavy = ("polars", "pyarrow", "numpy", "pandas", "clickhouse_connect", "urllib3", "chdb", "matplotlib", "duckdb",
+             "pydantic")
+    p = subprocess.run([sys.executable, "-c", "import sys, atexit; atexit.register(lambda: print(sorted(m for m in "
+                        f"{heavy!r} if m in sys.modules), file=sys.stderr)); "
+                        "from ops_warehouse.cli.main import main; main()", *args],
+                       capture_output=True, text=True, cwd=REPO)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "Usage: " in p.stdout and "[OPTIONS]" in p.stdout
+    assert p.stderr.strip().splitlines()[-1] == "[]", p.stderr[-2000:]
+
+
 def test_a_summary_imports_only_what_it_uses(cfg):
     """`ops-report summary` in a fresh process, as a user runs it: it imports its own report's module, not the
     other five reports' (the what-if's planning, the checks', the monthly report's), and the CLI's option
