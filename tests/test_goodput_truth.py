@@ -35,7 +35,9 @@ pytestmark = pytest.mark.slow  # generated sites: docs/testing.md
 
 UTC = timezone.utc
 W0, W1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 22, tzinfo=UTC)
-HW0, HW1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 13, tzinfo=UTC)
+# the healthy site: six days hold what it tests (its 2 hangs, on 8 and 16 nodes, and the firmware drain of a
+# rack, all in truth/): twelve gave the same and cost twice the load (docs/benchmarks.md, issue 51 round 3)
+HW0, HW1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 7, tzinfo=UTC)
 STEP_S = 300
 
 
@@ -45,7 +47,7 @@ def build(out, **params) -> dict:
 
 
 def build_healthy(out, **params) -> dict:
-    return generated_site(out, telemetry_days=(date(2026, 10, 1), date(2026, 10, 12)), refresh_window=(HW0, HW1),
+    return generated_site(out, telemetry_days=(date(2026, 10, 1), date(2026, 10, 6)), refresh_window=(HW0, HW1),
                           **params)
 
 
@@ -118,7 +120,7 @@ def test_the_swap_list_is_the_nodes_made_faulty(site):
 
 @pytest.fixture(scope="module")
 def healthy(tmp_path_factory):
-    s = built_site(tmp_path_factory, "healthy", build_healthy, start=HW0, days=12, jobs_per_day=800, nodes=40, seed=11,
+    s = built_site(tmp_path_factory, "healthy", build_healthy, start=HW0, days=6, jobs_per_day=800, nodes=40, seed=11,
                    metrics_step_s=STEP_S, faults=False)
     wh = open_site(s, tmp_path_factory.mktemp("healthy"))
     yield wh, s.facts["cluster"], s.path / "truth"
