@@ -10,7 +10,12 @@ it ran before, in one command on a copy of a loaded demo warehouse (`ops-report 
   reports    the monthly reports (--cluster, --project A; md + html + json) and the Parquet exports in one
              block of evaluated marts (now) vs each in its own (before: the exports evaluated every mart again)
 
-    .venv/bin/python bench/bench_demo_stages.py --dir /tmp/k51/demo [--profile]
+    .venv/bin/python bench/bench_demo_stages.py --dir /tmp/k51/demo [--profile] [--stages summaries]
+        [--telemetry-before REV]
+
+--telemetry-before REV: the summaries' "before" runs the same six views (no reads again) with
+sql/marts/telemetry.sql as it was at git revision REV (issue 51 round 3: the mart that read the samples three
+times), so the ratio is that change's alone.
 
 Prints a RESULT line per stage (seconds now, before, ratio before ÷ now) and, with --profile, the slowest SQL
 statements of each "now" (time.perf_counter around the client's calls). The machine is shared: both sides run
@@ -21,6 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -66,7 +72,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--dir", type=Path, default=Path("/tmp/k51/demo"), help="a loaded demo folder")
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--stages", default="capacity,kernel,summaries,reports", help="comma-separated, in the demo's order")
+    ap.add_argument("--telemetry-before", metavar="REV", help="the summaries' before: the telemetry mart at git REV")
     a = ap.parse_args()
+    stages = set(a.stages.split(","))
     if a.profile:
         _profile_client()
     from ops_warehouse.analytics.api import Connection
@@ -107,19 +116,21 @@ def main() -> None:
         fn()
         return time.perf_counter() - t
 
-    real = capacity_sources.refresh_history
-    capacity_sources.refresh_history = everything
-    try:
-        before = timed(capacity)
-    finally:
-        capacity_sources.refresh_history = real
-    with _profiled("capacity", a.profile):
-        now = timed(capacity)
-    print(f"RESULT demo_capacity now_s={now:.2f} before_s={before:.2f} ratio={before / now:.2f}", flush=True)
+    if "capacity" in stages:
+        real = capacity_sources.refresh_history
+        capacity_sources.refresh_history = everything
+        try:
+            before = timed(capacity)
+        finally:
+            capacity_sources.refresh_history = real
+        with _profiled("capacity", a.profile):
+            now = timed(capacity)
+        print(f"RESULT demo_capacity now_s={now:.2f} before_s={before:.2f} ratio={before / now:.2f}", flush=True)
 
-    with _profiled("kernel", a.profile):
-        now = timed(lambda: load_kernel_log(wh, sorted((data / "logs" / "kernel").glob("*.log")), cluster=cluster))
-    print(f"RESULT demo_kernel_logs now_s={now:.2f}", flush=True)
+    if "kernel" in stages:
+        with _profiled("kernel", a.profile):
+            now = timed(lambda: load_kernel_log(wh, sorted((data / "logs" / "kernel").glob("*.log")), cluster=cluster))
+        print(f"RESULT demo_kernel_logs now_s={now:.2f}", flush=True)
 
     def views(again: bool):
         for _, by, period in VIEWS:
@@ -130,10 +141,25 @@ def main() -> None:
             telemetry(wh, DEMO_START, last, "gpu_model")
             summary(wh, DEMO_START, last, ["project"], "none")
 
-    before = timed(lambda: views(True))
-    with _profiled("summaries", a.profile):
-        now = timed(lambda: views(False))
-    print(f"RESULT demo_summaries now_s={now:.2f} before_s={before:.2f} ratio={before / now:.2f}", flush=True)
+    def views_before():
+        if not a.telemetry_before:
+            return views(True)
+        from ops_warehouse.analytics import telemetry as tel_module
+
+        old = subprocess.run(["git", "show", f"{a.telemetry_before}:sql/marts/telemetry.sql"], check=True,
+                             capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent).stdout
+        real_text = tel_module.sql_text
+        tel_module.sql_text = lambda rel: old if rel == "marts/telemetry.sql" else real_text(rel)
+        try:
+            views(False)
+        finally:
+            tel_module.sql_text = real_text
+
+    if "summaries" in stages:
+        before = timed(views_before)
+        with _profiled("summaries", a.profile):
+            now = timed(lambda: views(False))
+        print(f"RESULT demo_summaries now_s={now:.2f} before_s={before:.2f} ratio={before / now:.2f}", flush=True)
 
     out = tmp / "out"
 
@@ -145,11 +171,12 @@ def main() -> None:
             for project in (None, "A"):
                 export_month(Connection(wh), tmp / "exports", month, project=project, cluster=cluster)
 
-    before = timed(lambda: reports(False))
-    with _profiled("reports", a.profile):
-        now = timed(lambda: reports(True))
-    print(f"RESULT demo_reports_exports now_s={now:.2f} before_s={before:.2f} ratio={before / now:.2f}",
-          flush=True)
+    if "reports" in stages:
+        before = timed(lambda: reports(False))
+        with _profiled("reports", a.profile):
+            now = timed(lambda: reports(True))
+        print(f"RESULT demo_reports_exports now_s={now:.2f} before_s={before:.2f} ratio={before / now:.2f}",
+              flush=True)
     wh.close()
     shutil.rmtree(tmp, ignore_errors=True)
 
