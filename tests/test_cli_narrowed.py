@@ -1,6 +1,6 @@
 """`ops-report` builds only the command it runs (cli/invoked.py, issue 51's fixed cost): typer turned all 20
-commands (12, and the etl group's 8) into click commands at every start, 26 ms of CPU of a one-day summary. What is printed and
-parsed must not change: every command's --help, the group's, a mistyped command's error."""
+commands (12, and the etl group's 8) into click commands at every start, 26 ms of CPU of a one-day summary.
+What is printed and parsed must not change: every command's --help, the group's, a mistyped command's error."""
 
 from __future__ import annotations
 
