@@ -35,7 +35,7 @@ WITH
                   count(throttle_reasons) AS throttle_n,
                   sum(if(gpu_is_throttled(throttle_reasons), step_s, 0)) AS throttled_s
            FROM gpu_sample FINAL
-           WHERE ts >= toDateTime({from_date:Date}, 'UTC') AND ts < toDateTime({to_date:Date} + 1, 'UTC')
+           WHERE ts >= w_start AND ts < w_end
            GROUP BY cluster, node, gpu, model_name)) AS per_gpu_rows,
 
 gpu AS (
