@@ -270,29 +270,35 @@ _EDGE_VALUES = {"gpu": [c for c in GPU_COLUMNS if c in _SEEDED], "node": [c for 
                 "job": ["v"]}
 
 
-def _edge_rows(kind: str, rel: str, with_value: bool = True) -> str:
-    """A kind's series as counter_edge sees them, one row each: node, key and the first ts (without value), or
-    the window's last sample with a counter value: ts and value (the raw values, NULLs left out). Grouped by
-    the series' own columns before the key and the map are built (per row, they cost the load as much as its
-    insert into gpu_sample)."""
+def _edge_rows(kind: str, rel: str) -> str:
+    """A kind's series as counter_edge sees them, one row each: node, key, ``first_ts`` (its first sample's, in
+    the window or not: the counter_edge seed looks before it) and ``last``, the window's last sample with a
+    counter value as a tuple (ts, the raw values; ts 0 and no value where the window has none). One grouping of
+    the load's rows gives both: the seed reads ``first_ts`` before the seeds are staged, counter_edge reads
+    ``last`` after the rows are in (a second grouping of the stage for the edges cost a 32-node day ~0.1 s of
+    CPU: docs/benchmarks.md). Grouped by the series' own columns before the key is built (per row, the key
+    costs as much as the insert)."""
     node = "''" if kind == "job" else "node"
     group, key = _EDGE_SERIES[kind]
-    if not with_value:
-        return f"SELECT {node} AS node, {key} AS key, min(ts) AS ts FROM ({rel}) GROUP BY {group}"
     values = _EDGE_VALUES[kind]
+    has_value = " OR ".join(f"{c} IS NOT NULL" for c in values)
     last = (f"argMaxIf(tuple(ts, {', '.join(f'CAST({c} AS Nullable(Float64))' for c in values)}), ts, "
-            + " OR ".join(f"{c} IS NOT NULL" for c in values) + ")")
-    pairs = ", ".join(f"{_lit(c)}, last.{k + 2}" for k, c in enumerate(values))
-    return (f"SELECT {node} AS node, {key} AS key, last.1 AS ts, CAST(mapFilter((k, x) -> x IS NOT NULL, "
-            f"map({pairs})) AS Map(LowCardinality(String), Float64)) AS value "
-            f"FROM (SELECT {group}, {last} AS last FROM ({rel}) WHERE ts >= {{from_ts:DateTime('UTC')}} "
-            f"AND ts < {{to_ts:DateTime('UTC')}} GROUP BY {group})")
+            f"({has_value}) AND ts >= {{from_ts:DateTime('UTC')}} AND ts < {{to_ts:DateTime('UTC')}})")
+    return f"SELECT {node} AS node, {key} AS key, min(ts) AS first_ts, {last} AS last FROM ({rel}) GROUP BY {group}"
+
+
+def _edge_values(kind: str, series: str) -> str:
+    """counter_edge's input from the series table (``_edge_rows``): node, key, ts and the map of raw values
+    (NULLs left out; a series without a value in the window has an empty map, which counter_edge.sql drops)."""
+    pairs = ", ".join(f"{_lit(c)}, last.{k + 2}" for k, c in enumerate(_EDGE_VALUES[kind]))
+    return (f"SELECT node, key, last.1 AS ts, CAST(mapFilter((k, x) -> x IS NOT NULL, map({pairs})) AS "
+            f"Map(LowCardinality(String), Float64)) AS value FROM {series}")
 
 
 def _edge_seed(kind: str, series: str) -> str:
-    """The seed rows counter_edge holds for the load's series (``series``: node, key, ts, the first sample's;
+    """The seed rows counter_edge holds for the load's series (``series``: node, key, first_ts, the first sample's;
     sql/staging/counter_edge_seed.sql), in the kind's column order."""
-    first = f"SELECT node, key, ts AS first FROM {series}"
+    first = f"SELECT node, key, first_ts AS first FROM {series}"
     (seed,) = split_statements(sql_text("staging/counter_edge_seed.sql"))  # its comments left out first
     seed = seed.replace("{{first}}", first)
 
@@ -414,12 +420,13 @@ class _Stage:
         return f"SELECT {', '.join(map(_q, self.columns))} FROM {self.name}" + (
             f" WHERE {' AND '.join(cond)}" if cond else "")
 
-    def keep_series(self, kind: str) -> str:
-        """The load's series (its own rows': node, key as counter_edge keys them, ts of the first sample), kept
-        once for the counter_edge seed and for the seed files' check (each a scan of the stage otherwise)."""
+    def keep_series(self, kind: str, params: dict) -> str:
+        """The load's series (its own rows: node, key as counter_edge keys them, ts of the first sample, the
+        window's last counter values), kept once for the counter_edge seed, the seed files' check and the load's
+        counter edges (each a scan and grouping of the stage otherwise)."""
         self.series = f"{self.name}_series"
-        self.wh.command(f"CREATE TEMPORARY TABLE {self.series} ENGINE = Memory AS "
-                        + _edge_rows(kind, self.rows(kind, "_seed = 0"), with_value=False))
+        self.wh.client.command(f"CREATE TEMPORARY TABLE {self.series} ENGINE = Memory AS "
+                               + _edge_rows(kind, self.rows(kind, "_seed = 0")), parameters=params)
         return self.series
 
     def drop(self) -> None:
@@ -521,10 +528,9 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
             stages.append(stage)
             for i, select in enumerate(raw[1:], 1):
                 stage.add(select, file=i)
-            main_rows = stage.rows(kind, "_seed = 0")
             counters = kind in _EDGE_SERIES  # a MIG instance has no counters: nothing to step
             if counters:
-                stage.add(_edge_seed(kind, stage.keep_series(kind)), file=_EDGE_FILE, seed=True,
+                stage.add(_edge_seed(kind, stage.keep_series(kind, params)), file=_EDGE_FILE, seed=True,
                           params={**params, "kind": kind})
             for p, cols in _files_of(kind, seeds, cat):
                 if _seed_file_needed(wh, stage, kind, p, cols, cat):
@@ -572,7 +578,7 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
             # failed above leaves no edge, and its rerun steps as it would have)
             if counters:
                 (sql,) = split_statements(sql_text("staging/counter_edge.sql"))
-                wh.client.command(sql.replace("{{input}}", _edge_rows(kind, main_rows)).rstrip(";"),
+                wh.client.command(sql.replace("{{input}}", _edge_values(kind, stage.series)).rstrip(";"),
                                   parameters={**params, "kind": kind}, settings={"optimize_on_insert": 0})
             if kind == "gpu":
                 counts["xid_events"] += _count(

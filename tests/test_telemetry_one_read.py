@@ -155,3 +155,31 @@ def test_a_bad_value_in_one_of_a_kinds_files_is_named_by_that_file_and_line(wh, 
     # the day's node files are read for the stage and again for the rejected value's line; the GPU file once
     reads = {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()}
     assert reads[("dcgm", "2026-10-02")] == 1 and reads[("ipmi", "2026-10-02")] == 2
+
+
+def test_a_kinds_series_are_grouped_once_a_load_for_the_seed_and_the_edges(wh, tmp_path, monkeypatch):
+    """The counter_edge seed (each series' first sample) and the load's counter edges (each series' last raw
+    values in the window) come from one grouping of the stage by series (etl/telemetry_insert.py _edge_rows);
+    before, the edges grouped the whole stage a second time (0.1 s of CPU a 32-node day: docs/benchmarks.md).
+    The edges are the hand-worked last raw values of the window's last sample with any counter value: the GPU's
+    energy reading at 00:02 is a NaN (quarantined, NULL), so that sample's edge holds the Xid gauge's 0 alone."""
+    energy = [float(e) for e in ENERGY_MJ]
+    energy[4] = float("nan")
+    _site(tmp_path / "telemetry")
+    df = pl.read_parquet(tmp_path / "telemetry" / "dcgm" / "2026-10-02.parquet")
+    df.with_columns(pl.Series("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", energy[2:])).write_parquet(
+        tmp_path / "telemetry" / "dcgm" / "2026-10-02.parquet")
+    seen = _recording(wh, monkeypatch)
+    c = load_parquet_dir(wh, tmp_path, date(2026, 10, 1), date(2026, 10, 2), cluster="c1")
+    assert c["quarantined"] == 1
+    # each kind's stage grouped by its series once a day (2 days × GPU and node kinds), not twice
+    import re
+    by_series = sum(len(re.findall(r"FROM _telemetry_(?:gpu|node)_[0-9a-f]{32} WHERE _seed = 0\)[^;]{0,120}?"
+                                   r"GROUP BY node, (?:gpu|series, device)\b", sql)) for sql in seen)
+    assert by_series == 4
+    assert rows(wh, "SELECT kind, formatDateTime(ts, '%F %R'), value FROM counter_edge FINAL "
+                    "WHERE ts >= '2026-10-02' ORDER BY kind") == [
+        ("gpu", "2026-10-02 00:02", {"xid_last": 0.0}),
+        ("node", "2026-10-02 00:02", {"nic_rx_bytes": 9_500.0, "nic_tx_bytes": 0.0})]
+    assert rows(wh, "SELECT energy_j FROM gpu_sample FINAL WHERE ts >= '2026-10-02' ORDER BY ts") == [
+        (18_000.0,), (18_000.0,), (None,)]
