@@ -23,7 +23,11 @@
 --- columns = ["job_id", "submit_ts", "user", "account", "project", "partition", "state", "gpus", "nnodes", "start_ts", "end_ts", "wall_s", "is_superseded", "nodes", "gpu_model", "gpu_h", "observed_gpu_h", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_energy_kwh", "nic_rx_bytes", "nic_tx_bytes", "storage_read_bytes", "storage_write_bytes", "delivered_pflop", "slowest_node_util_pct", "median_node_util_pct", "slowest_node"]
 --- user_columns = ["user"]
 --- export = 8
-WITH largest AS (
+WITH
+-- (the largest runs' keys as one array, a scalar subquery: the engine evaluates it once a query, where a CTE
+-- is evaluated again wherever it is named, here four times: 5 reads of the month's grain rows for 1,
+-- docs/benchmarks.md "Issue 51: the monthly report's marts", round 3)
+(SELECT groupArray((job_id, submit_ts)) FROM (
     SELECT job_id, submit_ts
     FROM run_node_hour FINAL
     WHERE {runs_limit:UInt32} > 0 AND cluster = {cluster:String}
@@ -32,9 +36,8 @@ WITH largest AS (
       AND ({project:String} = '' OR account IN (SELECT account FROM dim_account WHERE project = {project:String}))
     GROUP BY job_id, submit_ts
     ORDER BY sum(gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})) DESC
-    LIMIT {runs_limit:UInt32} WITH TIES
-),
-every_run AS (SELECT {runs_limit:UInt32} = 0 OR (SELECT count() FROM largest) < {runs_limit:UInt32} AS yes),
+    LIMIT {runs_limit:UInt32} WITH TIES)) AS largest,
+{runs_limit:UInt32} = 0 OR length(largest) < {runs_limit:UInt32} AS every_run,
 runs AS (
     SELECT cluster, job_id, submit_ts, user, account, project, partition, state, gpus, nnodes, start_ts, end_ts,
            wall_s, is_superseded, nodes
@@ -42,7 +45,7 @@ runs AS (
     WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
       AND NOT never_ran AND gpus > 0 AND length(nodes) > 0
       AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
-      AND ((SELECT yes FROM every_run) OR (job_id, submit_ts) IN (SELECT job_id, submit_ts FROM largest))
+      AND (every_run OR has(largest, (job_id, submit_ts)))
 ),
 shared AS (
     SELECT r.cluster AS cluster, r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
@@ -63,7 +66,7 @@ shared AS (
           FROM run_node_hour FINAL WHERE cluster = {cluster:String}
           AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
           AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}
-          AND ((SELECT yes FROM every_run) OR (job_id, submit_ts) IN (SELECT job_id, submit_ts FROM largest))) AS r
+          AND (every_run OR has(largest, (job_id, submit_ts)))) AS r
     LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
     WHERE {project:String} = ''
        OR r.account IN (SELECT account FROM dim_account WHERE project = {project:String})
