@@ -1,7 +1,14 @@
-"""Benchmark: `ops-report monthly --cluster` on a month of the 1,024-GPU generated cluster with 1-minute
-telemetry, beside the same core statistics computed by DuckDB and by pandas over Parquet, in one run.
+"""Benchmark: `ops-report monthly --cluster` on a month of a generated cluster with 1-minute telemetry (256
+GPUs by default, --nodes 128 for the 1,024-GPU month of the earlier rounds), beside the same core statistics
+computed by DuckDB and by pandas over Parquet, in one run.
 
-    .venv/bin/python bench/bench_monthly.py [--nodes 128] [--days 31] [--workdir DIR] [--repeat N]
+    .venv/bin/python bench/bench_monthly.py [--nodes 32] [--days 31] [--workdir DIR] [--repeat N]
+    .venv/bin/python bench/bench_monthly.py --profile      # where the report's time goes, mart by mart
+    .venv/bin/python bench/bench_monthly.py --ab MART=OLD.sql [--ab-param runs_limit=15]
+
+The month is prepared once and kept (default workdir ~/.cache/ops-warehouse/bench-monthly-n<nodes>-d<days>):
+the 1,024-GPU month took over 25 minutes to generate and load on a loaded 2-core machine, the 256-GPU one 11
+(31,015 job runs either way: the job mix is the same, the telemetry a quarter).
 
 1. prepare (skipped when --workdir already holds it): generate the month (sacct, inventory, node events,
    reservation, 60 s telemetry), load it (sacct, capacity, telemetry day files) into an embedded warehouse
@@ -132,6 +139,59 @@ def child_product(work: Path) -> dict:
             "sizes": {s["size_class"]: s["jobs"] for s in r["job_sizes"]}}
 
 
+def child_profile(work: Path) -> dict:
+    """Where the report's time goes, in one process: each mart the report asks for (time from its progress
+    label to the next, included marts evaluated inside it) and the rows the engine read for it
+    (system.events SelectedRows: no machine load changes it), then each chart drawn here one after the
+    other, then each format rendered, then the files written. A second pass of the statistics follows the
+    first in the same process (the engine's caches warm), and the report's JSON is saved beside the workdir
+    (report.json) to compare figures before and after a change."""
+    from ops_warehouse.analytics.api import Connection
+    from ops_warehouse.analytics.monthly import monthly_report
+    from ops_warehouse.config import Config
+    from ops_warehouse.reports import charts as ch
+    from ops_warehouse.reports import monthly_render as mr
+    from ops_warehouse.warehouse import open_warehouse
+
+    cfg = Config(dsn=f"chdb://{work / 'warehouse'}")
+    cfg.projects = PROJECTS
+    wh = open_warehouse(cfg)
+    cluster = (work / "cluster").read_text()
+
+    def rows_read() -> int:
+        return wh.query_rows("SELECT value FROM system.events WHERE event = 'SelectedRows'")[0][0]
+
+    passes = []
+    for _ in range(2):
+        marks = []
+
+        def step(label: str) -> None:
+            marks.append((label, time.perf_counter(), rows_read()))
+
+        t = time.perf_counter()
+        r = monthly_report(Connection(wh), month=START.date(), cluster=cluster, progress=step)
+        marks.append(("(end)", time.perf_counter(), rows_read()))
+        per = {}
+        for (label, t0, n0), (_, t1, n1) in zip(marks, marks[1:]):
+            k = label if label not in per else label + " (previous)"
+            per[k] = (round(t1 - t0, 4), n1 - n0)
+        passes.append({"stats_s": round(time.perf_counter() - t, 3), "marts": per})
+    charts = {}
+    for name, _, fn in ch.CHARTS:
+        t = time.perf_counter()
+        fn(r)
+        charts[name] = round(time.perf_counter() - t, 4)
+    png = ch.draw_all(r, workers=1)
+    render = {}
+    for fmt, fn in (("md", lambda: mr.to_markdown(r, {k: k + ".png" for k in png})),
+                    ("html", lambda: mr.to_html(r, png)), ("json", lambda: mr.to_json(r))):
+        t = time.perf_counter()
+        fn()
+        render[fmt] = round(time.perf_counter() - t, 4)
+    (work / "report.json").write_text(mr.to_json({**r, "generated_at": None}))
+    return {"passes": passes, "charts_s": charts, "render_s": render}
+
+
 DUCK = """
 CREATE MACRO ov(a0, a1, b0, b1) AS greatest(0, epoch(least(a1, b1)) - epoch(greatest(a0, b0)));
 CREATE TEMP TABLE hours AS SELECT unnest(generate_series(TIMESTAMPTZ '{w0}', TIMESTAMPTZ '{w1}' - INTERVAL 1 HOUR,
@@ -257,10 +317,11 @@ def run(kind: str, work: Path, repeat: int = 1) -> dict:
     return best
 
 
-def ab_mart(work: Path, name: str, old_file: str, rounds: int) -> dict:
+def ab_mart(work: Path, name: str, old_file: str, rounds: int, extra: dict | None = None) -> dict:
     """Mart ``name`` as shipped and as ``old_file`` writes it (its whole text, header included), one after the
     other in each round, over this month and the last: best seconds and the rows the engine read
-    (system.events SelectedRows) of each, and whether both gave the same rows."""
+    (system.events SelectedRows) of each, and whether both gave the same rows. ``extra``: parameters beside
+    the window's (a project, or runs_limit as largest_jobs passes it to job_efficiency)."""
     from ops_warehouse.analytics import marts
     from ops_warehouse.config import Config
     from ops_warehouse.warehouse import open_warehouse
@@ -285,7 +346,7 @@ def ab_mart(work: Path, name: str, old_file: str, rounds: int) -> dict:
         for k, sql in texts.items():
             t, r0, out = time.perf_counter(), rows_read(), []
             for w in ((prev, W0), (W0, W1)):
-                p = marts._params(wh, cluster, w, "", {})
+                p = marts._params(wh, cluster, w, (extra or {}).get("project", ""), extra or {})
                 out.append(wh.query_rows(sql, marts._bound(sql, p)))
             best[k] = min(best[k], time.perf_counter() - t)
             read[k], got[k] = rows_read() - r0, repr(out)
@@ -295,20 +356,31 @@ def ab_mart(work: Path, name: str, old_file: str, rounds: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--nodes", type=int, default=128)
+    ap.add_argument("--nodes", type=int, default=32)
     ap.add_argument("--days", type=int, default=31)
-    ap.add_argument("--workdir", type=Path, default=Path("/tmp/bench-monthly"))
+    ap.add_argument("--workdir", type=Path, help="where the month is prepared and kept (default: "
+                    "~/.cache/ops-warehouse/bench-monthly-n<nodes>-d<days>)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each child; the fastest counts")
     ap.add_argument("--ab", metavar="MART=OLD.sql",
                     help="only this: the mart's shipped SQL against an older text of it (a file), interleaved in "
                          "one child over the prepared month, --repeat rounds, best of each; rows read and seconds")
+    ap.add_argument("--profile", action="store_true",
+                    help="only this: where the report's time goes (each mart's seconds and rows read, each chart, "
+                         "each format), in one fresh child over the prepared month; saves report.json in the workdir")
+    ap.add_argument("--ab-param", action="append", default=[], metavar="NAME=VALUE",
+                    help="with --ab: a parameter of the mart (project=A, runs_limit=15); integers as integers")
     ap.add_argument("--child")
     a = ap.parse_args()
+    a.workdir = a.workdir or Path.home() / ".cache" / "ops-warehouse" / f"bench-monthly-n{a.nodes}-d{a.days}"
+    if a.profile:
+        print(json.dumps(run("profile", a.workdir), indent=1))
+        return
     if a.ab:
-        print(json.dumps(ab_mart(a.workdir, *a.ab.split("=", 1), max(a.repeat, 3))))
+        extra = {k: int(v) if v.isdigit() else v for k, v in (x.split("=", 1) for x in a.ab_param)}
+        print(json.dumps(ab_mart(a.workdir, *a.ab.split("=", 1), max(a.repeat, 3), extra)))
         return
     if a.child:
-        fn = {"product": child_product, "duckdb": child_duckdb, "pandas": child_pandas}[a.child]
+        fn = {"profile": child_profile, "product": child_product, "duckdb": child_duckdb, "pandas": child_pandas}[a.child]
         print(json.dumps(fn(a.workdir)))
         return
     if not (a.workdir / "cluster").is_file():
