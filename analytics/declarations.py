@@ -10,7 +10,8 @@ models/*.yml describe jaffle-shop's models:
     --- user_columns = ["user"]           # pseudonymized with --anonymize-users
     --- filters = { level = "level" }     # the API's keyword -> the column it keeps rows on
     --- export = 21                       # its place in `ops-report export` (absent: not exported)
-    --- report = true                     # a key of its name in the monthly report (analytics/monthly.py)
+    --- report = 21                       # its place in the monthly report, a key of its name (analytics/monthly.py)
+    --- previous = true                   # the report reads the month before too (<name>_previous)
     --- project_only = true               # only for a project (users): the API requires one
     --- rule = "Points: 3 a fault, ..."   # the rule in a sentence for readers of the report (node_health)
 
@@ -51,7 +52,7 @@ GIVEN = frozenset({"cluster", "from_ts", "to_ts", "project", "idle_util_pct", "c
 # the marker a query includes another mart's query with (ops_warehouse.sqlfiles inlines it): its dependencies
 _INCLUDES_MART = re.compile(r"\{\{mart (\w+)(?: project='')?\}\}")
 _KEYS = {"grain", "kind", "scope", "takes", "parameters", "depends", "columns", "user_columns", "filters", "export",
-         "project_only", "rule", "report"}
+         "project_only", "rule", "report", "previous"}
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ class Mart:
     export: int | None = None
     project_only: bool = False
     rule: str = ""
-    report: bool = False
+    report: int | None = None
+    previous: bool = False
 
 
 def declaration(name: str, text: str) -> Mart:
@@ -88,12 +90,19 @@ def declaration(name: str, text: str) -> Mart:
             raise OpsError(f"sql/marts/{name}.sql: its declaration lacks {key}")
     if doc["scope"] not in SCOPES or doc.get("kind", "window") not in KINDS:
         raise OpsError(f"sql/marts/{name}.sql: scope is one of {', '.join(SCOPES)}, kind one of {', '.join(KINDS)}")
+    report = doc.get("report")
+    # a place, not a flag: the report's keys keep one order from run to run (the JSON a reader diffs)
+    if report is not None and (isinstance(report, bool) or not isinstance(report, int) or report < 1):
+        raise OpsError(f"sql/marts/{name}.sql: report is the mart's place in the monthly report, a whole number "
+                       f"from 1 (report = 28), not {report!r}")
+    if doc.get("previous") and report is None:
+        raise OpsError(f"sql/marts/{name}.sql declares previous = true but no place in the report (report = N)")
     return Mart(name=name, grain=doc["grain"], scope=doc["scope"], kind=doc.get("kind", "window"),
                 takes=tuple(doc.get("takes", ())), parameters=dict(doc.get("parameters", {})),
                 depends=_depends(text, doc.get("depends", ())), columns=tuple(doc.get("columns", ())),
                 user_columns=tuple(doc.get("user_columns", ())), filters=dict(doc.get("filters", {})),
                 export=doc.get("export"), project_only=bool(doc.get("project_only", False)),
-                rule=doc.get("rule", ""), report=bool(doc.get("report", False)))
+                rule=doc.get("rule", ""), report=report, previous=bool(doc.get("previous", False)))
 
 
 def _depends(text: str, declared) -> tuple[str, ...]:
@@ -200,5 +209,17 @@ def exported() -> list[str]:
 
 
 def reported() -> list[str]:
-    """The marts the monthly report holds, each under a key of its name (analytics/monthly.py)."""
-    return sorted(n for n, m in marts().items() if m.report)
+    """The marts the monthly report holds, each under a key of its name (analytics/monthly.py), in their
+    declared places; two marts declaring one place are refused in one line."""
+    placed = sorted((m.report, m.name) for m in marts().values() if m.report is not None)
+    for (a, first), (b, second) in zip(placed, placed[1:]):
+        if a == b:
+            raise OpsError(f"sql/marts/{first}.sql and sql/marts/{second}.sql both declare report = {a}: "
+                           "each mart has a place of its own in the monthly report")
+    return [name for _, name in placed]
+
+
+def with_previous() -> list[str]:
+    """The reported marts the report also reads for the month before (``previous = true``), under
+    ``<name>_previous``: the month-over-month comparisons."""
+    return [n for n in reported() if marts()[n].previous]

@@ -6,13 +6,33 @@ from __future__ import annotations
 import base64
 import html
 import json
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from urllib.parse import quote
 
 from ops_warehouse.files import safe_name, write_file
 from ops_warehouse.reports import whatif_render
-from ops_warehouse.reports.charts import CHARTS, draw_all, drawn_before
+
+
+# the charts (reports/charts.py) import matplotlib: 0.5 to 3 s and 60 MB, which a JSON report or Markdown on
+# the terminal never draws with, so it is imported by the first chart drawn, after the report's figures
+def draw_all(r: dict, cache: dict[str, bytes] | None = None) -> dict[str, bytes]:
+    from ops_warehouse.reports import charts
+
+    return charts.draw_all(r, cache)
+
+
+def _drawn_before(folder: Path) -> dict[str, bytes]:
+    from ops_warehouse.reports import charts
+
+    return charts.drawn_before(sorted(folder.glob("*.png"))) if folder.is_dir() else {}
+
+
+def _chart_titles() -> dict[str, str]:
+    from ops_warehouse.reports import charts
+
+    return {n: t for n, t, _ in charts.CHARTS}
 
 
 def _num(v, digits: int = 0) -> str:
@@ -85,17 +105,43 @@ def sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | 
             for title, lead, head, rows, chart in _sections(r)]
 
 
-def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str | None]]:
-    cl = _one(r["utilization"], level="cluster")
-    cl_prev = _one(r["utilization_previous"], level="cluster")
-    cost_all = _one(r["cost"], model="all")
-    cost_prev = _one(r["cost_previous"], model="all")
-    eff = r["efficiency"][0] if r["efficiency"] else {}
-    eff_prev = r["efficiency_previous"][0] if r["efficiency_previous"] else {}
-    who = f"project {r['project']}" if r["scope"] == "project" else "the whole cluster"
-    cur = cost_all.get("currency") or ""
-    out = []
+_Section = tuple[str, str, list[str], list[list[str]], str | None]  # title, lead, header, rows, chart
 
+
+@dataclass(frozen=True)
+class _Context:
+    """What several sections read of the report: the cluster's utilization and cost rows of the month and the
+    month before, the scope's efficiency rows, who the report is for, the currency."""
+    cl: dict
+    cl_prev: dict
+    cost_all: dict
+    cost_prev: dict
+    eff: dict
+    eff_prev: dict
+    who: str
+    cur: str
+
+
+def _context(r: dict) -> _Context:
+    cost_all = _one(r["cost"], model="all")
+    return _Context(cl=_one(r["utilization"], level="cluster"),
+                    cl_prev=_one(r["utilization_previous"], level="cluster"),
+                    cost_all=cost_all, cost_prev=_one(r["cost_previous"], model="all"),
+                    eff=r["efficiency"][0] if r["efficiency"] else {},
+                    eff_prev=r["efficiency_previous"][0] if r["efficiency_previous"] else {},
+                    who=f"project {r['project']}" if r["scope"] == "project" else "the whole cluster",
+                    cur=cost_all.get("currency") or "")
+
+
+def _sections(r: dict) -> list[_Section]:
+    """Each section's function of _SECTIONS in turn: none, one or several sections each (a section without
+    rows to show, the users of a cluster report, is left out by its function)."""
+    ctx = _context(r)
+    return [section for _, fn in _SECTIONS for section in fn(r, ctx)]
+
+
+def _summary(r: dict, ctx: _Context) -> list[_Section]:
+    cl, cl_prev, cost_all, cost_prev, who, cur = ctx.cl, ctx.cl_prev, ctx.cost_all, ctx.cost_prev, ctx.who, ctx.cur
     partial = _partial(r)
     if partial:
         partial += (": every figure stops where the loaded job history does; the rest of the month is not "
@@ -120,32 +166,43 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
                   _pct(own_prev.get("share_of_available"))],
                  [f"project {r['project']}: cost (chargeback)", f"{_num(own.get('cost'))} {cur}",
                   f"{_num(own_prev.get('cost'))} {cur}"]]
-    out.append(("Summary", lead, ["", r["month"], r["previous_month"]], rows, None))
+    return [("Summary", lead, ["", r["month"], r["previous_month"]], rows, None)]
 
+
+def _utilization(r: dict, ctx: _Context) -> list[_Section]:
     rows = [[u["level"] if u["level"] == "cluster" else f"{u['level']} {u['key']}", _num(u["capacity_gpu_h"]),
              _num(u["down_gpu_h"]), _num(u["drained_gpu_h"]), _num(u["allocated_gpu_h"]),
              _num(u["reserved_idle_gpu_h"]), _num(u["free_gpu_h"]), _num(u["allocated_idle_gpu_h"]),
              _pct(u["utilization"])] for u in r["utilization"]
             if u["level"] not in ("partition", "partition_member")]
-    out.append(("Utilization and idle capacity",
-                f"GPU-hours of the whole cluster. Allocated-but-idle: allocated GPU time whose GPU samples read "
-                f"under {r['idle_util_pct']:g}% utilization, per sample inside each run's allocation "
-                f"({_attribution(r['utilization'])}).",
-                ["", "capacity", "down", "drained", "allocated", "reserved unused", "free", "allocated idle",
-                 "utilization"], rows, "capacity_timeline"))
+    return [("Utilization and idle capacity",
+             f"GPU-hours of the whole cluster. Allocated-but-idle: allocated GPU time whose GPU samples read "
+             f"under {r['idle_util_pct']:g}% utilization, per sample inside each run's allocation "
+             f"({_attribution(r['utilization'])}).",
+             ["", "capacity", "down", "drained", "allocated", "reserved unused", "free", "allocated idle",
+              "utilization"], rows, "capacity_timeline")]
 
+
+def _job_sizes(r: dict, ctx: _Context) -> list[_Section]:
+    who = ctx.who
     rows = [[s["size_class"], _num(s["jobs"]), _pct(s["job_share"]), _num(s["gpu_h"]), _pct(s["gpu_h_share"])]
             for s in r["job_sizes"]]
-    out.append(("Job sizes", f"GPU jobs of {who} started in the month; GPU-hours held in it.",
-                ["GPUs", "jobs", "share of jobs", "GPU-hours", "share of GPU-hours"], rows, "size_shares"))
+    return [("Job sizes", f"GPU jobs of {who} started in the month; GPU-hours held in it.",
+             ["GPUs", "jobs", "share of jobs", "GPU-hours", "share of GPU-hours"], rows, "size_shares")]
 
+
+def _run_times(r: dict, ctx: _Context) -> list[_Section]:
+    who = ctx.who
     rows = [[t["size_class"], _num(t["jobs_ended"]), _hours(t["run_p50_s"]), _hours(t["run_p90_s"]),
              _hours(t["run_p99_s"]), _num(t["jobs_started"]), _hours(t["wait_p50_s"]), _hours(t["wait_p90_s"])]
             for t in r["run_times"]]
-    out.append(("Run times and queue waits", f"Jobs of {who}: run time of those that ended, wait of those "
-                "that started in the month.", ["GPUs", "ended", "run p50", "run p90", "run p99", "started",
-                                                "wait p50", "wait p90"], rows, "runtime_cdf"))
+    return [("Run times and queue waits", f"Jobs of {who}: run time of those that ended, wait of those "
+             "that started in the month.", ["GPUs", "ended", "run p50", "run p90", "run p99", "started",
+                                             "wait p50", "wait p90"], rows, "runtime_cdf")]
 
+
+def _efficiency(r: dict, ctx: _Context) -> list[_Section]:
+    eff, eff_prev, who = ctx.eff, ctx.eff_prev, ctx.who
     rows = [["GPU utilization (%)", _num(eff.get("gpu_util_pct"), 1), _num(eff_prev.get("gpu_util_pct"), 1)],
             ["SM active", _num(eff.get("sm_active"), 3), _num(eff_prev.get("sm_active"), 3)],
             ["tensor active", _num(eff.get("tensor_active"), 3), _num(eff_prev.get("tensor_active"), 3)],
@@ -156,74 +213,153 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
             ["NIC received (PB)", _bytes(eff.get("nic_rx_bytes"), "PB", 2), _bytes(eff_prev.get("nic_rx_bytes"), "PB", 2)],
             ["storage written (TB)", _bytes(eff.get("storage_write_bytes"), "TB", 1),
              _bytes(eff_prev.get("storage_write_bytes"), "TB", 1)]]
-    out.append(("Efficiency", f"Time-weighted over the GPU time of {who}'s jobs with telemetry.",
-                ["", r["month"], r["previous_month"]], rows, "gpu_heatmap"))
-    if r["efficiency_by_project"]:
-        rows = [[e["project_key"], _num(e["gpu_h"]), _num(e["gpu_util_pct"], 1), _num(e["sm_active"], 3),
-                 _num(e["tensor_active"], 3), _num(e["gpu_energy_kwh"])] for e in r["efficiency_by_project"]]
-        out.append(("Efficiency by project", "", ["project", "GPU-hours", "GPU util %", "SM active",
-                                                  "tensor active", "energy kWh"], rows, None))
+    return [("Efficiency", f"Time-weighted over the GPU time of {who}'s jobs with telemetry.",
+             ["", r["month"], r["previous_month"]], rows, "gpu_heatmap")]
+
+
+def _efficiency_by_project(r: dict, ctx: _Context) -> list[_Section]:
+    if not r["efficiency_by_project"]:
+        return []
+    rows = [[e["project_key"], _num(e["gpu_h"]), _num(e["gpu_util_pct"], 1), _num(e["sm_active"], 3),
+             _num(e["tensor_active"], 3), _num(e["gpu_energy_kwh"])] for e in r["efficiency_by_project"]]
+    return [("Efficiency by project", "", ["project", "GPU-hours", "GPU util %", "SM active",
+                                           "tensor active", "energy kWh"], rows, None)]
+
+
+def _largest_jobs(r: dict, ctx: _Context) -> list[_Section]:
     rows = [[str(j["job_id"]), j["user"], j["state"], _num(j["gpus"]), _num(j["gpu_h"]),
              _num(j["gpu_util_pct"], 1), _num(j["tensor_active"], 3),
              f"{j['slowest_node'] or '–'} ({_num(j['slowest_node_util_pct'], 0)}% vs {_num(j['median_node_util_pct'], 0)}%)"]
             for j in r["largest_jobs"]]
-    out.append(("Largest jobs", "By GPU-hours in the month; the slowest node against the median of the job's "
-                "nodes shows stragglers.", ["job", "user", "state", "GPUs", "GPU-hours", "GPU util %",
-                                            "tensor", "slowest node"], rows, "gantt"))
+    return [("Largest jobs", "By GPU-hours in the month; the slowest node against the median of the job's "
+             "nodes shows stragglers.", ["job", "user", "state", "GPUs", "GPU-hours", "GPU util %",
+                                         "tensor", "slowest node"], rows, "gantt")]
 
+
+def _end_states(r: dict, ctx: _Context) -> list[_Section]:
     rows = [[s["state"], _num(s["runs"]), _pct(s["run_share"]), _num(s["gpu_h"]), _pct(s["gpu_h_share"])]
             for s in r["end_states"]]
-    out.append(("Reliability: how runs ended", "", ["state", "runs", "share", "GPU-hours", "share of GPU-hours"],
-                rows, "failures"))
+    return [("Reliability: how runs ended", "", ["state", "runs", "share", "GPU-hours", "share of GPU-hours"],
+             rows, "failures")]
+
+
+def _failures_by_size(r: dict, ctx: _Context) -> list[_Section]:
     rows = [[f["size_class"], _num(f["runs_ended"]), _num(f["node_days"], 1), _num(f["hw_failures"]),
              _num(f["failures_per_1000_node_days"], 2), _num(f["mttf_observed_h"], 1), _num(f["mttf_model_h"], 1),
              _num(f["hw_lost_gpu_h"]), _num(f["node_fail_run_gpu_h"]), _num(f["xid_failed_run_gpu_h"])]
             for f in r["failures_by_size"]]
-    out.append(("Reliability: hardware failures by job size",
-                f"A hardware failure: NODE_FAIL, or FAILED within {r['xid_failure_minutes']:g} minutes after a "
-                "hardware Xid on the job's nodes. GPU-h lost: the work since each failed run's last checkpoint "
-                "(the goodput rule); the last two columns are the failed runs' whole GPU-hours. Model MTTF = "
-                "1 / (nodes × the cluster's failures per node-day: "
-                f"{_num(next(iter(r['failures_by_size']), {}).get('cluster_failures_per_1000_node_days'), 2)} per "
-                "1,000 node-days, in every report of the month) (Kokolis et al., HPCA 2025).",
-                ["GPUs", "runs", "node-days", "failures", "per 1,000 node-days", "MTTF observed h", "MTTF model h",
-                 "GPU-h lost", "GPU-h of NODE_FAIL runs", "GPU-h of runs failed after Xid"], rows, None))
+    return [("Reliability: hardware failures by job size",
+             f"A hardware failure: NODE_FAIL, or FAILED within {r['xid_failure_minutes']:g} minutes after a "
+             "hardware Xid on the job's nodes. GPU-h lost: the work since each failed run's last checkpoint "
+             "(the goodput rule); the last two columns are the failed runs' whole GPU-hours. Model MTTF = "
+             "1 / (nodes × the cluster's failures per node-day: "
+             f"{_num(next(iter(r['failures_by_size']), {}).get('cluster_failures_per_1000_node_days'), 2)} per "
+             "1,000 node-days, in every report of the month) (Kokolis et al., HPCA 2025).",
+             ["GPUs", "runs", "node-days", "failures", "per 1,000 node-days", "MTTF observed h", "MTTF model h",
+              "GPU-h lost", "GPU-h of NODE_FAIL runs", "GPU-h of runs failed after Xid"], rows, None)]
+
+
+def _node_failures(r: dict, ctx: _Context) -> list[_Section]:
     rows = [[n["node"], _num(n["down_events"]), _num(n["drain_events"]), _num(n["down_hours"], 1),
              _num(n["drained_hours"], 1), "yes" if n["repeated"] else "", n["reasons"]] for n in r["node_failures"]]
     rate = r["node_failures"][0]["cluster_down_per_1000_node_days"] if r["node_failures"] else None
-    out.append(("Reliability: nodes", f"DOWN events per 1,000 in-service node-days: {_num(rate, 2)}.",
-                ["node", "down", "drains", "down h", "drained h", "repeated", "reasons"], rows, None))
+    return [("Reliability: nodes", f"DOWN events per 1,000 in-service node-days: {_num(rate, 2)}.",
+             ["node", "down", "drains", "down h", "drained h", "repeated", "reasons"], rows, None)]
+
+
+def _xid_codes(r: dict, ctx: _Context) -> list[_Section]:
     # by code (xid_codes.sql), with the nodes that logged it: a code on many nodes is a fleet problem (a driver,
     # a firmware), one repeating on a node is that node's (its GPUs are in node health below)
     rows = [[str(x["xid"]), "yes" if x["hardware"] else "", _num(x["events"]), _num(x["nodes"]), _num(x["gpus"]),
              _when(x["first_ts"]), _when(x["last_ts"])] for x in r["xid_codes"]]
-    out.append(("Reliability: Xid events by code",
-                "From the kernel log's NVRM: Xid lines and dcgm-exporter's Xid gauge (an Xid both saw counts once).",
-                ["Xid", "hardware", "events", "nodes", "GPUs", "first", "last"], rows, None))
+    return [("Reliability: Xid events by code",
+             "From the kernel log's NVRM: Xid lines and dcgm-exporter's Xid gauge (an Xid both saw counts once).",
+             ["Xid", "hardware", "events", "nodes", "GPUs", "first", "last"], rows, None)]
+
+
+def _throttling(r: dict, ctx: _Context) -> list[_Section]:
     rows = [[t["node"], str(t["gpu"]), _num(t["throttled_hours"], 1), _num(t["temp_c_max"], 0)]
             for t in r["throttling"][:30]]
-    out.append(("Reliability: thermal and power throttling", "", ["node", "GPU", "throttled h", "max °C"], rows, None))
+    return [("Reliability: thermal and power throttling", "", ["node", "GPU", "throttled h", "max °C"], rows, None)]
 
+
+def _stragglers(r: dict, ctx: _Context) -> list[_Section]:
     rows = [[s_["node"], _num(s_["multi_node_runs"]), _num(s_["runs_behind"]), _num(s_["util_vs_peers"], 2),
              _num(s_["util_pct"], 1)] for s_ in r["stragglers"][:30]]
-    out.append(("Reliability: straggler nodes", "A node is behind in a multi-node job when its GPUs' utilization "
-                f"is under {r['behind_ratio']:g} of the median of the job's nodes: every GPU of a synchronous job "
-                "waits for it.",
-                ["node", "multi-node runs", "behind", "util vs peers", "util %"], rows, None))
+    return [("Reliability: straggler nodes", "A node is behind in a multi-node job when its GPUs' utilization "
+             f"is under {r['behind_ratio']:g} of the median of the job's nodes: every GPU of a synchronous job "
+             "waits for it.",
+             ["node", "multi-node runs", "behind", "util vs peers", "util %"], rows, None)]
 
-    out += _waste_sections(r, who)
-    if r.get("whatif"):
-        out += whatif_render.sections(r["whatif"])
 
+def _hung_jobs(r: dict, ctx: _Context) -> list[_Section]:
+    """Hung jobs, with their suspect nodes (schema 2.1)."""
+    who = ctx.who
+    fine = r.get("fine_telemetry") or {}
+    rule = (f"all its GPUs under {r['idle_util_pct']:g}% utilization and its nodes' NICs under "
+            f"{r['hang_nic_bytes_per_s'] / 1e6:g} MB/s for at least {r['hang_minutes']:g} minutes before it ended "
+            "TIMEOUT, CANCELLED, FAILED or NODE_FAIL (the NCCL-hang signature)")
+    if not fine.get("covered"):
+        lead = (f"**Unknown**: the month has no per-sample GPU telemetry (past `[telemetry] fine_ttl_days`, or "
+                f"never loaded), so hangs cannot be looked for. A hung run: {rule}.")
+    else:
+        lead = (f"{len(r['hung_jobs'])} hung runs of {who}: {rule}. Looked for in the samples from "
+                f"{_when(fine['first_sample_ts'])} to {_when(fine['last_sample_ts'])} (every {fine['step_s']} s): "
+                "a hang's length is exact to within one step.")
+    rows = [[str(h["job_id"]), h["user"], h["state"], _num(h["gpus"]), _nodes(h["nodes"]), _when(h["hang_start_ts"]),
+             _num(h["hang_minutes"]), _num(h["hung_gpu_h"], 1), _nodes(h["suspect_nodes"])]
+            for h in r["hung_jobs"][:20]]
+    return [("Hung jobs", lead + (" Suspect nodes: in two or more of the month's hangs (a NIC, cable or GPU "
+                                  "that stalls NCCL; swap them for reserve nodes)." if rows else ""),
+             ["job", "user", "state", "GPUs", "nodes", "hang from", "minutes", "GPU-h hung", "suspect nodes"],
+             rows, None)]
+
+
+def _idle_gpu_users(r: dict, ctx: _Context) -> list[_Section]:
+    """GPUs held idle (schema 2.1): the total and the top users of each project."""
+    who = ctx.who
+    total = _one(r["idle_gpu_users"], level="all")
+    cur = total.get("currency") or ""
+    lead = (f"Runs of {who} that held GPUs at a mean utilization under {r['idle_util_pct']:g}% over at least "
+            f"{r['idle_min_minutes']:g} minutes of telemetry: {_num(total.get('runs'))} runs, "
+            f"**{_num(total.get('gpu_h'))} GPU-hours** ({_num(total.get('whole_node_gpu_h'))} on whole "
+            f"nodes, measured per run; {_num(total.get('shared_gpu_h'))} on shared nodes, where sacct gives no "
+            f"GPU indices and the node's mean stands for the run's), write-off {_num(total.get('capex'))} {cur}. "
+            "Top users per project:")
+    rows = [[u["project"], u["user"], _num(u["runs"]), _num(u["gpu_h"]), _pct(u["share_of_project"]),
+             _num(u["capex"]), str(u["worst_job_id"])]
+            for u in r["idle_gpu_users"] if u["level"] == "user" and u["rank_in_project"] <= 3]
+    return [("Idle GPUs: users", lead, ["project", "user", "runs", "idle GPU-h", "share of project's",
+                                        f"cost {cur}", "worst run"], rows, "waste")]
+
+
+def _idle_gpu_jobs(r: dict, ctx: _Context) -> list[_Section]:
+    rows = [[str(j["job_id"]), j["user"], j["project"], _num(j["gpus"]), _num(j["gpu_h"], 1),
+             _num(j["gpu_util_pct"], 1), _num(j["observed_minutes"]), j["attribution"]]
+            for j in r["idle_gpu_jobs"][:15]]
+    return [("Idle GPUs: the worst runs", "", ["job", "user", "project", "GPUs", "GPU-hours", "GPU util %",
+                                               "minutes observed", "attribution"], rows, None)]
+
+
+def _whatif(r: dict, ctx: _Context) -> list[_Section]:
+    if not r.get("whatif"):
+        return []
+    return whatif_render.sections(r["whatif"])
+
+
+def _node_health(r: dict, ctx: _Context) -> list[_Section]:
     swap = [n for n in r["node_health"] if n["swap"]]
     rows = [[str(n["rank"]), n["node"], n["gpu_model"], _num(n["score"], 1), "yes" if n["swap"] else "", n["reasons"]]
             for n in r["node_health"][:max(len(swap), 10)]]
-    out.append(("Node health: the swap list",
-                f"{len(swap)} of {len(r['node_health'])} nodes to swap for reserve nodes before the next reservation "
-                f"(score {r['swap_min_score']:g} or more). {r['node_score_rule']} "
-                "`ops-report nodes` lists every node.",
-                ["rank", "node", "GPU model", "score", "swap", "reasons"], rows, None))
+    return [("Node health: the swap list",
+             f"{len(swap)} of {len(r['node_health'])} nodes to swap for reserve nodes before the next reservation "
+             f"(score {r['swap_min_score']:g} or more). {r['node_score_rule']} "
+             "`ops-report nodes` lists every node.",
+             ["rank", "node", "GPU model", "score", "swap", "reasons"], rows, None)]
 
+
+def _goodput(r: dict, ctx: _Context) -> list[_Section]:
+    who = ctx.who
     g = _one(r["goodput"], project_key="")
     large = r.get("campaign_min_gpus", 64)
     rows = [[e["project_key"] or "all", _num(e["campaigns"]), _num(e["unknown_campaigns"]), _num(e["large_campaigns"]),
@@ -232,31 +368,37 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
              _num(e["lost_timeout_gpu_h"]), _num(e["lost_other_gpu_h"]), _num(e["initial_wait_hours"]),
              _num(e["restart_wait_hours"]), _num(e["restart_startup_hours"], 1), _num(e["restart_overhead_gpu_h"])]
             for e in r["goodput"]]
-    out.append(("Goodput: effective training time ratio",
-                f"Campaigns of {who}: a run with its requeues and the resubmissions of the same user, account, job "
-                f"name and GPU count each submitted within {r['campaign_gap_hours']:g} h after an interrupted run "
-                "ended; a COMPLETED run closes its campaign, array tasks are jobs of their own. ETTR = (running time "
-                "− work lost since the last checkpoint − restarts' start-up) ÷ (last end − first start), weighted by "
-                f"GPUs, over the campaigns of {large} GPUs or more: **{_pct(g.get('ettr'))}** for {who} "
-                f"({_pct(g.get('ettr_all'))} over every campaign). The wait before a campaign first ran is the "
-                "scheduler's, reported apart (initial wait h); the waits after interruptions are in ETTR's wall "
-                f"time. A checkpoint is a Lustre write burst of {r['ckpt_write_bytes_per_s'] / 1e6:g} MB/s or more "
-                "on the run's nodes; a campaign with an interrupted run and no telemetry is unknown, counted apart. "
-                "Work lost by cause: hangs (the hung runs above), node failures, the job's own failure, time limit, "
-                "other (cancelled, preempted). Restart GPU-h: the restarted runs' GPUs × their start-up until the "
-                "GPUs were busy again (a wait in the queue holds no GPU: it is in hours only). Published: Kokolis "
-                "et al. (HPCA 2025).",
-                ["project", "campaigns", "unknown", f"≥ {large} GPUs", "ETTR", "ETTR, all", "GPU-hours", "GPU-h lost",
-                 "hangs", "node failures", "failed", "time limit", "other", "initial wait h", "restart wait h",
-                 "start-up h", "restart GPU-h"], rows, "goodput"))
+    return [("Goodput: effective training time ratio",
+             f"Campaigns of {who}: a run with its requeues and the resubmissions of the same user, account, job "
+             f"name and GPU count each submitted within {r['campaign_gap_hours']:g} h after an interrupted run "
+             "ended; a COMPLETED run closes its campaign, array tasks are jobs of their own. ETTR = (running time "
+             "− work lost since the last checkpoint − restarts' start-up) ÷ (last end − first start), weighted by "
+             f"GPUs, over the campaigns of {large} GPUs or more: **{_pct(g.get('ettr'))}** for {who} "
+             f"({_pct(g.get('ettr_all'))} over every campaign). The wait before a campaign first ran is the "
+             "scheduler's, reported apart (initial wait h); the waits after interruptions are in ETTR's wall "
+             f"time. A checkpoint is a Lustre write burst of {r['ckpt_write_bytes_per_s'] / 1e6:g} MB/s or more "
+             "on the run's nodes; a campaign with an interrupted run and no telemetry is unknown, counted apart. "
+             "Work lost by cause: hangs (the hung runs above), node failures, the job's own failure, time limit, "
+             "other (cancelled, preempted). Restart GPU-h: the restarted runs' GPUs × their start-up until the "
+             "GPUs were busy again (a wait in the queue holds no GPU: it is in hours only). Published: Kokolis "
+             "et al. (HPCA 2025).",
+             ["project", "campaigns", "unknown", f"≥ {large} GPUs", "ETTR", "ETTR, all", "GPU-hours", "GPU-h lost",
+              "hangs", "node failures", "failed", "time limit", "other", "initial wait h", "restart wait h",
+              "start-up h", "restart GPU-h"], rows, "goodput")]
+
+
+def _campaigns(r: dict, ctx: _Context) -> list[_Section]:
     rows = [[c["user"], c["job_name"], _num(c["runs"]), _num(c["interrupted_runs"]), _num(c["gpus"]),
              _hours(c["initial_wait_s"]), _hours(c["wall_s"]), _hours(c["restart_wait_s"]), _hours(c["lost_s"]),
              _pct(c["ettr"]), _num(c["gpu_h"])]
             for c in r["campaigns"]]
-    out.append(("Goodput: the largest campaigns", "", ["user", "job name", "runs", "interrupted", "GPUs",
-                                                        "initial wait", "wall", "restart wait", "lost work", "ETTR",
-                                                        "GPU-hours"], rows, None))
+    return [("Goodput: the largest campaigns", "", ["user", "job name", "runs", "interrupted", "GPUs",
+                                                     "initial wait", "wall", "restart wait", "lost work", "ETTR",
+                                                     "GPU-hours"], rows, None)]
 
+
+def _energy(r: dict, ctx: _Context) -> list[_Section]:
+    who = ctx.who
     scope = _one(r["energy"], project_key="")
     hourly = scope.get("carbon_hourly_share") or 0
     carbon = (f"carbon at {r['carbon_g_per_kwh']:g} gCO2e/kWh ([energy] carbon_g_per_kwh)"
@@ -268,30 +410,40 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
     rows = [[e["project_key"] or "all", _num(e["gpu_h"]), _num(e["gpu_kwh"]), _num(e["rest_kwh"]),
              _num(e["facility_kwh"]), _num(e["kg_co2e"]), _num(e["kwh_per_gpu_h"], 3),
              _num(e["facility_kwh_per_pflop_day"], 1)] for e in r["energy"]]
-    out.append(("Energy and carbon",
-                f"Runs of {who}: GPU energy from the GPUs' energy counters ({_pct(scope.get('gpu_counter_share'))}; "
-                "the rest from power samples), the rest of each node from its IPMI power (measured for "
-                f"{_pct(scope.get('node_power_measured_share'))} of the GPU-hours), facility = IT × PUE; {carbon}. "
-                "A node's energy is shared among the runs on it by their allocated GPU time.",
-                ["project", "GPU-hours", "GPU kWh", "rest of node kWh", "facility kWh", "kg CO2e", "IT kWh per GPU-h",
-                 "facility kWh per PFLOP-day"], rows, "energy"))
+    return [("Energy and carbon",
+             f"Runs of {who}: GPU energy from the GPUs' energy counters ({_pct(scope.get('gpu_counter_share'))}; "
+             "the rest from power samples), the rest of each node from its IPMI power (measured for "
+             f"{_pct(scope.get('node_power_measured_share'))} of the GPU-hours), facility = IT × PUE; {carbon}. "
+             "A node's energy is shared among the runs on it by their allocated GPU time.",
+             ["project", "GPU-hours", "GPU kWh", "rest of node kWh", "facility kWh", "kg CO2e", "IT kWh per GPU-h",
+              "facility kWh per PFLOP-day"], rows, "energy")]
 
+
+def _reservations(r: dict, ctx: _Context) -> list[_Section]:
     rows = [[v["reservation"], ", ".join(v["accounts"]), _num(v["reserved_gpu_h"]), _num(v["used_gpu_h"]),
              _num(v["idle_gpu_h"]), _pct(v["use_ratio"])] for v in r["reservations"]]
-    out.append(("Reservations", "Usable reserved GPU-hours in the month and the part jobs in the reservation used.",
-                ["reservation", "accounts", "reserved", "used", "idle", "use"], rows, None))
+    return [("Reservations", "Usable reserved GPU-hours in the month and the part jobs in the reservation used.",
+             ["reservation", "accounts", "reserved", "used", "idle", "use"], rows, None)]
 
+
+def _cost(r: dict, ctx: _Context) -> list[_Section]:
+    cur = ctx.cur
     rows = [[c["model"], _num(c["capacity_gpu_h"]), _num(c["allocated_gpu_h"]), _num(c["facility_energy_kwh"]),
              _num(c["capex"]), _num(c["energy_cost"]), _num(c["total_cost"]), _num(c["cost_per_available_gpu_h"], 2),
              _num(c["cost_per_allocated_gpu_h"], 2), _num(c["cost_per_busy_gpu_h"], 2), _num(c["idle_cost"]),
              _num(c["cost_per_pflop_day"], 0), c.get("energy_basis") or "–"] for c in r["cost"]]
-    out.append(("Cost and effectiveness", f"Whole cluster, in {cur}: capex is the write-off of the nodes in service, "
-                "energy the IT energy measured × PUE: each node's own (IPMI) where it reported power, else its "
-                "GPUs' (the energy basis column says which). Busy: GPU-hours with work.",
-                ["GPU model", "capacity GPU-h", "allocated GPU-h", "energy kWh", "capex", "energy", "total",
-                 "per available GPU-h", "per allocated GPU-h", "per busy GPU-h", "idle capex", "per PFLOP-day",
-                 "energy basis"],
-                rows, None))
+    return [("Cost and effectiveness", f"Whole cluster, in {cur}: capex is the write-off of the nodes in service, "
+             "energy the IT energy measured × PUE: each node's own (IPMI) where it reported power, else its "
+             "GPUs' (the energy basis column says which). Busy: GPU-hours with work.",
+             ["GPU model", "capacity GPU-h", "allocated GPU-h", "energy kWh", "capex", "energy", "total",
+              "per available GPU-h", "per allocated GPU-h", "per busy GPU-h", "idle capex", "per PFLOP-day",
+              "energy basis"],
+             rows, None)]
+
+
+def _month_over_month(r: dict, ctx: _Context) -> list[_Section]:
+    cl, cl_prev, cost_all, cost_prev = ctx.cl, ctx.cl_prev, ctx.cost_all, ctx.cost_prev
+    eff, eff_prev, who, cur = ctx.eff, ctx.eff_prev, ctx.who, ctx.cur
     f_now, f_prev = _one(r["failures_by_size"], size_class="all"), _one(r["failures_by_size_previous"], size_class="all")
     mom = [("utilization", cl.get("utilization"), cl_prev.get("utilization"), _pct, True),
            ("allocated GPU-hours", cl.get("allocated_gpu_h"), cl_prev.get("allocated_gpu_h"), _num, False),
@@ -310,23 +462,42 @@ def _sections(r: dict) -> list[tuple[str, str, list[str], list[list[str]], str |
            (f"GPU-hours lost to hardware failures, since checkpoints ({who})", f_now.get("hw_lost_gpu_h"),
             f_prev.get("hw_lost_gpu_h"), _num, False)]
     rows = [[name, fmt(a), fmt(b), _delta(a, b, pp)] for name, a, b, fmt, pp in mom]
-    out.append(("Month over month", "" if r["previous_month_has_data"] else f"No jobs are loaded for {r['previous_month']}.",
-                ["", r["month"], r["previous_month"], "change"], rows, None))
+    return [("Month over month", "" if r["previous_month_has_data"] else f"No jobs are loaded for {r['previous_month']}.",
+             ["", r["month"], r["previous_month"], "change"], rows, None)]
 
+
+def _chargeback(r: dict, ctx: _Context) -> list[_Section]:
+    cur = ctx.cur
     prev = {(p["project"], p["gpu_model"]): p for p in r["chargeback_previous"]}
     # a run on nodes the inventory does not list has no GPU model (an inventory of another cluster, or late)
     rows = [[p["project"], p["gpu_model"] or "(not in the inventory)", _num(p["runs"]), _num(p["allocated_gpu_h"]),
              _pct(p["share_of_model_allocation"]), _num(p["cost"]),
              _delta(p["allocated_gpu_h"], prev.get((p["project"], p["gpu_model"]), {}).get("allocated_gpu_h"))]
             for p in r["chargeback"]]
-    out.append(("Chargeback: use and cost by project", "Cost at the GPU model's cost per allocated GPU-hour.",
-                ["project", "GPU model", "runs", "GPU-hours", "share of model", f"cost {cur}",
-                 f"GPU-h vs {r['previous_month']}"], rows, None))
-    if r["users"]:
-        rows = [[u["user"], _num(u["jobs_started"]), _num(u["gpu_h"]), _num(u["completed"]), _num(u["failed"])]
-                for u in r["users"]]
-        out.append(("Users of the project", "", ["user", "jobs", "GPU-hours", "completed", "failed"], rows, None))
-    return out
+    return [("Chargeback: use and cost by project", "Cost at the GPU model's cost per allocated GPU-hour.",
+             ["project", "GPU model", "runs", "GPU-hours", "share of model", f"cost {cur}",
+              f"GPU-h vs {r['previous_month']}"], rows, None)]
+
+
+def _users(r: dict, ctx: _Context) -> list[_Section]:
+    if not r["users"]:
+        return []
+    rows = [[u["user"], _num(u["jobs_started"]), _num(u["gpu_h"]), _num(u["completed"]), _num(u["failed"])]
+            for u in r["users"]]
+    return [("Users of the project", "", ["user", "jobs", "GPU-hours", "completed", "failed"], rows, None)]
+
+
+# the report's sections in their order, each by the function that writes it
+_SECTIONS = [("summary", _summary), ("utilization", _utilization), ("job_sizes", _job_sizes),
+             ("run_times", _run_times), ("efficiency", _efficiency),
+             ("efficiency_by_project", _efficiency_by_project), ("largest_jobs", _largest_jobs),
+             ("end_states", _end_states), ("failures_by_size", _failures_by_size),
+             ("node_failures", _node_failures), ("xid_codes", _xid_codes), ("throttling", _throttling),
+             ("stragglers", _stragglers), ("hung_jobs", _hung_jobs), ("idle_gpu_users", _idle_gpu_users),
+             ("idle_gpu_jobs", _idle_gpu_jobs), ("whatif", _whatif), ("node_health", _node_health),
+             ("goodput", _goodput), ("campaigns", _campaigns), ("energy", _energy), ("reservations", _reservations),
+             ("cost", _cost), ("month_over_month", _month_over_month), ("chargeback", _chargeback),
+             ("users", _users)]
 
 
 def _when(v) -> str:
@@ -338,49 +509,6 @@ def _when(v) -> str:
 
 def _nodes(nodes: list[str], most: int = 4) -> str:
     return ", ".join(nodes[:most]) + (f" … ({len(nodes)})" if len(nodes) > most else "")
-
-
-def _waste_sections(r: dict, who: str) -> list[tuple[str, str, list[str], list[list[str]], str | None]]:
-    """Hung jobs (with their suspect nodes) and GPUs held idle (schema 2.1)."""
-    out = []
-    fine = r.get("fine_telemetry") or {}
-    rule = (f"all its GPUs under {r['idle_util_pct']:g}% utilization and its nodes' NICs under "
-            f"{r['hang_nic_bytes_per_s'] / 1e6:g} MB/s for at least {r['hang_minutes']:g} minutes before it ended "
-            "TIMEOUT, CANCELLED, FAILED or NODE_FAIL (the NCCL-hang signature)")
-    if not fine.get("covered"):
-        lead = (f"**Unknown**: the month has no per-sample GPU telemetry (past `[telemetry] fine_ttl_days`, or "
-                f"never loaded), so hangs cannot be looked for. A hung run: {rule}.")
-    else:
-        lead = (f"{len(r['hung_jobs'])} hung runs of {who}: {rule}. Looked for in the samples from "
-                f"{_when(fine['first_sample_ts'])} to {_when(fine['last_sample_ts'])} (every {fine['step_s']} s): "
-                "a hang's length is exact to within one step.")
-    rows = [[str(h["job_id"]), h["user"], h["state"], _num(h["gpus"]), _nodes(h["nodes"]), _when(h["hang_start_ts"]),
-             _num(h["hang_minutes"]), _num(h["hung_gpu_h"], 1), _nodes(h["suspect_nodes"])]
-            for h in r["hung_jobs"][:20]]
-    out.append(("Hung jobs", lead + (" Suspect nodes: in two or more of the month's hangs (a NIC, cable or GPU "
-                                     "that stalls NCCL; swap them for reserve nodes)." if rows else ""),
-                ["job", "user", "state", "GPUs", "nodes", "hang from", "minutes", "GPU-h hung", "suspect nodes"],
-                rows, None))
-
-    total = _one(r["idle_gpu_users"], level="all")
-    cur = total.get("currency") or ""
-    lead = (f"Runs of {who} that held GPUs at a mean utilization under {r['idle_util_pct']:g}% over at least "
-            f"{r['idle_min_minutes']:g} minutes of telemetry: {_num(total.get('runs'))} runs, "
-            f"**{_num(total.get('gpu_h'))} GPU-hours** ({_num(total.get('whole_node_gpu_h'))} on whole "
-            f"nodes, measured per run; {_num(total.get('shared_gpu_h'))} on shared nodes, where sacct gives no "
-            f"GPU indices and the node's mean stands for the run's), write-off {_num(total.get('capex'))} {cur}. "
-            "Top users per project:")
-    rows = [[u["project"], u["user"], _num(u["runs"]), _num(u["gpu_h"]), _pct(u["share_of_project"]),
-             _num(u["capex"]), str(u["worst_job_id"])]
-            for u in r["idle_gpu_users"] if u["level"] == "user" and u["rank_in_project"] <= 3]
-    out.append(("Idle GPUs: users", lead, ["project", "user", "runs", "idle GPU-h", "share of project's",
-                                           f"cost {cur}", "worst run"], rows, "waste"))
-    rows = [[str(j["job_id"]), j["user"], j["project"], _num(j["gpus"]), _num(j["gpu_h"], 1),
-             _num(j["gpu_util_pct"], 1), _num(j["observed_minutes"]), j["attribution"]]
-            for j in r["idle_gpu_jobs"][:15]]
-    out.append(("Idle GPUs: the worst runs", "", ["job", "user", "project", "GPUs", "GPU-hours", "GPU util %",
-                                                  "minutes observed", "attribution"], rows, None))
-    return out
 
 
 def _title(r: dict) -> str:
@@ -416,7 +544,7 @@ img{max-width:100%;height:auto;display:block;margin:.5em 0 1.5em}h2{border-top:2
 
 def to_html(r: dict, charts: dict[str, bytes] | None = None) -> str:
     charts = draw_all(r) if charts is None else charts
-    names = {n: t for n, t, _ in CHARTS}
+    names = _chart_titles() if charts else {}
     body = [f"<h1>{html.escape(_title(r))}</h1>"]
     for title, lead, head, rows, chart in sections(r):
         body.append(f"<h2>{html.escape(title)}</h2>")
@@ -458,7 +586,7 @@ def write(r: dict, out_dir: Path, formats: list[str]) -> list[Path]:
     cdir = out_dir / f"{stem}-charts"
     charts = {}
     if {"md", "html"} & set(formats):  # a JSON report draws no chart, so it reads none of the old ones
-        charts = draw_all(r, drawn_before(sorted(cdir.glob("*.png"))) if cdir.is_dir() else {})
+        charts = draw_all(r, _drawn_before(cdir))
     if "json" in formats:
         written.append(write_file(out_dir / f"{stem}.json", to_json(r)))  # whole, or the previous file kept
     if "md" in formats:

@@ -8,8 +8,6 @@ import base64
 import html
 import json
 
-from ops_warehouse.reports import charts
-
 
 def _n(v, digits: int = 0) -> str:
     if v is None:
@@ -113,6 +111,8 @@ def to_html(w: dict, chart: bytes | None = None) -> str:
 
 def chart(w: dict) -> bytes | None:
     """The waits-by-size-class and utilization-by-day chart of a what-if result (reports/charts.py)."""
+    from ops_warehouse.reports import charts  # matplotlib: imported by the chart drawn, not by the tables
+
     return charts.whatif({"whatif": w})
 
 

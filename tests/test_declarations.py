@@ -78,3 +78,35 @@ def test_a_restated_unknown_or_circular_dependency_is_refused_in_one_line():
             "data_through": dataclasses.replace(declarations.mart("data_through"), depends=("xid_codes",))}
     with pytest.raises(OpsError, match="cycle"):
         declarations.order(loop)
+
+
+# the report's marts in the order the monthly report held them when it listed them by hand (commit 4677861's
+# analytics/monthly.py, its doc), and the ones it also read for the month before
+REPORT_BY_HAND = ["utilization", "utilization_daily", "job_sizes", "run_times", "end_states", "failures_by_size",
+                  "efficiency", "largest_jobs", "chargeback", "chargeback_totals", "users", "cost", "reservations",
+                  "xid_events", "xid_codes", "node_failures", "throttling", "stragglers", "gpu_heatmap",
+                  "fine_telemetry", "hung_jobs", "idle_gpu_jobs", "idle_gpu_users", "node_health", "energy",
+                  "goodput", "campaigns"]
+PREVIOUS_BY_HAND = ["utilization", "failures_by_size", "efficiency", "chargeback", "chargeback_totals", "cost"]
+
+
+def test_the_report_is_declared_in_its_marts_places():
+    """`report = N` is a mart's place in the monthly report and `previous = true` has it read the month before:
+    the shipped declarations give the report's hand-kept order and comparisons (issue 51 item 6)."""
+    assert declarations.reported() == REPORT_BY_HAND
+    assert declarations.with_previous() == PREVIOUS_BY_HAND
+
+
+def test_a_report_place_that_is_no_place_or_taken_is_refused_in_one_line(monkeypatch):
+    flag = READER.replace("--- columns", "--- report = true\n--- columns")
+    with pytest.raises(OpsError, match=r"^sql/marts/a_reader.sql: report is the mart's place .*not True$"):
+        declarations.declaration("a_reader", flag)
+    with pytest.raises(OpsError, match="previous = true but no place in the report"):
+        declarations.declaration("a_reader", READER.replace("--- columns", "--- previous = true\n--- columns"))
+    taken = declarations.declaration("a_reader", READER.replace("--- columns", "--- report = 7\n--- columns"))
+    assert taken.report == 7 and not taken.previous
+    declared = {**declarations.marts(), "a_reader": taken}
+    monkeypatch.setattr(declarations, "marts", lambda: declared)
+    with pytest.raises(OpsError, match=r"^sql/marts/a_reader.sql and sql/marts/efficiency.sql both declare "
+                                       r"report = 7: each mart"):
+        declarations.reported()

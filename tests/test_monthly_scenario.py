@@ -495,13 +495,60 @@ def test_a_mart_declared_for_the_report_is_in_it_without_python(scenario, monkey
 
     declared = declarations.marts()
     assert not declared["job_efficiency"].report and declared["job_efficiency"].scope == "project"
-    patched = {**declared, "job_efficiency": dataclasses.replace(declared["job_efficiency"], report=True)}
+    patched = {**declared, "job_efficiency": dataclasses.replace(declared["job_efficiency"], report=28)}
     monkeypatch.setattr(declarations, "marts", lambda: patched)
     wh = Connection(scenario)
     for project in ("A", None):
         r = monthly_report(wh, project=project, cluster="t1")
         want = wh.job_efficiency("2026-10", project=project, cluster="t1").to_dicts()
         assert r["job_efficiency"] == want and len(want) >= 3, (project, len(want))
+
+
+def test_the_report_reads_what_the_declarations_say(scenario, monkeypatch):
+    """The report's marts, their places and their months are the declarations' (`report = N`,
+    `previous = true`), no list in Python: declared so, job_sizes moves to the head of the report and brings
+    September's rows (J0 alone: 8 GPUs from 09-30 20:00, 4 h of it in September, 32 GPU-h), and utilization,
+    declared without `previous`, no longer has the month before. October's for project A, by hand from the
+    sacct lines: J1 (8 GPUs, 24 h) and J0's 8 h of October in 2-8, 192 + 32; J3's 2 h of October in 1."""
+    import dataclasses
+
+    declared = declarations.marts()
+    patched = {**declared, "job_sizes": dataclasses.replace(declared["job_sizes"], report=0, previous=True),
+               "utilization": dataclasses.replace(declared["utilization"], previous=False)}
+    monkeypatch.setattr(declarations, "marts", lambda: patched)
+    r = monthly_report(Connection(scenario), project="A", cluster="t1")
+    marts = [k for k, v in r.items() if isinstance(v, list)]
+    assert marts[:3] == ["job_sizes", "job_sizes_previous", "utilization"] and "utilization_previous" not in r
+    assert [(x["size_class"], x["jobs"], round(x["gpu_h"], 6)) for x in r["job_sizes_previous"]] == [("2-8", 1, 32.0)]
+    assert sorted((x["size_class"], x["jobs"], round(x["gpu_h"], 6)) for x in r["job_sizes"]) == [
+        ("1", 1, 2.0), ("2-8", 1, 224.0)]
+
+
+# a fresh interpreter renders the report it is given on stdin: Markdown for the terminal, then the JSON file
+_RENDER = """import json, sys
+from pathlib import Path
+from ops_warehouse.reports import monthly_render
+r = json.load(sys.stdin)
+text = monthly_render.to_markdown(r)
+files = [p.name for p in monthly_render.write(r, Path(sys.argv[1]), ["json"])]
+loaded = sorted(m for m in sys.modules if m.split(".")[0] == "matplotlib")
+print(json.dumps({"files": files, "links": text.count("]("), "matplotlib": loaded[:1]}))"""
+
+
+def test_json_and_terminal_markdown_draw_no_chart(scenario, tmp_path):
+    """The charts are drawn for the formats that show them, after the figures: the Markdown printed on the
+    terminal links none and the JSON holds none, so neither draws one nor loads the chart library
+    (matplotlib, 0.5 s to 3 s and 60 MB: it was imported with the renderers, before the report was made)."""
+    import json
+    import subprocess
+    import sys
+
+    r = monthly_report(Connection(scenario), project="A", cluster="t1")
+    done = subprocess.run([sys.executable, "-c", _RENDER, str(tmp_path / "out")], input=to_json(r), text=True,
+                          capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == {"files": ["monthly-t1-A-2026-10.json"], "links": 0, "matplotlib": []}
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["monthly-t1-A-2026-10.json"]
 
 
 def test_the_docs_new_statistic_end_to_end(scenario, monkeypatch, tmp_path):
@@ -527,7 +574,22 @@ def test_the_docs_new_statistic_end_to_end(scenario, monkeypatch, tmp_path):
     assert [x["runs"] for x in a] == [3] and a[0]["gpu_h"] == pytest.approx(226), a
     everyone = wh.partition_hours("2026-10", cluster="t1").to_dicts()
     assert sum(x["runs"] for x in everyone) == 6 and sum(x["gpu_h"] for x in everyone) == pytest.approx(394)
-    assert monthly_report(wh, project="A", cluster="t1")["partition_hours"] == a
+    r = monthly_report(wh, project="A", cluster="t1")
+    assert r["partition_hours"] == a and list(r)[list(r).index("campaigns") + 1] == "partition_hours"  # place 28
+    # its section, as docs/sql.md writes it, in the renderers' table after the chargeback: one row, 3 runs, 226 GPU-h
+    from ops_warehouse.reports import monthly_render
+
+    code = re.search(r"`\(\"partition_hours\", _partition_hours\)`\):\n\n  ```python\n(.*?)  ```", doc, re.S).group(1)
+    scope = dict(vars(monthly_render))
+    exec("\n".join(line[2:] for line in code.splitlines()), scope)
+    at = [n for n, _ in monthly_render._SECTIONS].index("chargeback") + 1
+    monkeypatch.setattr(monthly_render, "_SECTIONS", [*monthly_render._SECTIONS[:at],
+                                                      ("partition_hours", scope["_partition_hours"]),
+                                                      *monthly_render._SECTIONS[at:]])
+    md = to_markdown(r)
+    assert f"## GPU-hours by partition\n\nWhat each partition's runs held in the month.\n\n| partition | runs | GPU-h |\n" \
+           f"|---|---:|---:|\n| {a[0]['partition']} | 3 | 226 |\n" in md
+    assert md.index("## Chargeback") < md.index("## GPU-hours by partition") < md.index("## Users of the project")
     m = export_month(wh, tmp_path, "2026-10", project="A", cluster="t1")
     from pathlib import Path
 

@@ -60,7 +60,7 @@
 --- [mart]
 --- grain = "one row per training campaign (a run, its requeues and resubmissions)"
 --- scope = "project"
---- report = true
+--- report = 27
 --- parameters = { campaign_gap_hours = 6.0 }
 --- columns = ["user", "account", "project", "job_name", "gpus", "first_submit_ts", "first_start_ts", "last_end_ts", "runs", "interrupted_runs", "max_gpus", "job_ids", "wall_s", "initial_wait_s", "running_s", "restart_wait_s", "restart_startup_s", "restart_startup_gpu_h", "restarts", "restarts_without_startup", "lost_s", "productive_s", "ettr", "gpu_h", "lost_gpu_h", "lost_hang_gpu_h", "lost_node_fail_gpu_h", "lost_failed_gpu_h", "lost_timeout_gpu_h", "lost_other_gpu_h", "last_state"]
 --- user_columns = ["user"]

@@ -7,7 +7,8 @@
 --- [mart]
 --- grain = "one row per project and GPU model"
 --- scope = "project"
---- report = true
+--- report = 9
+--- previous = true
 --- columns = ["project", "gpu_model", "runs", "allocated_gpu_h", "share_of_model_allocation", "cost", "currency"]
 --- export = 17
 WITH

@@ -4,7 +4,8 @@
 --- [mart]
 --- grain = "one row per project"
 --- scope = "project"
---- report = true
+--- report = 10
+--- previous = true
 --- columns = ["project", "allocated_gpu_h", "share_of_available", "cost", "currency"]
 --- export = 18
 SELECT c.project AS project,

@@ -18,7 +18,8 @@
 --- [mart]
 --- grain = "one row per GPU model, and 'all'"
 --- scope = "cluster"
---- report = true
+--- report = 12
+--- previous = true
 --- columns = ["model", "currency", "capacity_gpu_h", "available_gpu_h", "allocated_gpu_h", "busy_gpu_h", "gpu_energy_kwh", "it_energy_kwh", "facility_energy_kwh", "ipmi_energy_share", "energy_basis", "capex", "energy_cost", "total_cost", "cost_per_available_gpu_h", "cost_per_allocated_gpu_h", "cost_per_busy_gpu_h", "idle_cost", "pflop_days", "cost_per_pflop_day"]
 --- filters = { gpu_model = "model" }
 --- export = 16

@@ -8,7 +8,8 @@
 --- [mart]
 --- grain = "one row per project, and the scope ('')"
 --- scope = "project"
---- report = true
+--- report = 7
+--- previous = true
 --- columns = ["project_key", "runs", "gpu_h", "observed_gpu_h", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_energy_kwh", "nic_rx_bytes", "nic_tx_bytes", "storage_read_bytes", "storage_write_bytes", "delivered_pflop", "delivered_pflop_days"]
 --- export = 7
 WITH

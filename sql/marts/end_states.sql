@@ -4,7 +4,7 @@
 --- [mart]
 --- grain = "one row per final state"
 --- scope = "project"
---- report = true
+--- report = 5
 --- columns = ["state", "runs", "gpu_runs", "gpu_h", "run_share", "gpu_h_share"]
 --- export = 6
 SELECT

@@ -19,7 +19,7 @@
 --- [mart]
 --- grain = "one row per project, and the scope ('')"
 --- scope = "project"
---- report = true
+--- report = 25
 --- columns = ["project_key", "runs", "gpu_h", "gpu_kwh", "rest_kwh", "it_kwh", "facility_kwh", "kg_co2e", "kwh_per_gpu_h", "kg_co2e_per_gpu_h", "delivered_pflop_days", "facility_kwh_per_pflop_day", "gpu_counter_share", "node_power_measured_share", "carbon_hourly_share"]
 --- export = 25
 WITH

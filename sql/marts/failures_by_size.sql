@@ -19,7 +19,8 @@
 --- [mart]
 --- grain = "one row per job size class, and the scope ('')"
 --- scope = "project"
---- report = true
+--- report = 6
+--- previous = true
 --- parameters = { xid_failure_minutes = 10.0 }
 --- columns = ["size_class", "min_gpus", "runs_ended", "mean_nodes", "node_days", "run_hours", "node_fail_runs", "hw_failures", "failed_after_xid", "node_fail_run_gpu_h", "xid_failed_run_gpu_h", "hw_lost_gpu_h", "failures_per_1000_node_days", "mttf_observed_h", "cluster_failures_per_1000_node_days", "mttf_model_h"]
 --- export = 9

@@ -8,7 +8,7 @@
 --- [mart]
 --- grain = "one row: whether per-sample telemetry covers the window"
 --- scope = "cluster"
---- report = true
+--- report = 20
 --- columns = ["covered", "first_sample_ts", "last_sample_ts", "step_s"]
 --- export = 20
 SELECT toUInt8(count() > 0) AS covered,

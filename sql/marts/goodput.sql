@@ -23,7 +23,7 @@
 --- [mart]
 --- grain = "one row per project, and the scope ('')"
 --- scope = "project"
---- report = true
+--- report = 26
 --- parameters = { campaign_min_gpus = 64 }
 --- columns = ["project_key", "campaigns", "unknown_campaigns", "large_campaigns", "ettr", "ettr_all", "gpu_h", "lost_gpu_h", "lost_hang_gpu_h", "lost_node_fail_gpu_h", "lost_failed_gpu_h", "lost_timeout_gpu_h", "lost_other_gpu_h", "initial_wait_hours", "restart_wait_hours", "restarts", "restart_startup_hours", "restart_overhead_gpu_h"]
 --- export = 28

@@ -7,7 +7,7 @@
 --- [mart]
 --- grain = "one row per GPU (rack, node, index)"
 --- scope = "cluster"
---- report = true
+--- report = 19
 --- columns = ["rack", "node", "gpu", "gpu_util_pct", "power_w", "temp_c_max", "throttled_share"]
 --- export = 15
 WITH

@@ -34,7 +34,7 @@
 --- [mart]
 --- grain = "one row per hung run"
 --- scope = "project"
---- report = true
+--- report = 21
 --- parameters = { hang_minutes = 20 }
 --- columns = ["job_id", "submit_ts", "user", "account", "project", "state", "nodes", "nnodes", "gpus", "start_ts", "end_ts", "last_busy_ts", "hang_start_ts", "hang_minutes", "hung_gpu_h", "idle_samples", "suspect_nodes"]
 --- user_columns = ["user"]

@@ -23,7 +23,7 @@
 --- [mart]
 --- grain = "one row per run that held its GPUs idle"
 --- scope = "project"
---- report = true
+--- report = 22
 --- parameters = { idle_min_minutes = 60 }
 --- columns = ["job_id", "submit_ts", "user", "account", "project", "state", "nnodes", "gpus", "nodes", "start_ts", "end_ts", "gpu_h", "observed_gpu_h", "gpu_util_pct", "observed_minutes", "attribution", "capex", "currency"]
 --- user_columns = ["user"]

@@ -16,7 +16,7 @@
 --- [mart]
 --- grain = "one row per user, per project, and the scope ('all')"
 --- scope = "project"
---- report = true
+--- report = 23
 --- columns = ["level", "project", "user", "runs", "gpu_h", "whole_node_gpu_h", "shared_gpu_h", "capex", "currency", "share_of_project", "rank_in_project", "worst_job_id"]
 --- user_columns = ["user"]
 --- export = 23

@@ -5,7 +5,7 @@
 --- [mart]
 --- grain = "one row per job size class"
 --- scope = "project"
---- report = true
+--- report = 3
 --- columns = ["size_class", "min_gpus", "jobs", "gpu_h", "job_share", "gpu_h_share"]
 --- export = 4
 SELECT

@@ -5,7 +5,7 @@
 --- [mart]
 --- grain = "one row per run, the top_jobs runs by GPU-hours"
 --- scope = "project"
---- report = true
+--- report = 8
 --- parameters = { top_jobs = 15 }
 --- columns = ["job_id", "user", "account", "project", "partition", "state", "gpus", "nnodes", "start_ts", "end_ts", "wall_s", "is_superseded", "nodes", "gpu_model", "gpu_h", "observed_gpu_h", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_energy_kwh", "nic_rx_bytes", "nic_tx_bytes", "storage_read_bytes", "storage_write_bytes", "delivered_pflop", "slowest_node_util_pct", "median_node_util_pct", "slowest_node"]
 --- user_columns = ["user"]

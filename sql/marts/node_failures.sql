@@ -9,7 +9,7 @@
 --- [mart]
 --- grain = "one row per node with a DOWN or DRAIN event"
 --- scope = "cluster"
---- report = true
+--- report = 16
 --- parameters = { planned_drain_reasons = "(?i)maint|firmware|upgrade|planned|scheduled" }
 --- columns = ["node", "down_events", "drain_events", "planned_drain_events", "down_hours", "drained_hours", "reasons", "repeated", "cluster_down_per_1000_node_days"]
 --- export = 12

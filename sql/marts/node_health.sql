@@ -40,7 +40,7 @@
 --- grain = "one row per in-service node (the scorecard)"
 --- rule = "Points: 3 a hardware fault (a DOWN, a DRAIN for an Xid, a lone hardware Xid; an Xid and its DOWN are one), 1 another unplanned DRAIN, 1 a day throttled in 30 days, 2 a run behind its peers beyond the second, and the whole score (swap_min_score) for failed multi-node runs or hangs significantly above the node's share (Poisson, Bonferroni over the nodes). Planned drains (maintenance, firmware) score nothing: one fault in a month is chance, two a repeater."
 --- scope = "cluster"
---- report = true
+--- report = 24
 --- parameters = { planned_drain_reasons = "(?i)maint|firmware|upgrade|planned|scheduled", reservation = "", swap_alpha = 0.01, swap_min_score = 6.0 }
 --- columns = ["node", "gpu_model", "rack", "hw_xids", "xid_codes", "lone_hw_xids", "down_events", "drain_events", "planned_drain_events", "xid_drain_events", "down_hours", "drained_hours", "event_reasons", "fault_events", "other_drain_events", "throttled_hours", "temp_c_max", "runs_behind", "multi_runs", "failed_runs", "failed_expected", "hangs", "hang_hours_exposed", "hang_expected", "failed_p", "hang_p", "score", "swap", "rank", "reasons"]
 --- export = 24

@@ -12,7 +12,7 @@
 --- [mart]
 --- grain = "one row per reservation"
 --- scope = "project"
---- report = true
+--- report = 13
 --- columns = ["reservation", "accounts", "partition", "start_ts", "end_ts", "reserved_gpu_h", "used_gpu_h", "idle_gpu_h", "use_ratio"]
 --- export = 19
 WITH through AS (SELECT through_ts FROM ({{mart data_through}})),

@@ -4,7 +4,7 @@
 --- [mart]
 --- grain = "one row per job size class"
 --- scope = "project"
---- report = true
+--- report = 4
 --- columns = ["size_class", "min_gpus", "jobs_ended", "run_p50_s", "run_p90_s", "run_p99_s", "run_mean_s", "cdf_s", "jobs_started", "wait_p50_s", "wait_p90_s", "wait_mean_s"]
 --- export = 5
 SELECT

@@ -12,7 +12,7 @@
 --- [mart]
 --- grain = "one row per node that ran behind its peers"
 --- scope = "project"
---- report = true
+--- report = 18
 --- parameters = { behind_ratio = 0.8 }
 --- columns = ["node", "multi_node_runs", "runs_behind", "util_vs_peers", "util_pct", "behind_ratio"]
 --- export = 14

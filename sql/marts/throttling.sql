@@ -7,7 +7,7 @@
 --- [mart]
 --- grain = "one row per throttled GPU"
 --- scope = "cluster"
---- report = true
+--- report = 17
 --- columns = ["node", "gpu", "gpu_model", "throttled_hours", "temp_c_max"]
 --- export = 13
 WITH

@@ -3,7 +3,7 @@
 --- [mart]
 --- grain = "one row per user of the project"
 --- scope = "project"
---- report = true
+--- report = 11
 --- columns = ["user", "jobs_started", "gpu_h", "completed", "failed"]
 --- user_columns = ["user"]
 --- export = 29

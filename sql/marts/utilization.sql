@@ -27,7 +27,8 @@
 --- [mart]
 --- grain = "one row per level (cluster, GPU model, partition, partition_member) and key"
 --- scope = "cluster"
---- report = true
+--- report = 1
+--- previous = true
 --- columns = ["level", "key", "capacity_gpu_h", "down_gpu_h", "drained_gpu_h", "available_gpu_h", "unavailable_gpu_h", "allocated_gpu_h", "reserved_gpu_h", "reserved_idle_gpu_h", "free_gpu_h", "allocated_idle_gpu_h", "allocated_observed_gpu_h", "utilization", "busy_gpu_h", "telemetry_gpu_h", "gpu_energy_kwh", "idle_util_pct", "observed_own_gpu_share"]
 --- filters = { level = "level" }
 --- export = 1

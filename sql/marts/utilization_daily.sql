@@ -5,7 +5,7 @@
 --- [mart]
 --- grain = "one row per day"
 --- scope = "project"
---- report = true
+--- report = 2
 --- columns = ["day", "capacity_gpu_h", "down_gpu_h", "drained_gpu_h", "allocated_gpu_h", "reserved_idle_gpu_h", "free_gpu_h", "allocated_idle_gpu_h", "project_allocated_gpu_h"]
 --- export = 3
 WITH project_alloc AS (

@@ -3,7 +3,7 @@
 --- [mart]
 --- grain = "one row per Xid code"
 --- scope = "cluster"
---- report = true
+--- report = 15
 --- columns = ["xid", "hardware", "events", "nodes", "gpus", "first_ts", "last_ts"]
 --- filters = { hardware = "hardware" }
 --- export = 11

@@ -3,7 +3,7 @@
 --- [mart]
 --- grain = "one row per node, GPU and Xid code"
 --- scope = "cluster"
---- report = true
+--- report = 14
 --- columns = ["xid", "hardware", "node", "gpu", "events", "first_ts", "last_ts"]
 --- filters = { hardware = "hardware" }
 --- export = 10
