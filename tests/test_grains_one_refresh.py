@@ -59,12 +59,13 @@ def files(tmp_path, cfg):
 def _recording(wh, *tables: str) -> list[tuple]:
     """The [from_ts, to_ts) of every refresh of ``tables`` the warehouse runs from now on: the window of the
     statement that writes the table and names the window (run_sample_hour's INSERT reads its window's inputs
-    staged by the statements before it, and names none: its DELETE does)."""
+    staged by the statements before it, and names none: the staging of its samples, _rsh_g, does)."""
     spans: list[tuple] = []
     real = wh.client.command
+    heads = tuple("CREATE TEMPORARY TABLE _rsh_g " if t == "run_sample_hour" else f"INSERT INTO {t}" for t in tables)
 
     def command(sql, *a, **k):
-        if sql.lstrip().startswith(tuple(f"{w} {t}" for t in tables for w in ("INSERT INTO", "DELETE FROM"))):
+        if sql.lstrip().startswith(heads):
             p = k.get("parameters") or a[0]
             if "from_ts" in p:
                 spans.append((p["from_ts"], p["to_ts"]))
@@ -204,3 +205,51 @@ def test_a_refresh_reads_the_samples_and_the_runs_once(files):
     assert sum(reads[k].get("gpu_sample", 0) for k in telemetry) == 2, reads
     assert _hours(wh) == _expected()
     assert wh.query_rows("SELECT count() FROM run_telemetry FINAL WHERE cluster = 't2'")[0][0] > 0
+
+
+def _sample_rows(wh) -> dict[tuple, float]:
+    """run_sample_hour of n1's hours 10, 11 and 18 as (hour, job) -> observed GPU-minutes, and its ghost rows."""
+    return {(r[0].hour, r[1], r[2]): round(r[3] / 60, 6) for r in wh.query_rows(
+        "SELECT hour, node, job_id, observed_gpu_s FROM run_sample_hour FINAL WHERE cluster = 't2' "
+        "AND (toHour(hour) IN (10, 11, 18) OR job_id = 'ghost') ORDER BY hour, node, job_id")}
+
+
+def test_a_refresh_deletes_old_rows_only_where_some_are_not_written_again(files):
+    """run_sample_hour's refresh replaces the rows of the node-hours its window's samples touch. Before, it
+    first deleted every old row there (a lightweight DELETE, which rewrote the row mask of the month's part
+    every night, though every row it matched was written again: 0.3-0.5 s of a night's refresh on the loaded
+    machine, docs/benchmarks.md "Issue 50", round 3); now the DELETE runs only where an old row is not written
+    again. A refresh writing each row as it was deletes nothing; a row no longer written (a run gone from n1)
+    still goes; a row of a node-hour no sample touches stays. Figures: the header's, per run."""
+    wh, d = files
+    with grains.one_refresh(wh):
+        assert load_sacct(wh, d / "sacct.psv").quarantined == 0
+        load_parquet_dir(wh, d / "telemetry", DAY, DAY, cluster="t2")
+    by_hand = {(10, "n1", "4001"): 4 * 13, (10, "n1", "4002"): 4 * 7.5, (11, "n1", "4001"): 4 * 60,
+               (11, "n1", "4002"): round(4 * (31 + 40 / 60), 6), (18, "n1", "4005"): 8 * 60}
+    assert _sample_rows(wh) == by_hand
+    deletes: list[str] = []
+    real = wh.client.command
+
+    def command(sql, *a, **k):
+        if sql.lstrip().startswith("DELETE FROM run_sample_hour"):
+            deletes.append(sql)
+        return real(sql, *a, **k)
+
+    wh.client.command = command
+    grains.refresh_history(wh)  # every hour again, each row written as it was
+    assert deletes == []
+    assert _sample_rows(wh) == by_hand and _hours(wh) == _expected()
+    # one row a key after the refresh's compaction (the rows written again replaced their old versions)
+    assert wh.query_rows("SELECT count() FROM run_sample_hour")[0][0] == \
+        wh.query_rows("SELECT count() FROM run_sample_hour FINAL")[0][0]
+    # old rows the refresh does not write again: a run on n1 at 11:00 (its samples touch the hour) and on
+    # n9 (no sample of it)
+    for node in ("n1", "n9"):
+        wh.command("INSERT INTO run_sample_hour (cluster, hour, node, job_id, submit_ts, attribution, observed_gpu_s, "
+                   "refreshed_at) VALUES ('t2', {h:DateTime('UTC')}, {n:String}, 'ghost', {h:DateTime('UTC')}, "
+                   "'node share', 600, now64(3) - 60)",
+                   {"h": datetime(DAY.year, DAY.month, DAY.day, 11, tzinfo=timezone.utc), "n": node})
+    grains.refresh_history(wh)
+    assert len(deletes) == 1
+    assert _sample_rows(wh) == {**by_hand, (11, "n9", "ghost"): 10.0}

@@ -26,9 +26,10 @@
 --              min(R, C × L) with C the GPUs they held at once (H ÷ L, at least the largest run's a), and at
 --              least H: unallocated GPUs do no work, so the busy time goes to the runs; the activities alike.
 --              A node-hour's sums are exact, a run's only when it held the whole node
--- busy ≤ observed ≤ allocated in every row by construction. Rows are written only where samples exist: the
--- node-hours of the window that samples' steps cover lose their old rows first (a run moved or no longer
--- seen by any sample leaves none behind), and a refresh after the fine samples expired keeps what was
+-- busy ≤ observed ≤ allocated in every row by construction. Rows are written only where samples exist: in the
+-- node-hours of the window that samples' steps cover, the old rows the refresh does not write again are
+-- deleted (a run moved or no longer seen by any sample leaves none behind; the rows written again replace
+-- their old versions, ReplacingMergeTree), and a refresh after the fine samples expired keeps what was
 -- written while they were there.
 --- [model]
 --- kind = "incremental_by_time_range"
@@ -36,14 +37,6 @@
 --- grain = "hourly"
 --- writes = ["run_sample_hour"]
 --- reads = ["gpu_sample", "run_fanout"]
-DELETE FROM run_sample_hour
-WHERE hour >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') AND hour < toDateTime({to_ts:DateTime('UTC')}, 'UTC')
-  AND (cluster, node, hour) IN (
-      SELECT DISTINCT cluster, node, hour FROM gpu_sample
-      ARRAY JOIN hours_touched(ts, addSeconds(ts, step_s)) AS hour
-      WHERE ts >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') - toIntervalHour(1)
-        AND ts < toDateTime({to_ts:DateTime('UTC')}, 'UTC'));
-
 -- The inputs several parts of the insert read are staged once, in temporary tables of the session: the
 -- engine evaluates a CTE again wherever it is named, so the window's samples (gpu_sample FINAL) and the
 -- fan-out were read, and the labels joined, up to six times a refresh (docs/benchmarks.md, "Issue 50").
@@ -54,6 +47,8 @@ DROP TEMPORARY TABLE IF EXISTS _rsh_g;
 DROP TEMPORARY TABLE IF EXISTS _rsh_piece;
 DROP TEMPORARY TABLE IF EXISTS _rsh_ident;
 DROP TEMPORARY TABLE IF EXISTS _rsh_own_piece;
+DROP TEMPORARY TABLE IF EXISTS _rsh_touched;
+DROP TEMPORARY TABLE IF EXISTS _rsh_new;
 
 -- fan: the window's fan-out, each run's part [hs, he) of each node-hour
 CREATE TEMPORARY TABLE _rsh_fan ENGINE = Memory AS
@@ -66,12 +61,22 @@ CREATE TEMPORARY TABLE _rsh_g ENGINE = MergeTree ORDER BY tuple() AS
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
     toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1
-SELECT cluster, node, gpu, ts, addSeconds(ts, step_s) AS te, hpc_job,
-       toFloat64(assumeNotNull(gpu_util_pct)) AS util_pct, toFloat64(ifNull(sm_active, 0)) AS sm,
+SELECT cluster, node, gpu, ts, addSeconds(ts, step_s) AS te, hpc_job, gpu_util_pct IS NOT NULL AS has_util,
+       toFloat64(ifNull(gpu_util_pct, 0)) AS util_pct, toFloat64(ifNull(sm_active, 0)) AS sm,
        toFloat64(ifNull(tensor_active, 0)) AS tensor, toFloat64(ifNull(dram_active, 0)) AS dram
 FROM gpu_sample FINAL
-PREWHERE ts >= w0 - toIntervalHour(1) AND ts < w1 + toIntervalHour(1)
-WHERE gpu_util_pct IS NOT NULL;
+PREWHERE ts >= w0 - toIntervalHour(1) AND ts < w1 + toIntervalHour(1);
+
+-- the node-hours of the window any sample's step touches (with a utilisation or not): where the refresh
+-- replaces the rows
+CREATE TEMPORARY TABLE _rsh_touched ENGINE = Memory AS
+WITH
+    toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
+    toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1
+SELECT DISTINCT cluster, node, hour
+FROM _rsh_g
+ARRAY JOIN hours_touched(ts, te) AS hour
+WHERE hour >= w0 AND hour < w1;
 
 -- each sample's step cut at the hours (and the window) it touches: [ps, pe)
 CREATE TEMPORARY TABLE _rsh_piece ENGINE = MergeTree ORDER BY tuple() AS
@@ -82,7 +87,7 @@ SELECT cluster, node, gpu, ts, hpc_job, util_pct, sm, tensor, dram, hour,
        greatest(ts, hour) AS ps, least(te, hour + 3600) AS pe
 FROM _rsh_g
 ARRAY JOIN hours_touched(ts, te) AS hour
-WHERE hour >= w0 AND hour < w1;
+WHERE has_util AND hour >= w0 AND hour < w1;
 
 -- 'gpu': the GPUs a run's job id labels inside the run (a requeued job's runs share the id)
 CREATE TEMPORARY TABLE _rsh_ident ENGINE = Memory AS
@@ -91,7 +96,7 @@ WITH
 labels AS (
     SELECT cluster, node, hpc_job, gpu, lh + toIntervalHour(d) AS hour, tss
     FROM (SELECT cluster, node, hpc_job, gpu, toStartOfHour(ts) AS lh, groupArray(ts) AS tss
-          FROM _rsh_g WHERE hpc_job != '' GROUP BY cluster, node, hpc_job, gpu, lh)
+          FROM _rsh_g WHERE has_util AND hpc_job != '' GROUP BY cluster, node, hpc_job, gpu, lh)
     ARRAY JOIN [-1, 0, 1] AS d
 )
 SELECT f.cluster AS cluster, f.hour AS hour, f.node AS node, f.job_id AS job_id, f.submit_ts AS submit_ts,
@@ -112,8 +117,11 @@ FROM _rsh_ident AS i
 INNER JOIN _rsh_piece AS p ON p.cluster = i.cluster AND p.node = i.node AND p.hour = i.hour AND p.gpu = i.gpu
 WHERE p.pe > i.hs AND p.ps < i.he;
 
-INSERT INTO run_sample_hour (cluster, hour, node, job_id, submit_ts, attribution, observed_gpu_s, busy_gpu_s,
-    util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s, idle_util_pct, refreshed_at)
+-- the rows of the window, staged, so that the old rows are deleted only where some are not written again: a
+-- lightweight DELETE of the touched node-hours' rows rewrote the row mask of the month's part every night,
+-- though every row it matched was written again (0.3-0.5 s of a night's 3.8 s refresh on the loaded machine,
+-- docs/benchmarks.md "Issue 50", round 3)
+CREATE TEMPORARY TABLE _rsh_new ENGINE = Memory AS
 WITH
 own AS (
     SELECT cluster, hour, node, job_id, submit_ts, any(a) / uniqExact(gpu) AS k, sum(o) AS seen,
@@ -186,7 +194,31 @@ SELECT cluster, hour, node, job_id, submit_ts, 'node share', seen, busy_s, util_
        {idle_util_pct:Float64}, now64(3)
 FROM shared;
 
+-- a guard (etl/grains.py runs the statement after a SELECT only where it returns true): whether an old row of
+-- the touched node-hours is not written again. Most nights none is (the hour before the night's day, written
+-- again as it was), and the DELETE is skipped. (A DELETE cannot name the session's temporary tables: the
+-- engine runs it as a mutation, outside the session.)
+SELECT count() > 0 FROM run_sample_hour
+WHERE hour >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') AND hour < toDateTime({to_ts:DateTime('UTC')}, 'UTC')
+  AND (cluster, node, hour) IN (SELECT cluster, node, hour FROM _rsh_touched)
+  AND (cluster, hour, node, job_id, submit_ts) NOT IN (SELECT cluster, hour, node, job_id, submit_ts FROM _rsh_new);
+
+-- then every old row of the touched node-hours goes (those written again as well: they are written next)
+DELETE FROM run_sample_hour
+WHERE hour >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') AND hour < toDateTime({to_ts:DateTime('UTC')}, 'UTC')
+  AND (cluster, node, hour) IN (
+      SELECT DISTINCT cluster, node, hour FROM gpu_sample
+      ARRAY JOIN hours_touched(ts, addSeconds(ts, step_s)) AS hour
+      WHERE ts >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') - toIntervalHour(1)
+        AND ts < toDateTime({to_ts:DateTime('UTC')}, 'UTC'));
+
+INSERT INTO run_sample_hour (cluster, hour, node, job_id, submit_ts, attribution, observed_gpu_s, busy_gpu_s,
+    util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s, idle_util_pct, refreshed_at)
+SELECT * FROM _rsh_new;
+
 DROP TEMPORARY TABLE IF EXISTS _rsh_fan;
 DROP TEMPORARY TABLE IF EXISTS _rsh_piece;
 DROP TEMPORARY TABLE IF EXISTS _rsh_ident;
 DROP TEMPORARY TABLE IF EXISTS _rsh_own_piece;
+DROP TEMPORARY TABLE IF EXISTS _rsh_touched;
+DROP TEMPORARY TABLE IF EXISTS _rsh_new;
