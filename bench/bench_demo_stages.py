@@ -5,17 +5,17 @@ it ran before, in one command on a copy of a loaded demo warehouse (`ops-report 
              them (now) vs every grain over the month (before: run_sample_hour, run_telemetry, job_run of every
              job and gpu_day of every day too)
   kernel     load_kernel_log of the demo's kernel logs (unchanged; its time for the budget)
-  summaries  the four summaries and two telemetry views (unchanged; the demo no longer reads two of them
-             again for its closing lines)
+  summaries  the demo's stage (cli/demo.py write_summaries: four summaries, the telemetry by cluster and by
+             GPU model from one query) vs a telemetry call per grouping (before: the samples read twice); the
+             files both write compared byte for byte
   reports    the monthly reports (--cluster, --project A; md + html + json) and the Parquet exports in one
              block of evaluated marts (now) vs each in its own (before: the exports evaluated every mart again)
 
     .venv/bin/python bench/bench_demo_stages.py --dir /tmp/k51/demo [--profile] [--stages summaries]
         [--telemetry-before REV]
 
---telemetry-before REV: the summaries' "before" runs the same six views (no reads again) with
-sql/marts/telemetry.sql as it was at git revision REV (issue 51 round 3: the mart that read the samples three
-times), so the ratio is that change's alone.
+--telemetry-before REV: the summaries' "before" runs its per-grouping calls with sql/marts/telemetry.sql as it
+was at git revision REV (issue 51 round 3: the mart that read the samples three times).
 
 Prints a RESULT line per stage (seconds now, before, ratio before ÷ now) and, with --profile, the slowest SQL
 statements of each "now" (time.perf_counter around the client's calls). The machine is shared: both sides run
@@ -84,7 +84,8 @@ def main() -> None:
     from ops_warehouse.analytics.monthly import monthly_report
     from ops_warehouse.analytics.summary import summary
     from ops_warehouse.analytics.telemetry import telemetry
-    from ops_warehouse.cli.demo import DEMO_START, VIEWS
+    from ops_warehouse.cli import demo as demo_module
+    from ops_warehouse.cli.demo import DEMO_START, VIEWS, write_summaries
     from ops_warehouse.config import Config
     from ops_warehouse.etl import grains
     from ops_warehouse.etl import capacity_sources
@@ -132,33 +133,36 @@ def main() -> None:
             now = timed(lambda: load_kernel_log(wh, sorted((data / "logs" / "kernel").glob("*.log")), cluster=cluster))
         print(f"RESULT demo_kernel_logs now_s={now:.2f}", flush=True)
 
-    def views(again: bool):
-        for _, by, period in VIEWS:
-            summary(wh, DEMO_START, last, by, period)
-        for by in ("cluster", "gpu_model"):
-            telemetry(wh, DEMO_START, last, by)
-        if again:  # before: the closing lines read these two again
-            telemetry(wh, DEMO_START, last, "gpu_model")
-            summary(wh, DEMO_START, last, ["project"], "none")
+    def views(out_dir: Path):
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_summaries(wh, out_dir, DEMO_START, last)
 
-    def views_before():
-        if not a.telemetry_before:
-            return views(True)
+    def per_grouping(wh_, first, last_, bys):  # before: a telemetry call per grouping, each reading the samples
+        return {by: telemetry(wh_, first, last_, by) for by in bys}
+
+    def views_before(out_dir: Path):
         from ops_warehouse.analytics import telemetry as tel_module
 
-        old = subprocess.run(["git", "show", f"{a.telemetry_before}:sql/marts/telemetry.sql"], check=True,
-                             capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent).stdout
-        real_text = tel_module.sql_text
-        tel_module.sql_text = lambda rel: old if rel == "marts/telemetry.sql" else real_text(rel)
+        real_groupings, real_text = demo_module.telemetry_groupings, tel_module.sql_text
+        demo_module.telemetry_groupings = per_grouping
+        if a.telemetry_before:
+            old = subprocess.run(["git", "show", f"{a.telemetry_before}:sql/marts/telemetry.sql"], check=True,
+                                 capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent).stdout
+            tel_module.sql_text = lambda rel: old if rel == "marts/telemetry.sql" else real_text(rel)
         try:
-            views(False)
+            views(out_dir)
         finally:
-            tel_module.sql_text = real_text
+            demo_module.telemetry_groupings, tel_module.sql_text = real_groupings, real_text
 
     if "summaries" in stages:
-        before = timed(views_before)
+        before = timed(lambda: views_before(tmp / "summaries_before"))
         with _profiled("summaries", a.profile):
-            now = timed(lambda: views(False))
+            now = timed(lambda: views(tmp / "summaries_now"))
+        files = sorted(p.name for p in (tmp / "summaries_now").iterdir())
+        differ = [f for f in files if (tmp / "summaries_now" / f).read_bytes()
+                  != (tmp / "summaries_before" / f).read_bytes()]
+        print(f"summaries: {len(files)} files, {len(files) - len(differ)} byte for byte the same before and now"
+              + (f"; differ: {', '.join(differ)}" if differ else ""), flush=True)
         print(f"RESULT demo_summaries now_s={now:.2f} before_s={before:.2f} ratio={before / now:.2f}", flush=True)
 
     out = tmp / "out"

@@ -63,14 +63,16 @@ gpu_stats AS (
     GROUP BY k
 ),
 
--- which group a node's samples count in (node-level metrics have no GPU index)
+-- which group a node's samples count in (node-level metrics have no GPU index); with several groupings
+-- (ops_warehouse.analytics.telemetry.telemetry_groupings) a node is in one group of each, and a node without
+-- GPU samples gets each grouping's own key (an arrayJoin of them, where nk.k is null)
 node_key AS (
     SELECT DISTINCT node, {{node_key}} AS k FROM gpu
 ),
 
 nodes AS (
     SELECT
-        coalesce(nk.k, {{node_only_key}}) AS k,
+        {{node_row_key}} AS k,
         if(count() = 0, NULL, sum(toUInt64(arraySum(n.nic_rx_bytes)))) AS nic_rx_bytes,
         if(count() = 0, NULL, sum(toUInt64(arraySum(n.nic_tx_bytes)))) AS nic_tx_bytes,
         sum(toUInt64(n.lustre_read_bytes)) AS storage_read_bytes,
