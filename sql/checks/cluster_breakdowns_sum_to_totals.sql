@@ -30,7 +30,7 @@ c_parts AS (
     FROM c WHERE model != 'all'
 ),
 charged AS (
-    SELECT ifNull(gpu_model, '(no model)') AS model, sum(allocated_gpu_h) AS allocated_gpu_h, sum(cost) AS cost,
+    SELECT ifNull(gpu_model, '(not in the inventory)') AS model, sum(allocated_gpu_h) AS allocated_gpu_h, sum(cost) AS cost,
            sum(share_of_model_allocation) AS shares
     FROM ({{mart chargeback}}) GROUP BY model
 ),

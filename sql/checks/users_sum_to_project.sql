@@ -1,6 +1,6 @@
 -- law: a project's users add up to the project: the GPU-hours of its users (users) = its allocated GPU-hours
---   (chargeback_totals) = its runs' GPU-hours (efficiency, and summed over job_sizes), and the jobs its users
---   started = the jobs of its size classes (job_sizes).
+--   (chargeback_totals) = its runs' GPU-hours (efficiency, and summed over job_sizes), and the GPU jobs its
+--   users started = the jobs of its size classes (job_sizes).
 -- scope: each project
 -- why: every run has one user, so the users split the project's runs; each of these marts sums the same
 --   runs' GPUs × their time inside the window (jobs counted once, by their last run, in both).

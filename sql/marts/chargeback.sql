@@ -38,7 +38,10 @@ model_cost AS (
     FROM ({{mart cost}})
     WHERE model != 'all'
 )
-SELECT a.project AS project, a.gpu_model AS gpu_model, a.runs AS runs, a.gpu_h AS allocated_gpu_h,
+-- a run on a node the inventory does not list: '(not in the inventory)', as utilization names its GPU-hours
+-- (a NULL key would match nothing when a project's rows are joined to the cluster's)
+SELECT a.project AS project, ifNull(a.gpu_model, '(not in the inventory)') AS gpu_model, a.runs AS runs,
+       a.gpu_h AS allocated_gpu_h,
        a.gpu_h / nullIf(mc.allocated_gpu_h, 0) AS share_of_model_allocation,
        a.gpu_h / nullIf(mc.allocated_gpu_h, 0) * mc.total_cost AS cost, mc.currency AS currency
 FROM alloc AS a

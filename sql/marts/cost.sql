@@ -56,4 +56,7 @@ SELECT
 FROM grain AS c
 INNER JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(c.gpu_model) = lower(m.gpu_model)
 GROUP BY GROUPING SETS ((), (c.gpu_model))
+-- no 'all' row when no node-hour was priced (no inventory, no cost model): its zeros would say that nothing
+-- was allocated where utilization counts the GPUs the jobs held
+HAVING grouping(c.gpu_model) = 0 OR count() > 0
 ORDER BY model = 'all', model;

@@ -71,7 +71,28 @@ FROM (SELECT c.node AS node, c.gpu_model AS gpu_model, c.partition AS partition,
              max(c.idle_util_pct) AS idle_util_pct
       FROM capacity_node_hour AS c FINAL
       WHERE c.cluster = {cluster:String} AND c.hour >= {from_ts:DateTime('UTC')} AND c.hour < {to_ts:DateTime('UTC')}
-      GROUP BY node, gpu_model, partition) AS h
+      GROUP BY node, gpu_model, partition
+      UNION ALL
+      -- runs on nodes the inventory does not list (a site that loaded none, or a node missing from it): the
+      -- GPUs they held are allocated GPU-hours all the same (chargeback's '(not in the inventory)' rows, from
+      -- the same run_node_hour rows), but nothing else of the node is known, so its capacity and every other
+      -- figure is unknown (NULL), never 0: a cluster row with such nodes has the inventory's capacity, and
+      -- capacity_split breaks where its allocation does not fit it (the node to add to the inventory)
+      SELECT r.node AS node, '(not in the inventory)' AS gpu_model, '(not in the inventory)' AS partition,
+             CAST(NULL AS Nullable(Float64)) AS capacity_gpu_s, CAST(NULL AS Nullable(Float64)) AS down_gpu_s,
+             CAST(NULL AS Nullable(Float64)) AS drained_gpu_s,
+             sum(r.gpus_per_node * overlap_s(r.s, r.e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}))
+                 AS allocated_gpu_s,
+             CAST(NULL AS Nullable(Float64)) AS reserved_gpu_s, CAST(NULL AS Nullable(Float64)) AS reserved_idle_gpu_s,
+             CAST(NULL AS Nullable(Float64)) AS free_gpu_s, CAST(NULL AS Nullable(Float64)) AS allocated_idle_s,
+             CAST(NULL AS Nullable(Float64)) AS allocated_observed_gpu_s, CAST(NULL AS Nullable(Float64)) AS busy_gpu_s,
+             CAST(NULL AS Nullable(Float64)) AS covered_gpu_s, CAST(NULL AS Nullable(Float64)) AS gpu_energy_j,
+             CAST(NULL AS Nullable(Float64)) AS idle_util_pct
+      FROM run_node_hour AS r FINAL
+      WHERE r.cluster = {cluster:String} AND r.hour >= toStartOfHour({from_ts:DateTime('UTC')})
+        AND r.hour < {to_ts:DateTime('UTC')} AND r.e > {from_ts:DateTime('UTC')} AND r.s < {to_ts:DateTime('UTC')}
+        AND r.node NOT IN (SELECT node FROM node_inventory FINAL WHERE cluster = {cluster:String})
+      GROUP BY r.node) AS h
 -- (a node with GPUs of several models has a row per model in the inventory: its partitions once)
 LEFT JOIN (SELECT node, any(partitions) AS partitions FROM node_inventory FINAL WHERE cluster = {cluster:String}
            GROUP BY node) AS m ON m.node = h.node
