@@ -25,8 +25,8 @@
 --- export = 8
 WITH
 -- (the largest runs' keys as one array, a scalar subquery: the engine evaluates it once a query, where a CTE
--- is evaluated again wherever it is named, here four times: 5 reads of the month's grain rows for 1,
--- docs/benchmarks.md "Issue 51: the monthly report's marts", round 3)
+-- is evaluated again wherever it is named, here four times: 5 reads of the month's grain rows where 2 do, the
+-- ranking and the shares; docs/benchmarks.md "Issue 51: the monthly report's marts", round 3)
 (SELECT groupArray((job_id, submit_ts)) FROM (
     SELECT job_id, submit_ts
     FROM run_node_hour FINAL
