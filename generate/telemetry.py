@@ -89,6 +89,7 @@ samples are together and in time order; timestamps are whole seconds.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -273,8 +274,8 @@ def write_telemetry(out_dir: Path, *, spec: ClusterSpec, inventory: pl.DataFrame
         if k1 > k0:
             days.append((d, k0, k1))
         d += day_ms
-    for i, (d, k0, k1) in enumerate(days):
-        fams = w.day(k0, k1, d // day_ms)
+
+    def write_day(d: int, fams: dict) -> None:
         date = datetime.fromtimestamp(d / 1000, timezone.utc).strftime("%Y-%m-%d")
         if "parquet" in formats:
             for fam, data in fams.items():
@@ -291,8 +292,23 @@ def write_telemetry(out_dir: Path, *, spec: ClusterSpec, inventory: pl.DataFrame
             c["files"] += files
             c["samples"] += samples
             c["bytes"] += nbytes
-        if progress is not None:
-            progress(i + 1, len(days))
+
+    # a day's files are written (polars, out of the GIL) while numpy computes the next day: on 2 cores the
+    # two halves of a day overlap instead of taking turns. One writer: files and counts stay in day order,
+    # and at most two days are in memory.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="telemetry-writer") as writer:
+        pending = None
+        for i, (d, k0, k1) in enumerate(days):
+            fams = w.day(k0, k1, d // day_ms)
+            if pending is not None:
+                pending.result()
+                if progress is not None:
+                    progress(i, len(days))
+            pending = writer.submit(write_day, d, fams)
+        if pending is not None:
+            pending.result()
+            if progress is not None:
+                progress(len(days), len(days))
     return counts
 
 
@@ -567,8 +583,9 @@ class _World:
 
         def fam(present, metrics):
             s = present.shape[1]
-            keep = None if present.all() else present.ravel()
-            sel = (lambda a: a) if keep is None else (lambda a: a[keep])  # noqa: E731
+            # the present rows' indices, found once: a boolean mask would be scanned again for every metric
+            keep = None if present.all() else np.flatnonzero(present.ravel())
+            sel = (lambda a: a) if keep is None else (lambda a: a.take(keep))  # noqa: E731
             out = {"ts": sel(np.repeat(t_ms, s)), "series": sel(np.tile(np.arange(s), T))}
             for name, arr in metrics.items():
                 out[name] = sel(arr.ravel())
@@ -602,7 +619,8 @@ def _write_parquet(path: Path, labels: pl.DataFrame, family: str, data: dict, jo
     if "hpc_job" in data:  # a label that changes with the job holding the GPU: a column of its own
         cols.append(pl.Series("hpc_job", job_names[data["hpc_job"]], pl.String))
     cols += [pl.Series(m, data[m]).cast(schema[m]) for m in schema if m in data and m != "hpc_job"]
-    pl.DataFrame(cols).write_parquet(path, compression="zstd")
+    # lz4: a day's files in two thirds of zstd's CPU, 1.4 x its bytes (docs/benchmarks.md, Generator, Round 3)
+    pl.DataFrame(cols).write_parquet(path, compression="lz4")
     return path.stat().st_size
 
 
