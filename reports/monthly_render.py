@@ -12,27 +12,21 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ops_warehouse.files import safe_name, write_file
-from ops_warehouse.reports import whatif_render
+from ops_warehouse.reports import chart_library, whatif_render
 
 
-# the charts (reports/charts.py) import matplotlib: 0.5 to 3 s and 60 MB, which a JSON report or Markdown on
-# the terminal never draws with, so it is imported by the first chart drawn, after the report's figures
+# the charts import matplotlib, which a JSON report or Markdown on the terminal never draws with: it is
+# imported by the first chart drawn (reports/chart_library.py), after the report's figures
 def draw_all(r: dict, cache: dict[str, bytes] | None = None) -> dict[str, bytes]:
-    from ops_warehouse.reports import charts
-
-    return charts.draw_all(r, cache)
+    return chart_library.charts().draw_all(r, cache)
 
 
 def _drawn_before(folder: Path) -> dict[str, bytes]:
-    from ops_warehouse.reports import charts
-
-    return charts.drawn_before(sorted(folder.glob("*.png"))) if folder.is_dir() else {}
+    return chart_library.charts().drawn_before(sorted(folder.glob("*.png"))) if folder.is_dir() else {}
 
 
 def _chart_titles() -> dict[str, str]:
-    from ops_warehouse.reports import charts
-
-    return {n: t for n, t, _ in charts.CHARTS}
+    return {n: t for n, t, _ in chart_library.charts().CHARTS}
 
 
 def _num(v, digits: int = 0) -> str:

@@ -8,6 +8,8 @@ import base64
 import html
 import json
 
+from ops_warehouse.reports import chart_library
+
 
 def _n(v, digits: int = 0) -> str:
     if v is None:
@@ -111,9 +113,7 @@ def to_html(w: dict, chart: bytes | None = None) -> str:
 
 def chart(w: dict) -> bytes | None:
     """The waits-by-size-class and utilization-by-day chart of a what-if result (reports/charts.py)."""
-    from ops_warehouse.reports import charts  # matplotlib: imported by the chart drawn, not by the tables
-
-    return charts.whatif({"whatif": w})
+    return chart_library.charts().whatif({"whatif": w})
 
 
 def to_json(w: dict) -> str:
