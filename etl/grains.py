@@ -44,6 +44,9 @@ _CHUNK = timedelta(days=1)  # the fewest hours a piece of a big refresh covers (
 # span over it is cut into pieces of about this much work, never under _CHUNK (docs/benchmarks.md, "Issue
 # 50": a month of 4,000 nodes is 2.9 M grid node-hours, over 1 GB in one statement; a day of it 96 k, under)
 _PIECE_NODE_H = 400_000
+# the runs one job_run statement reads (etl/grains.py _job_ranges): about 1.3 KB of the engine's memory a run
+# (docs/benchmarks.md, "Issue 50: sacct loads in bounded memory", round 3)
+_PIECE_RUNS = 50_000
 # the hours a load inside one_refresh left to refresh: etl_watermark's "grains pending <first hour>", its
 # watermark_ts the end, deleted once refreshed
 _PENDING = "grains pending "
@@ -397,10 +400,26 @@ def _refresh_as_of(wh) -> None:
 
 def _refresh_job_run(wh, first_ts: datetime) -> None:
     """job_run (the job-run model, sql/intermediate/fct_job_run.sql) for every job with a run from
-    ``first_ts`` on."""
-    for stmt in sql_statements("intermediate/job_run.sql"):
-        wh.command(stmt, {"from_ts": first_ts, "every": int(first_ts.year < 2000)})
+    ``first_ts`` on, a range of job ids at a time (``_job_ranges``)."""
+    for lo, hi in _job_ranges(wh, first_ts):
+        for stmt in sql_statements("intermediate/job_run.sql"):
+            wh.command(stmt, {"from_ts": first_ts, "every": int(first_ts.year < 2000), "job_lo": lo, "job_hi": hi})
     _compact(wh, ("job_run",))
+
+
+def _job_ranges(wh, first_ts: datetime) -> list[tuple[str, str]]:
+    """The job ids of the runs from ``first_ts`` on cut into ranges [lo, hi) ('' : open) of about _PIECE_RUNS
+    runs per cluster: the model's window sorts every column of the runs a statement reads, so one statement
+    over a first load held memory growing with the load (1.0 GB over its baseline at 1 M jobs; a range
+    reads only its ids' granules, the ids being the sorting key's after the cluster). A job's runs share its
+    id, so each is formed whole in one range. The ids are read in the table's order (no sort to hold)."""
+    starts = sorted({r[0] for r in wh.query_rows(
+        "SELECT job_id FROM (SELECT job_id, rowNumberInAllBlocks() AS n FROM (SELECT cluster, job_id "
+        "FROM slurm_job_run WHERE coalesce(start_ts, submit_ts) >= {from_ts:DateTime('UTC')} "
+        "ORDER BY cluster, job_id)) WHERE n > 0 AND n % {runs:UInt64} = 0",
+        {"from_ts": first_ts, "runs": _PIECE_RUNS})})
+    bounds = ["", *starts, ""]
+    return list(zip(bounds, bounds[1:]))
 
 
 def _refresh_gpu_day(wh, w0: datetime, w1: datetime) -> None:

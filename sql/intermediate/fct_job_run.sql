@@ -6,8 +6,12 @@
 -- etl/grains.py), and it is rebuilt whole here whenever this file changes (the upgrade runs every statement
 -- of a changed file), so a changed rule reaches every run. fct_job_run reads the table, with each
 -- account's project (dim_account.sql: the config's mapping may change without a load).
--- job_run_model(from_ts = …, every = …) is a parameterized view: every run of the jobs with a run from
--- from_ts on whose loaded record job_run does not hold yet, or of all those jobs with every = 1. A load so
+-- job_run_model(from_ts = …, every = …, job_lo = …, job_hi = …) is a parameterized view: every run of the jobs
+-- with a run from from_ts on whose loaded record job_run does not hold yet, or of all those jobs with every = 1,
+-- among the job ids in [job_lo, job_hi) (job_hi '' : no upper bound). The range is a prefix of the tables'
+-- sorting key after the cluster, so a piece reads only its ids' granules: the window below sorts every column
+-- of the runs it reads, and over all of a 1 M-job first load it held 1.0 GB (etl/grains.py cuts the refresh
+-- into ranges of a bounded number of runs; docs/benchmarks.md, "Issue 50: sacct loads in bounded memory"). A load so
 -- recomputes the jobs it changed, not the window over every job since the earliest run it re-read. A record
 -- is held when every column of slurm_job_run but source_line (where in its file it was last read) is the
 -- same in job_run: comparing _version alone missed a corrected line reloaded at the same version (the same
@@ -22,11 +26,13 @@ CREATE OR REPLACE VIEW job_run_model {{on_cluster}} AS
 WITH
 runs AS (
     SELECT * FROM slurm_job_run FINAL
-    WHERE (cluster, job_id) IN (
+    WHERE job_id >= {job_lo:String} AND (job_id < {job_hi:String} OR {job_hi:String} = '')
+      AND (cluster, job_id) IN (
         SELECT s.cluster, s.job_id
         FROM (SELECT cluster, job_id, submit_ts, cityHash64(tuple(* EXCEPT (source_line))) AS h
               FROM slurm_job_run FINAL
-              WHERE coalesce(start_ts, submit_ts) >= {from_ts:DateTime('UTC')}) AS s
+              WHERE job_id >= {job_lo:String} AND (job_id < {job_hi:String} OR {job_hi:String} = '')
+                AND coalesce(start_ts, submit_ts) >= {from_ts:DateTime('UTC')}) AS s
         LEFT JOIN (SELECT cluster, job_id, submit_ts,
                           cityHash64(tuple(* EXCEPT (source_line, next_submit_ts, next_user, next_job_name,
                                                      is_superseded, usage_start_ts, usage_end_ts, wall_s,
@@ -34,7 +40,8 @@ runs AS (
                                                      refreshed_at))) AS h,
                           1 AS held
                    FROM job_run FINAL
-                   WHERE coalesce(start_ts, submit_ts) >= {from_ts:DateTime('UTC')}) AS j
+                   WHERE job_id >= {job_lo:String} AND (job_id < {job_hi:String} OR {job_hi:String} = '')
+                     AND coalesce(start_ts, submit_ts) >= {from_ts:DateTime('UTC')}) AS j
             ON j.cluster = s.cluster AND j.job_id = s.job_id AND j.submit_ts = s.submit_ts AND j.h = s.h
         WHERE {every:UInt8} = 1 OR NOT ifNull(j.held, 0))  -- (whatever the caller's join_use_nulls)
 ),
@@ -104,7 +111,7 @@ binned AS (
 SELECT * FROM binned;
 
 -- every run again: the materialized model follows this file's rules
-INSERT INTO job_run SELECT *, now64(3) FROM job_run_model(from_ts = '1970-01-01 00:00:00', every = 1);
+INSERT INTO job_run SELECT *, now64(3) FROM job_run_model(from_ts = '1970-01-01 00:00:00', every = 1, job_lo = '', job_hi = '');
 
 CREATE OR REPLACE VIEW fct_job_run {{on_cluster}} AS
 SELECT j.* EXCEPT (gpu_count_bin, job_size_bin, wall_time_bin, refreshed_at),

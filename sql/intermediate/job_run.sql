@@ -2,7 +2,8 @@
 -- the jobs a load wrote runs of from {from_ts} on: every run of a job whose loaded record job_run does not
 -- hold yet (or of every such job, {every} = 1: `ops-report etl refresh`), since a job's new run can make its
 -- earlier run superseded. Run by the job loads (etl/grains.py) before the hourly grains, which read the runs
--- through fct_job_run.
+-- through fct_job_run; once a range of job ids [{job_lo}, {job_hi}), so that a statement holds a bounded
+-- number of runs whatever the load's size.
 --- [model]
 --- kind = "incremental_by_key"
 --- grain = "job_run"
@@ -10,4 +11,5 @@
 --- reads = ["job_run_model"]
 INSERT INTO job_run
 SELECT *, now64(3)
-FROM job_run_model(from_ts = {from_ts:DateTime('UTC')}, every = {every:UInt8});
+FROM job_run_model(from_ts = {from_ts:DateTime('UTC')}, every = {every:UInt8},
+                   job_lo = {job_lo:String}, job_hi = {job_hi:String});

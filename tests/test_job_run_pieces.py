@@ -1,0 +1,68 @@
+"""job_run's refresh in ranges of job ids (etl/grains.py _job_ranges): a load spanning months forms its runs a
+bounded number at a time (one statement over a 1 M-job first load held 1.0 GB of the engine's memory), and
+the runs come out as the hand-worked figures say, a requeued job's runs formed together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ops_warehouse.etl import grains
+from ops_warehouse.etl.sacct_load import load_sacct
+from tests.conftest import rows
+
+HEADER = ("JobIDRaw|JobID|Cluster|Partition|QOS|Account|Group|User|Submit|Eligible|Start|End|ElapsedRaw|"
+          "TimelimitRaw|ExitCode|State|NNodes|NCPUS|AllocTRES|NodeList|JobName")
+
+
+def _line(job, submit, start, end, elapsed, state):
+    tres = "billing=32,cpu=32,gres/gpu:h100=8,gres/gpu=8,mem=64G,node=1"
+    return (f"{job}|{job}|c1|h100|normal|proja|grp|alice|{submit}|{submit}|{start}|{end}|{elapsed}|600|0:0|"
+            f"{state}|1|32|{tres}|gpu001|train")
+
+
+def test_a_load_spanning_months_forms_job_run_in_bounded_ranges_of_ids(wh, tmp_path: Path, monkeypatch):
+    # seven runs of five jobs over October to December 2026; jobs 100 and 200 requeued after a NODE_FAIL
+    # (200 across the month's end), so each has a superseded first run
+    p = tmp_path / "months.psv"
+    p.write_text("\n".join([
+        HEADER,
+        _line(100, "2026-10-01T00:00:00", "2026-10-01T00:00:00", "2026-10-01T01:00:00", 3600, "NODE_FAIL"),
+        _line(100, "2026-10-01T01:00:00", "2026-10-01T01:05:00", "2026-10-01T03:05:00", 7200, "COMPLETED"),
+        _line(101, "2026-10-15T00:00:00", "2026-10-15T00:00:00", "2026-10-15T00:30:00", 1800, "COMPLETED"),
+        _line(102, "2026-11-10T00:00:00", "2026-11-10T00:00:00", "2026-11-10T05:00:00", 18000, "FAILED"),
+        _line(103, "2026-12-01T00:00:00", "2026-12-01T00:00:00", "2026-12-01T00:00:20", 20, "COMPLETED"),
+        _line(200, "2026-10-31T22:00:00", "2026-10-31T22:00:00", "2026-10-31T23:30:00", 5400, "NODE_FAIL"),
+        _line(200, "2026-10-31T23:30:00", "2026-11-01T00:00:00", "2026-11-01T10:00:00", 36000, "COMPLETED"),
+    ]) + "\n", encoding="utf-8")
+    monkeypatch.setattr(grains, "_PIECE_RUNS", 2, raising=False)
+    pieces: list[tuple[str, str]] = []
+    real = wh.command
+
+    def command(sql, params=None, *a, **k):
+        if params and "job_lo" in params:
+            pieces.append((params["job_lo"], params["job_hi"]))
+        return real(sql, params, *a, **k)
+
+    monkeypatch.setattr(wh, "command", command)
+    assert load_sacct(wh, p).quarantined == 0
+
+    # the runs in id order: 100, 100, 101, 102, 103, 200, 200: a range starts at every second run's id
+    assert pieces == [("", "101"), ("101", "103"), ("103", "200"), ("200", "")]
+    assert rows(wh, "SELECT job_id, state, is_superseded, wall_s, wall_time_bin FROM fct_job_run "
+                    "ORDER BY job_id, submit_ts") == [
+        ("100", "NODE_FAIL", 1, 3600, "1 - 5hr"),
+        ("100", "COMPLETED", 0, 7200, "1 - 5hr"),
+        ("101", "COMPLETED", 0, 1800, "30 - 60min"),
+        ("102", "FAILED", 0, 18000, "5 - 10hr"),
+        ("103", "COMPLETED", 0, 20, "1 - 30s"),
+        ("200", "NODE_FAIL", 1, 5400, "1 - 5hr"),
+        ("200", "COMPLETED", 0, 36000, "10 - 18hr"),
+    ]
+    # a later load of one new job: one range, open at both ends (the nightly path: no cut)
+    pieces.clear()
+    q = tmp_path / "late.psv"
+    q.write_text(HEADER + "\n" + _line(300, "2026-12-02T00:00:00", "2026-12-02T00:00:00", "2026-12-02T01:00:00",
+                                       3600, "COMPLETED") + "\n", encoding="utf-8")
+    assert load_sacct(wh, q).jobs_loaded == 1
+    assert pieces == [("", "")]
+    assert rows(wh, "SELECT count(), countIf(is_superseded = 1) FROM fct_job_run") == [(8, 2)]
