@@ -61,8 +61,10 @@ def _efficiency(name: str, now: pl.DataFrame, before: pl.DataFrame | None, *, pr
     a cluster report the projects' rows."""
     def scope(df):
         return None if df is None else df.filter(pl.col("project_key") == project)
-    return {name: _rows(scope(now)), f"{name}_previous": _rows(scope(before)),
-            f"{name}_by_project": _rows(now.filter(pl.col("project_key") != "")) if not project else []}
+
+    listed = _listed(name, scope(now), scope(before))
+    listed[f"{name}_by_project"] = _rows(now.filter(pl.col("project_key") != "")) if not project else []
+    return listed
 
 
 def _one_row(name: str, now: pl.DataFrame, before, **_) -> dict:
