@@ -69,7 +69,7 @@ already in service at ``start`` begin at an uptime-like random value.
 
 Formats
 -------
-``"parquet"``: ``out_dir/telemetry/<family>/<YYYY-MM-DD>.parquet`` (zstd), one wide row per series per
+``"parquet"``: ``out_dir/telemetry/<family>/<YYYY-MM-DD>.parquet`` (lz4), one wide row per series per
 step, rows in time order then inventory order: ``timestamp`` (Datetime ms UTC), the label columns
 (String), then one column per metric named exactly as the metric. Types: dcgm integer metrics Int32
 (energy Int64), ratios and power Float64; nic/lustre/ipmi Float64 (integral values).
