@@ -156,15 +156,16 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
     # among 120,000 one-node jobs: capacity_node_hour and run_node_hour over 1 GB over the month, under it a
     # day at a time; docs/benchmarks.md, "Issue 50"); whole hours give the rows one pass over the span gives.
     # a model refreshed by run (unit "run": run_telemetry forms every run overlapping the hours whole, from
-    # all its samples) goes over the whole span at once: by day, a run of several days would be formed once
-    # a day; its rows are one per run
+    # all its samples, one row a run) goes by the same pieces: over a first load's whole span it staged every
+    # run of the history (1 M jobs: 180 MB over the load's own peak, the whole load's peak); a run
+    # overlapping two pieces is formed in both, the same row written again (ReplacingMergeTree)
     for c0, c1 in _chunks(w0, w1, _piece_size(wh, w0, w1)):
         for f in files:
             if decl[f].get("unit") == "hour":
                 _run_file(wh, f, {**params, "from_ts": c0, "to_ts": c1})
-    for f in files:
-        if decl[f].get("unit") != "hour":
-            _run_file(wh, f, params)
+        for f in files:
+            if decl[f].get("unit") != "hour":
+                _run_file(wh, f, {**params, "from_ts": c0, "to_ts": c1})
     _compact(wh, tuple(t for f in files for t in decl[f]["writes"]))
 
 

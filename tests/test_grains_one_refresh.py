@@ -59,10 +59,12 @@ def files(tmp_path, cfg):
 def _recording(wh, *tables: str) -> list[tuple]:
     """The [from_ts, to_ts) of every refresh of ``tables`` the warehouse runs from now on: the window of the
     statement that writes the table and names the window (run_sample_hour's INSERT reads its window's inputs
-    staged by the statements before it, and names none: the staging of its samples, _rsh_g, does)."""
+    staged by the statements before it, and names none: the staging of its samples, _rsh_g, does; run_telemetry's
+    the staging of its runs, _rt_runs)."""
     spans: list[tuple] = []
     real = wh.client.command
-    heads = tuple("CREATE TEMPORARY TABLE _rsh_g " if t == "run_sample_hour" else f"INSERT INTO {t}" for t in tables)
+    staged = {"run_sample_hour": "CREATE TEMPORARY TABLE _rsh_g ", "run_telemetry": "CREATE TEMPORARY TABLE _rt_runs "}
+    heads = tuple(staged.get(t, f"INSERT INTO {t}") for t in tables)
 
     def command(sql, *a, **k):
         if sql.lstrip().startswith(heads):
@@ -117,9 +119,15 @@ def test_a_refresh_of_a_long_span_goes_a_day_at_a_time(files, monkeypatch):
     assert load_sacct(wh, d / "sacct.psv").quarantined == 0
     load_parquet_dir(wh, d / "telemetry", DAY, DAY, cluster="t2")
     spans = _recording(wh, "run_node_hour")
+    run_spans = _recording(wh, "run_telemetry")
     grains.refresh_history(wh)  # this site's few node-hours: one piece
     assert spans == [(datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 10, 5, 20, tzinfo=timezone.utc))]
+    assert run_spans == spans
+    runs_whole = _run_telemetry(wh)
+    # a row for each run with a sample: not 4003 (13:01-13:03) nor 4006 (19:00:10-19:04), between 5-min samples
+    assert [r[1] for r in runs_whole] == ["4001", "4002", "4004", "4005"]
     spans.clear()
+    run_spans.clear()
     monkeypatch.setattr(grains, "_PIECE_NODE_H", 1)  # as if every day of it were a 4,000-node machine's
     grains.refresh_history(wh)  # everything: October 1 to the hour after the as-of time's (2026-10-05 19:04:00)
     # (before: one statement over the whole span)
@@ -128,6 +136,14 @@ def test_a_refresh_of_a_long_span_goes_a_day_at_a_time(files, monkeypatch):
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:])), spans
     assert max(b - a for a, b in spans) <= timedelta(days=1, hours=6), spans
     assert _hours(wh) == _expected()
+    # run_telemetry goes by the same pieces (before: the whole span at once, every run of the history staged
+    # in one statement), each run formed whole from all its samples: the rows of the one-piece refresh
+    assert run_spans == spans
+    assert _run_telemetry(wh) == runs_whole
+
+
+def _run_telemetry(wh) -> list[tuple]:
+    return wh.query_rows("SELECT * EXCEPT (refreshed_at) FROM run_telemetry FINAL ORDER BY cluster, job_id, submit_ts")
 
 
 def test_the_refresh_order_follows_the_models_declarations(tmp_path):
