@@ -14,7 +14,7 @@ import pytest
 
 from tests import slurm_harness
 from tests.conftest import require, warehouse_checksums
-from tests.cli_runner import ops
+from tests.cli_runner import cli, ops
 
 pytestmark = require(slurm_harness.available(), "Slurm (slurm-wlm slurmdbd munge mariadb-server, as root)")
 
@@ -54,18 +54,20 @@ def live(tmp_path_factory, slurm):
     cfg.write_text(f'[sacct]\ncluster = "{slurm_harness.CLUSTER}"\n[projects]\nproja = "A"\nprojb = "B"\n')
     env = {"SLURM_CONF": sc.env["SLURM_CONF"], "OPS_CONFIG": str(cfg)}
     d0, d1 = (today - timedelta(days=1)).isoformat(), today.isoformat()
-    # the product runs sacct itself (the command is the site's; here the test cluster's)
-    out = ops("--warehouse", f"chdb://{base / 'wh_text'}", "etl", "sacct", "--from", d0, "--to", d1,
+    # the product runs sacct itself (the command is the site's; here the test cluster's). The loads run in this
+    # process (cli: the same main(), its own argv and environment): no process boundary is tested here, and each
+    # ops-report process costs a second or two of start-up (the kills and secrets below keep theirs)
+    out = cli("--warehouse", f"chdb://{base / 'wh_text'}", "etl", "sacct", "--from", d0, "--to", d1,
               env=env).stdout
     assert "quarantined 0" in out, out
-    ops("--warehouse", f"chdb://{base / 'wh_json'}", "etl", "sacct", str(files["json"]), env=env)
+    cli("--warehouse", f"chdb://{base / 'wh_json'}", "etl", "sacct", str(files["json"]), env=env)
     # the accounting database read directly, with the read-only user; the password only in the environment
-    out = ops("--warehouse", f"chdb://{base / 'wh_dbd'}", "etl", "slurmdbd", "--from", d0, "--to", d1, "--db",
+    out = cli("--warehouse", f"chdb://{base / 'wh_dbd'}", "etl", "slurmdbd", "--from", d0, "--to", d1, "--db",
               f"mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db",
               "--cluster", slurm_harness.CLUSTER,
               env={**env, "OPS_SLURMDBD_PASSWORD": slurm_harness.READ_ONLY_PASSWORD}).stdout
     assert "quarantined 0" in out and slurm_harness.READ_ONLY_PASSWORD not in out, out
-    ops("--warehouse", f"chdb://{base / 'wh_text'}", "etl", "capacity", "--inventory", str(files["nodes"]),
+    cli("--warehouse", f"chdb://{base / 'wh_text'}", "etl", "capacity", "--inventory", str(files["nodes"]),
         "--reservations", str(files["resv"]), "--events", str(files["events"]), "--cluster",
         slurm_harness.CLUSTER, env=env)
     # sreport reads slurmdbd's hourly rollups: move the workload into a whole past hour, roll up again,
@@ -87,10 +89,10 @@ def live(tmp_path_factory, slurm):
                            *span, "grouping=1,2,5,9", "FlatView", "printjobcount"]),
     }
     back = f"chdb://{base / 'wh_back'}"
-    ops("--warehouse", back, "etl", "slurmdbd", "--from", f"{day}", "--to", f"{day}", "--db",
+    cli("--warehouse", back, "etl", "slurmdbd", "--from", f"{day}", "--to", f"{day}", "--db",
         f"mysql://{slurm_harness.READ_ONLY_USER}@127.0.0.1:{sc.mysql_port}/slurm_acct_db",
         "--cluster", slurm_harness.CLUSTER, env={**env, "OPS_SLURMDBD_PASSWORD": slurm_harness.READ_ONLY_PASSWORD})
-    ops("--warehouse", back, "etl", "capacity", "--inventory", str(files["inventory"]), "--cluster",
+    cli("--warehouse", back, "etl", "capacity", "--inventory", str(files["inventory"]), "--cluster",
         slurm_harness.CLUSTER, env=env)
     yield {"jobs": jobs, "base": base, "env": env, "files": files, "cluster": sc, "hour": hour,
            "sreport": sreport}
