@@ -19,6 +19,7 @@ import io
 import json
 import multiprocessing
 import os
+import signal
 import struct
 import zlib
 from datetime import date, datetime
@@ -408,11 +409,18 @@ def _draw_forked(names: list[str], r: dict, workers: int) -> list[bytes | None]:
     first = sorted(names, key=lambda n: _COST.index(n) if n in _COST else len(_COST))
     _REPORT = r
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with multiprocessing.get_context("fork").Pool(workers, initializer=_as_a_worker) as pool:
             got = dict(zip(first, pool.map(_draw, first, chunksize=1)))
     finally:
         _REPORT = None
     return [got[n] for n in names]
+
+
+def _as_a_worker() -> None:
+    # a forked worker inherits the command's SIGTERM handler (core/errors.py: SIGTERM raises Terminated, for a
+    # load to undo itself), but the pool ends its workers with SIGTERM when the charts are drawn: each printed
+    # a Terminated traceback under every report. A worker has nothing to undo; SIGTERM simply ends it.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 _COST = ["gantt", "gpu_heatmap", "runtime_cdf", "failures", "capacity_timeline", "size_shares"]
