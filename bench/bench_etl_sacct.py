@@ -1,6 +1,7 @@
 """Benchmark: sacct text -> warehouse, the product's loader against the engine's own ceiling.
 
     /work/venv/bin/python bench/bench_etl_sacct.py [--jobs 1000000] [--small-jobs 250000] [--workdir DIR]
+        [--inputs DIR]   (keep the generated dumps in DIR and reuse them next time)
 
 1. writes a synthetic ``sacct --parsable2`` dump with steps (ops_warehouse.generate.volume) and times it;
 2. in a fresh child process, loads it with the product (``ops_warehouse.etl.sacct_load.load_sacct``) into a
@@ -508,7 +509,8 @@ def main() -> None:
     print(f"machine: {res['machine']}")
     try:
         big = _input(a.inputs or workdir, a.jobs, a.days, a.seed)
-        g = res["generate"] = _reused(big, a.jobs) if a.inputs and big.exists() else generate(big, a.jobs, a.days, a.seed)
+        g = res["generate"] = (_reused(big, a.jobs) if a.inputs and big.exists()
+                               else generate(big, a.jobs, a.days, a.seed))
         print(f"generate: {g['jobs']:,} jobs, {g['lines']:,} lines, {g['bytes'] / 1e6:,.0f} MB "
               f"in {g['seconds']:.1f} s ({g['lines'] / g['seconds']:,.0f} lines/s)")
 
