@@ -617,7 +617,7 @@ def monthly(
     """One month's report: utilization and idle capacity, job sizes, run times, efficiency, reliability,
     reservations, cost, month over month (docs/monthly.md)."""
 
-    from ops_warehouse.reports.monthly_render import to_json, to_markdown, write  # matplotlib only once a chart is drawn
+    from ops_warehouse.reports.monthly_render import to_json, to_markdown, write  # matplotlib once a chart is drawn
 
     if whole_cluster == (project is not None):
         raise OpsError("choose one: --project NAME or --cluster")
