@@ -373,8 +373,7 @@ def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None,
     span = (_hour(lo), _ceil_hour(hi))
     if _unbuilt(wh):  # the first build: every model, whatever the load changed
         span, changed = (first, _hour(as_of) + timedelta(hours=1)), None
-    # ``changed`` named only when given: the call of every other load, and of the wrappers tests put around it
-    refresh_capacity(wh, "", *span, **({"changed": changed} if changed is not None else {}))
+    refresh_capacity(wh, "", *span, changed=changed)
     return span
 
 

@@ -44,9 +44,9 @@ def build(out, **params) -> dict:
     windows: list[list[tuple[datetime, datetime]]] = []
     real = grains.refresh_capacity
 
-    def recording(wh_, cluster, w0, w1, idle_util_pct=None):
+    def recording(wh_, cluster, w0, w1, idle_util_pct=None, changed=None):
         windows[-1].append((w0, w1))
-        return real(wh_, cluster, w0, w1, idle_util_pct)
+        return real(wh_, cluster, w0, w1, idle_util_pct, changed)
 
     grains.refresh_capacity = recording
     try:
