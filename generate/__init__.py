@@ -15,8 +15,29 @@
 - ``truth/*.parquet``: the simulation's own frames (runs, GPU allocations, events, Xids, throttling), the
   ground truth tests compare reports with. runs.parquet's ``campaign`` (the job id of the campaign's first
   run), ``lost_s`` (work lost at the run's end), ``startup_s`` (a restart's start-up, when not lost) and
-  ``planted_campaign`` give each campaign's ETTR; ``truth/faults.json`` names the lemons, the straggler
-  and the hot nodes.
+  ``planted_campaign`` give each campaign's ETTR; ``truth/faults.json`` names the lemons, the straggler,
+  the hot nodes and ``idle_users`` (account -> the user whose runs are mostly idle, one per account).
+
+The efficiency cases (issue 52 item 5, generate/workload.py): ``truth/efficiency.parquet``, one row per planted
+run (every run of a planted job: a requeue is planted too), kinds exclusive (a run is one kind or none):
+
+- ``job_id`` (String, as runs.parquet: ``123_4`` for an array task), ``job_id_raw`` (Int64), ``run`` (Int32),
+  ``submit``, ``start``, ``end`` (Int64 epoch s, as runs.parquet: submit is the key of a run with its job id),
+  ``user``, ``account``, ``partition`` (String), ``gpus`` (Int32);
+- ``kind`` (String): ``idle_gpu_of_n`` (one GPU of a run of 8-32 GPUs idle all along while the others work: a
+  data-loader bug, a rank that never started), ``low_gpu_memory`` (busy GPUs using 2-8 % of their memory),
+  ``cpu_bound`` (GPUs 10-28 % busy with low SM activity all along, CPUs 85-98 % busy), ``idle_user`` (a run of
+  an account's ``idle_users`` user held idle at 0-3 % all along, as every idle-GPU run is);
+- ``node`` (String), ``gpu`` (Int32): the idle GPU of an ``idle_gpu_of_n`` run (null for the other kinds);
+- ``gpu_util`` (Float64): the planted DCGM_FI_DEV_GPU_UTIL (percent) while the run holds its GPUs: the idle
+  GPU's for ``idle_gpu_of_n``, each GPU's for the other kinds; ``others_util`` (Float64): the other GPUs' of
+  an ``idle_gpu_of_n`` run (null otherwise);
+- ``sm_active`` (Float64, 0..1): as gpu_util (the idle GPU's, or each GPU's);
+- ``fb_used_frac`` (Float64): of each GPU's memory, the run's busy GPUs' (the idle GPU's own is under 0.02);
+- ``cpu_eff`` (Float64): TotalCPU / (NCPUS x elapsed) as sacct/sacct.psv writes it; ``mem_eff`` (Float64):
+  the largest MaxRSS of the run's steps / ReqMem. Every run has them in runs.parquet too (``cpu_eff``,
+  ``mem_eff``, and ``plant``: the kind, empty for an unplanted run); sacct lines carry TotalCPU and MaxRSS
+  of ended runs (blank while running, as sacct prints them before the steps end).
 """
 
 from __future__ import annotations
