@@ -6,7 +6,11 @@ pictures. A chart with nothing to show returns None and the renderers leave it o
 Drawing is most of a report's time, so the charts are drawn cheaply: figures are made without pyplot (no
 figure manager), many bars are one collection of rectangles rather than an artist each (the Gantt chart of
 the largest jobs has a bar per job and node, hundreds in a month), the margins are fixed per chart rather
-than measured by drawing the figure twice (tight_layout), and the pictures are 96 dpi. A chart whose input
+than measured by drawing the figure twice (tight_layout), and the pictures are 96 dpi. Most of a chart's
+drawing was matplotlib placing text it works out at draw time (issue 51, docs/benchmarks.md): so the ticks are
+fixed (:func:`_ticks`; a log axis has its decades as plain numbers, no minor ticks and no mathtext), the
+titles sit at a fixed height (not placed above the tick labels' measured boxes), the legends at a named
+corner (not the "best" place searched over the data) and bars are one collection. A chart whose input
 has not changed since it was drawn (the same report rendered again, for another format or by another run
 of the same month) is not drawn again, and the others are drawn in parallel processes where the machine
 has more than one core (:func:`draw_all`).
@@ -32,6 +36,7 @@ import numpy as np  # noqa: E402
 from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator  # noqa: E402
 
 DPI = 96
 QUANTILES = np.arange(1, 101) / 100
@@ -53,13 +58,67 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def _rects(ax, x0, x1, y0, y1, colors) -> None:
+def _rects(ax, x0, x1, y0, y1, colors, *, label: str | None = None, sticky_x: float | None = None,
+           sticky_y: float | None = None) -> None:
     """Rectangles [x0, x1] × [y0, y1] (arrays) as one collection, the axes' limits updated to show them."""
     x0, x1, y0, y1 = (np.asarray(a, float) for a in (x0, x1, y0, y1))
     verts = np.stack([np.stack([x0, y0], 1), np.stack([x0, y1], 1), np.stack([x1, y1], 1), np.stack([x1, y0], 1)], 1)
-    ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors="none"))
-    ax.update_datalim(np.concatenate([verts.reshape(-1, 2)]))
+    rects = PolyCollection(verts, facecolors=colors, edgecolors="none", label=label)
+    if sticky_x is not None:  # an axis the bars grow from: autoscaling leaves no margin below it, as bar() does
+        rects.sticky_edges.x.append(sticky_x)
+    if sticky_y is not None:
+        rects.sticky_edges.y.append(sticky_y)
+    ax.add_collection(rects)
+    if len(verts):
+        ax.update_datalim(verts.reshape(-1, 2))
     ax.autoscale_view()
+
+
+def _title(ax, text: str, **kw) -> None:
+    # y given: the title stays at the axes' top (where it lands without ticks above) instead of matplotlib
+    # measuring every tick label's box at draw time to place it
+    ax.set_title(text, y=1.0, **kw)
+
+
+def _ticks(axis, at, labels) -> None:
+    """Ticks at fixed places with fixed labels and no minor ticks: nothing for the axis to work out."""
+    axis.set_major_locator(FixedLocator(np.asarray(at, float)))
+    axis.set_major_formatter(FixedFormatter([str(x) for x in labels]))
+    axis.set_minor_locator(NullLocator())
+
+
+def _log_ticks(axis, lo: float, hi: float) -> None:
+    """A log axis over [lo, hi] ticked at its powers of ten, labelled as plain numbers (0.01, 1, 100): the
+    default log ticks set each label as mathtext and draw eight minor ticks a decade."""
+    decades = 10.0 ** np.arange(np.floor(np.log10(lo)), np.ceil(np.log10(hi)) + 1)
+    _ticks(axis, decades, [f"{d:g}" for d in decades])
+
+
+def _date_ticks(axis, days, rotation: float = 30) -> None:
+    """Day ticks (matplotlib date numbers) about a week apart over [first, last], labelled YYYY-MM-DD."""
+    first, last = int(np.floor(min(days))), int(np.ceil(max(days)))
+    step = max(1, (last - first) // 6 or 1)
+    at = np.arange(first, last + 1, step)
+    _ticks(axis, at, [mdates.num2date(d).strftime("%Y-%m-%d") for d in at])
+    for t in axis.get_ticklabels():
+        t.set(rotation=rotation, ha="right")
+
+
+def _bars(ax, labels, heights, *, bottom=None, color, width: float = 0.8, offset: float = 0.0,
+          horizontal: bool = False, label_ticks: bool = True, label: str | None = None) -> None:
+    """Bars at 0, 1, ... (one collection of rectangles, not a patch each), the categories as tick labels."""
+    n = len(labels)
+    x = np.arange(n) + offset
+    b = np.zeros(n) if bottom is None else np.asarray(bottom, float)
+    top = b + np.asarray(heights, float)
+    if horizontal:
+        _rects(ax, b, top, x - width / 2, x + width / 2, color, label=label, sticky_x=0)
+        if label_ticks:
+            _ticks(ax.yaxis, np.arange(n), labels)
+    else:
+        _rects(ax, x - width / 2, x + width / 2, b, top, color, label=label, sticky_y=0)
+        if label_ticks:
+            _ticks(ax.xaxis, np.arange(n), labels)
 
 
 def _margin_for(labels: list[str], fontsize: float, width_in: float) -> float:
@@ -80,11 +139,12 @@ def size_shares(r: dict) -> bytes | None:
     _rects(ax, x - 0.4, x, np.zeros(len(rows)), jobs, "#4a5568")
     _rects(ax, x, x + 0.4, np.zeros(len(rows)), hours, "#2b6cb0")
     ax.set_ylim(0, max(jobs + hours + [1]) * 1.05)
-    ax.set_xticks(x, [row["size_class"] for row in rows])
+    _ticks(ax.xaxis, x, [row["size_class"] for row in rows])
     ax.set_xlabel("GPUs per job")
     ax.set_ylabel("%")
-    ax.set_title("Jobs vs GPU-hours by job size")
-    ax.legend([Patch(color="#4a5568"), Patch(color="#2b6cb0")], ["share of jobs", "share of GPU-hours"])
+    _title(ax, "Jobs vs GPU-hours by job size")
+    ax.legend([Patch(color="#4a5568"), Patch(color="#2b6cb0")], ["share of jobs", "share of GPU-hours"],
+              loc="upper center")
     return _png(fig)
 
 
@@ -94,14 +154,17 @@ def runtime_cdf(r: dict) -> bytes | None:
         return None
     fig = _figure(7, 3.6, bottom=0.15)
     ax = fig.add_subplot()
+    lo, hi = np.inf, 0.0
     for row in rows:
         q = np.maximum(np.asarray(row["cdf_s"], float), 1) / 3600
+        lo, hi = min(lo, q.min()), max(hi, q.max())
         ax.step(q, QUANTILES * 100, where="post", label=f"{row['size_class']} GPUs ({row['jobs_ended']})")
     ax.set_xscale("log")
+    _log_ticks(ax.xaxis, lo, hi)
     ax.set_xlabel("run time (hours, log scale)")
     ax.set_ylabel("% of jobs ended")
-    ax.set_title("Run-time CDF by job size")
-    ax.legend(fontsize=8)
+    _title(ax, "Run-time CDF by job size")
+    ax.legend(fontsize=8, loc="lower right")  # a CDF climbs to the right: that corner is empty
     ax.grid(alpha=0.3)
     return _png(fig)
 
@@ -126,12 +189,10 @@ def capacity_timeline(r: dict) -> bytes | None:
         (line,) = ax.plot(days, [row["project_allocated_gpu_h"] for row in rows], color="black", marker=".")
         handles.append(line)
         labels.append(f"project {r['project']}")
-    ax.xaxis_date()
+    _date_ticks(ax.xaxis, days)
     ax.set_ylabel("GPU-hours per day")
-    ax.set_title("Capacity: allocated, idle, down")
+    _title(ax, "Capacity: allocated, idle, down")
     ax.legend(handles, labels, fontsize=8, ncol=3, loc="lower left")
-    for t in ax.get_xticklabels():
-        t.set(rotation=30, ha="right")
     return _png(fig)
 
 
@@ -152,11 +213,13 @@ def gpu_heatmap(r: dict) -> bytes | None:
     fig = _figure(w, h, left=left, right=1 - 0.45 / w, bottom=0.5 / h, top=1 - 0.4 / h)
     ax = fig.add_subplot()
     im = ax.imshow(m, aspect="auto", cmap="viridis", vmin=0, vmax=100, interpolation="nearest")
-    ax.set_yticks(range(0, len(nodes), step), ticks, fontsize=6)
-    ax.set_xticks(range(gpus))
+    _ticks(ax.yaxis, range(0, len(nodes), step), ticks)
+    ax.tick_params(axis="y", labelsize=6)
+    _ticks(ax.xaxis, range(gpus), range(gpus))
     ax.set_xlabel("GPU")
-    ax.set_title("Mean GPU utilization (%) by rack, node, GPU", fontsize=10)
-    fig.colorbar(im, ax=ax, fraction=0.08, pad=0.03)
+    _title(ax, "Mean GPU utilization (%) by rack, node, GPU", fontsize=10)
+    cbar = fig.colorbar(im, ax=ax, fraction=0.08, pad=0.03)
+    _ticks(cbar.ax.yaxis, range(0, 101, 20), range(0, 101, 20))
     return _png(fig)
 
 
@@ -184,11 +247,10 @@ def gantt(r: dict) -> bytes | None:
                 va="center", fontsize=6)
     y = np.asarray(y, float)
     _rects(ax, x0, x1, y - 0.4, y + 0.4, c)
-    ax.set_yticks(range(0, len(nodes), step), nodes[::step], fontsize=6)
-    ax.xaxis_date()
-    ax.set_title(f"The {len(jobs)} largest jobs over nodes (by GPU-hours)")
-    for t in ax.get_xticklabels():
-        t.set(rotation=30, ha="right")
+    _ticks(ax.yaxis, range(0, len(nodes), step), nodes[::step])
+    ax.tick_params(axis="y", labelsize=6)
+    _date_ticks(ax.xaxis, x0 + x1)
+    _title(ax, f"The {len(jobs)} largest jobs over nodes (by GPU-hours)")
     return _png(fig)
 
 
@@ -199,14 +261,14 @@ def failures(r: dict) -> bytes | None:
     names = [s["state"] for s in states]
     fig = _figure(9, 3.6, left=_margin_for(names, 10, 9), right=0.98, bottom=0.15, wspace=0.3)
     a1, a2 = fig.subplots(1, 2)
-    a1.barh(names, [s["gpu_h"] or 0 for s in states], color="#4a5568")
+    _bars(a1, names, [s["gpu_h"] or 0 for s in states], color="#4a5568", horizontal=True)
     a1.set_xlabel("GPU-hours")
-    a1.set_title("How runs ended (GPU-hours)")
+    _title(a1, "How runs ended (GPU-hours)")
     codes = sorted(r["xid_codes"], key=lambda x: x["xid"])
     if codes:
-        a2.bar([str(x["xid"]) for x in codes], [x["events"] for x in codes], color="#c53030")
+        _bars(a2, [str(x["xid"]) for x in codes], [x["events"] for x in codes], color="#c53030")
     a2.set_xlabel("Xid")
-    a2.set_title("Xid events by code")
+    _title(a2, "Xid events by code")
     return _png(fig)
 
 
@@ -220,15 +282,16 @@ def waste(r: dict) -> bytes | None:
     a1, a2 = fig.subplots(1, 2)
     names = [u["project"] for u in projects]
     whole = [u["whole_node_gpu_h"] or 0 for u in projects]
-    a1.bar(names, whole, color="#2b6cb0", label="whole nodes")
-    a1.bar(names, [u["shared_gpu_h"] or 0 for u in projects], bottom=whole, color="#90cdf4", label="shared nodes")
+    _bars(a1, names, whole, color="#2b6cb0", label="whole nodes")
+    _bars(a1, names, [u["shared_gpu_h"] or 0 for u in projects], bottom=whole, color="#90cdf4",
+          label="shared nodes")
     a1.set_ylabel("GPU-hours")
-    a1.set_title("GPU-hours held idle, by project")
+    _title(a1, "GPU-hours held idle, by project")
     if projects:
-        a1.legend(fontsize=8, frameon=False)
-    a2.bar([str(h["job_id"]) for h in hung], [h["hung_gpu_h"] for h in hung], color="#c53030")
+        a1.legend(fontsize=8, frameon=False, loc="upper right")
+    _bars(a2, [str(h["job_id"]) for h in hung], [h["hung_gpu_h"] for h in hung], color="#c53030")
     a2.set_ylabel("GPU-hours")
-    a2.set_title("Hung runs: GPU-hours lost")
+    _title(a2, "Hung runs: GPU-hours lost")
     for t in a2.get_xticklabels():
         t.set(rotation=45, ha="right", fontsize=7)
     return _png(fig)
@@ -244,10 +307,10 @@ def goodput(r: dict) -> bytes | None:
         return None
     fig = _figure(9, 3.4, left=0.08, right=0.98, bottom=0.17, wspace=0.3)
     a1, a2 = fig.subplots(1, 2)
-    a1.bar([e["project_key"] for e in rows], [100 * e["ettr"] for e in rows], color="#2b6cb0")
+    _bars(a1, [e["project_key"] for e in rows], [100 * e["ettr"] for e in rows], color="#2b6cb0")
     a1.set_ylim(0, 100)
     a1.set_ylabel("ETTR %")
-    a1.set_title(f"ETTR by project (campaigns of {r.get('campaign_min_gpus', 64)}+ GPUs)")
+    _title(a1, f"ETTR by project (campaigns of {r.get('campaign_min_gpus', 64)}+ GPUs)")
     a2.scatter([c["gpus"] for c in camps], [100 * c["ettr"] for c in camps], s=14, color="#2b6cb0",
                label="campaigns")
     # the model: a job on N nodes fails N × r times a node-hour (r: the report's DOWN events per node-hour,
@@ -265,12 +328,14 @@ def goodput(r: dict) -> bytes | None:
         a2.plot(gpus, 100 / (1 + per_h * (interval_h / 2 + startup_h)), style, color="#c53030",
                 label=f"model, {interval_h:g} h checkpoints")
     a2.set_xscale("log")
+    sizes = [c["gpus"] for c in camps if c["gpus"]]
+    _log_ticks(a2.xaxis, min(sizes + [8]), max(sizes + [4096]))
     a2.set_ylim(0, 105)
     a2.set_xlabel("GPUs")
-    a2.set_title("ETTR against size: observed and modelled")
+    _title(a2, "ETTR against size: observed and modelled")
     a2.text(0.02, 0.3, f"model: {rate_day:.2g} failures / 1,000 node-days,\n{60 * startup_h:.0f} min start-up a restart",
             transform=a2.transAxes, fontsize=7)
-    a2.legend(fontsize=7, frameon=False)
+    a2.legend(fontsize=7, frameon=False, loc="lower right")
     return _png(fig)
 
 
@@ -283,11 +348,12 @@ def energy(r: dict) -> bytes | None:
     ax = fig.subplots()
     names = [e["project_key"] for e in rows]
     gpu = [(e["gpu_kwh"] or 0) / 1000 for e in rows]
-    ax.bar(names, gpu, color="#2b6cb0", label="GPUs")
-    ax.bar(names, [(e["rest_kwh"] or 0) / 1000 for e in rows], bottom=gpu, color="#a0aec0", label="rest of node")
+    _bars(ax, names, gpu, color="#2b6cb0", label="GPUs")
+    _bars(ax, names, [(e["rest_kwh"] or 0) / 1000 for e in rows], bottom=gpu, color="#a0aec0",
+          label="rest of node")
     ax.set_ylabel("IT energy, MWh")
-    ax.set_title("Energy by project")
-    ax.legend(fontsize=8, frameon=False)
+    _title(ax, "Energy by project")
+    ax.legend(fontsize=8, frameon=False, loc="upper right")
     return _png(fig)
 
 
@@ -305,23 +371,25 @@ def whatif(r: dict) -> bytes | None:
     width = 0.8 / max(len(scen), 1)
     colors = ["#718096", "#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280"]
     for k, sc in enumerate(scen):
-        xs = np.arange(len(sizes)) + (k - (len(scen) - 1) / 2) * width
+        offset = (k - (len(scen) - 1) / 2) * width
         p50 = [by.get((sc, s), {}).get("wait_p50_hours") or 0 for s in sizes]
         p90 = [by.get((sc, s), {}).get("wait_p90_hours") or 0 for s in sizes]
-        a1.bar(xs, p90, width, color=colors[k % len(colors)], alpha=0.35)
-        a1.bar(xs, p50, width, color=colors[k % len(colors)], label=sc)
-    a1.set_xticks(np.arange(len(sizes)), sizes)
+        color = matplotlib.colors.to_rgba(colors[k % len(colors)])
+        _bars(a1, sizes, p90, color=[(*color[:3], 0.35)], width=width, offset=offset)
+        _bars(a1, sizes, p50, color=[color], width=width, offset=offset, label=sc)
     a1.set_xlabel("GPUs")
     a1.set_ylabel("hours")
-    a1.set_title("Queue wait by size class (p50; p90 light)")
-    a1.legend(fontsize=8, frameon=False)
+    _title(a1, "Queue wait by size class (p50; p90 light)")
+    a1.legend(fontsize=8, frameon=False, loc="upper left")
     for k, sc in enumerate(scen):
         days = [d for d in w["daily"] if d["scenario"] == sc]
-        a2.plot([str(d["day"])[5:10] for d in days], [100 * (d["allocated_of_capacity"] or 0) for d in days],
+        a2.plot(np.arange(len(days)), [100 * (d["allocated_of_capacity"] or 0) for d in days],
                 color=colors[k % len(colors)], label=sc)
+    labels = [str(d["day"])[5:10] for d in w["daily"] if d["scenario"] == scen[0]] if scen else []
+    _ticks(a2.xaxis, np.arange(len(labels)), labels)
     a2.set_ylim(0, 105)
     a2.set_ylabel("allocated ÷ capacity %")
-    a2.set_title("Allocated ÷ capacity GPU-hours by day")
+    _title(a2, "Allocated ÷ capacity GPU-hours by day")
     a2.tick_params(axis="x", labelsize=7, rotation=90)
     return _png(fig)
 
