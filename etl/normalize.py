@@ -53,7 +53,7 @@ STEP_SCHEMA = {
     "start_ts": pl.Datetime("ms", "UTC"), "end_ts": pl.Datetime("ms", "UTC"), "elapsed_s": pl.UInt64,
     "nnodes": pl.UInt32, "ncpus": pl.UInt32, "ntasks": pl.UInt32, "gpus": pl.UInt32, "alloc_tres": pl.String,
     "node_list": pl.String, "nodes": pl.List(pl.String), "source": pl.String, "source_line": pl.UInt64,
-    "_version": pl.UInt64,
+    "_version": pl.UInt64, "total_cpu_s": pl.Float64, "max_rss_mib": pl.Float64,
 }
 QUARANTINE_SCHEMA = {"line_no": pl.UInt64, "reason": pl.String, "raw": pl.String}
 # the working columns _runs and _steps read besides those of their schemas
@@ -222,6 +222,9 @@ def normalize(records: pl.DataFrame, *, tz: str, cluster: str, source: str, raw:
         req_tres=c("reqtres").fill_null(""),
         node_list=c("nodelist").fill_null(""),
         ntasks=_int(c("ntasks")),
+        # the steps' CPU time and largest task RSS (sql/migrations/0022): null where the input lacks them
+        total_cpu_s=durations.duration_s(c("totalcpu")),
+        max_rss_mib=tres.size_mib(c("maxrss")),
     )
     # exit codes that are not "N:M" (rare): regex path
     t = on_rows(t, pl.col("_exit_txt").is_not_null() & pl.col("exit_signal").is_null(), lambda s: s.with_columns(

@@ -42,7 +42,8 @@ JSON_KEYS = {
 # The fields ops-report asks sacct for when it runs it.
 SACCT_FORMAT = (
     "jobidraw,jobid,cluster,partition,qos,account,group,gid,user,uid,submit,eligible,start,end,elapsedraw,"
-    "timelimitraw,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,nodelist,reservation,jobname"
+    "timelimitraw,exitcode,state,nnodes,ncpus,reqcpus,reqmem,reqtres,alloctres,nodelist,reservation,jobname,"
+    "totalcpu,maxrss"
 )
 # text fields whose absence gives a report dimension the value "unknown"
 UNKNOWN_IF_ABSENT = ("account", "user", "partition", "qos")

@@ -66,6 +66,16 @@ def mem_mib(tres: pl.Expr) -> pl.Expr:
     return value * factor
 
 
+def size_mib(text: pl.Expr) -> pl.Expr:
+    """A size as sacct prints one (MaxRSS ``1828196K``, ``1.5G``; a bare number is bytes, sacct's unit for
+    them) in MiB; null when empty or unreadable."""
+    t = text.str.strip_chars()
+    value = t.str.extract(r"^([\d.]+)[KMGTP]?$", 1).cast(pl.Float64, strict=False)
+    unit = t.str.extract(r"^[\d.]+([KMGTP]?)$", 1)
+    factor = unit.replace_strict({**_MEM_FACTOR_MIB, "": 1 / 1024**2}, default=None, return_dtype=pl.Float64)
+    return value * factor
+
+
 def count(tres: pl.Expr, key: str) -> pl.Expr:
     """An integer TRES such as cpu, node or billing (null when absent, or beyond Int64)."""
     return _key(tres, key)
