@@ -1,6 +1,7 @@
 """Benchmark: the demo's nightly loads (issue 50, item 4) against the engine's bare INSERT ... SELECT of the same files.
 
-    .venv/bin/python bench/bench_nightly.py [--days 31] [--site DIR] [--separate] [--against REV [--side-by-side]]
+    .venv/bin/python bench/bench_nightly.py [--days 31] [--site DIR] [--separate]
+        [--against REV | --before-migration NAME] [--side-by-side] [--workdir DIR]
 
 The demo's site (114 nodes, ~900 jobs a day, 5-minute telemetry, nightly sacct extracts; generated unless
 --site names one already generated) is loaded night by night as `ops-report demo` loads it
@@ -12,8 +13,11 @@ with none of the product's parsing, quarantine, history or grains). With --separ
 before issue 50 (each load refreshing its own hours), and whether the two leave every table the same
 (tests/conftest.py's content checksums, the refresh times excluded). With --against REV, also the loads with
 the grains' SQL (sql/intermediate/) as it was at git revision REV, in the same command, and whether every table
-is the same: a change to the grains' SQL measured before and after on a loaded machine; --side-by-side runs
-the two at the same time (each then has about half the machine: only their ratio means anything).
+is the same: a change to the grains' SQL measured before and after on a loaded machine. With
+--before-migration NAME (e.g. 0023_sample_day_partitions.sql), also the loads on a warehouse whose schema stops
+before that migration (it and the ones after it left out: the tables as they were), every table compared: a
+change of the schema measured before and after. --side-by-side runs the two at the same time (each then has
+about half the machine: only their ratio means anything). --workdir keeps the warehouses (product/, against/).
 """
 
 from __future__ import annotations
@@ -52,9 +56,25 @@ def _grains_sql_from(folder: str) -> None:
     sqlfiles.sql_text = sql_text
 
 
-def child_product(site: str, wh: str, separate: bool, sql_dir: str | None = None) -> dict:
+def _schema_before(name: str) -> None:
+    """This process's schema leaves out migration ``name`` and the ones after it."""
+    from ops_warehouse import migrations
+
+    shipped = migrations.sql_files
+
+    def sql_files(folder: str, root=None) -> list[tuple[str, str]]:
+        found = shipped(folder, root)
+        return [f for f in found if f[0] < name] if folder == "migrations" else found
+
+    migrations.sql_files = sql_files
+
+
+def child_product(site: str, wh: str, separate: bool, sql_dir: str | None = None,
+                  before_migration: str | None = None) -> dict:
     if sql_dir:
         _grains_sql_from(sql_dir)
+    if before_migration:
+        _schema_before(before_migration)
     from ops_warehouse.cli.demo import load_nights
     from ops_warehouse.config import Config
     from ops_warehouse.warehouse import open_warehouse
@@ -103,14 +123,17 @@ def child_engine(site: str, wh: str) -> dict:
     return {"seconds": seconds, "rss_mb": peak_rss_mb(), "rows": rows}
 
 
-def run(kind: str, site: Path, wh: Path, separate: bool = False, sql_dir: Path | None = None) -> dict:
-    return _wait(_start(kind, site, wh, separate, sql_dir))
+def run(kind: str, site: Path, wh: Path, separate: bool = False, sql_dir: Path | None = None,
+        before_migration: str | None = None) -> dict:
+    return _wait(_start(kind, site, wh, separate, sql_dir, before_migration))
 
 
-def _start(kind: str, site: Path, wh: Path, separate: bool = False, sql_dir: Path | None = None):
+def _start(kind: str, site: Path, wh: Path, separate: bool = False, sql_dir: Path | None = None,
+           before_migration: str | None = None):
     shutil.rmtree(wh, ignore_errors=True)
     args = [sys.executable, __file__, "--child", kind, "--site", str(site), "--wh", str(wh)]
     args += ["--separate"] if separate else []
+    args += ["--before-migration", before_migration] if before_migration else []
     return subprocess.Popen(args + (["--sql-dir", str(sql_dir)] if sql_dir else []), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -141,7 +164,10 @@ def main() -> None:
     ap.add_argument("--site", type=Path, help="a site generated before (the demo's: generate --nightly)")
     ap.add_argument("--separate", action="store_true", help="also the loads refreshing apart (before issue 50)")
     ap.add_argument("--against", metavar="REV", help="also the loads with sql/intermediate/ as at git revision REV")
-    ap.add_argument("--side-by-side", action="store_true", help="with --against: the two loads at the same time")
+    ap.add_argument("--before-migration", metavar="NAME",
+                    help="also the loads with the schema before this migration (e.g. 0023_sample_day_partitions.sql)")
+    ap.add_argument("--side-by-side", action="store_true",
+                    help="with --against or --before-migration: the two loads at the same time")
     ap.add_argument("--workdir", type=Path)
     ap.add_argument("--sql-dir", help=argparse.SUPPRESS)
     ap.add_argument("--child", choices=("product", "engine"))
@@ -149,7 +175,7 @@ def main() -> None:
     a = ap.parse_args()
     if a.child:
         if a.child == "product":
-            out = child_product(str(a.site), a.wh, a.separate, a.sql_dir)
+            out = child_product(str(a.site), a.wh, a.separate, a.sql_dir, a.before_migration)
         else:
             out = child_engine(str(a.site), a.wh)
         print(json.dumps(out, default=str))
@@ -168,10 +194,13 @@ def main() -> None:
         print(f"site {site}: {nights} nights (sacct extract + telemetry day each); product and engine back to "
               f"back in this command, each in its own process")
         engine = run("engine", site, work / "engine")
-        if a.against and a.side_by_side:  # both at once: a machine whose load changes weighs on both alike
-            old_sql = _checkout_grains_sql(a.against, work / "sql-before")
+        if a.against and a.before_migration:
+            raise SystemExit("--against and --before-migration: one at a time")
+        label = a.against or (a.before_migration and f"schema before {a.before_migration}")
+        if label and a.side_by_side:  # both at once: a machine whose load changes weighs on both alike
+            old_sql = _checkout_grains_sql(a.against, work / "sql-before") if a.against else None
             pair = [_start("product", site, work / "product"),
-                    _start("product", site, work / "against", sql_dir=old_sql)]
+                    _start("product", site, work / "against", sql_dir=old_sql, before_migration=a.before_migration)]
             product, against = (_wait(p) for p in pair)
         else:
             product = run("product", site, work / "product")
@@ -191,23 +220,25 @@ def main() -> None:
                 diff = [k for k in keep if product["checksums"][k] != before["checksums"].get(k)]
                 raise SystemExit(f"the two loads differ in {', '.join(diff)}")
             extra = f" separate_s={before['seconds']:.1f} same_tables={same}"
-        if a.against:
+        if label:
             if a.side_by_side:
                 before = against
             else:
-                old_sql = _checkout_grains_sql(a.against, work / "sql-before")
-                before = run("product", site, work / "against", sql_dir=old_sql)
+                old_sql = _checkout_grains_sql(a.against, work / "sql-before") if a.against else None
+                before = run("product", site, work / "against", sql_dir=old_sql, before_migration=a.before_migration)
             # (schema_migrations differs by construction: it records the fingerprints of the grains' SQL)
             same = all(before["checksums"].get(k) == v for k, v in product["checksums"].items()
                        if k != "schema_migrations")
-            print(f"the same loads, grains' SQL of {a.against}{' (side by side)' * a.side_by_side}: "
+            what = f"grains' SQL of {a.against}" if a.against else label
+            print(f"the same loads, {what}{' (side by side)' * a.side_by_side}: "
                   f"{before['seconds']:7.1f} s, peak RSS "
                   f"{before['rss_mb']:.0f} MB; every table the same: {same}")
             if not same:
                 diff = [k for k in product["checksums"] if product["checksums"][k] != before["checksums"].get(k)
                         and k != "schema_migrations"]
                 raise SystemExit(f"the two loads differ in {', '.join(diff)}")
-            extra += f" against={a.against} against_s={before['seconds']:.1f} same_tables={same}"
+            extra += (f" against={a.against or 'before:' + a.before_migration} against_s={before['seconds']:.1f} "
+                      f"against_rss_mb={before['rss_mb']:.0f} same_tables={same}")
         print(f"RESULT nightly product_s={product['seconds']:.1f} engine_s={engine['seconds']:.1f} "
               f"rss_mb={product['rss_mb']:.0f} nights={nights}{extra} ratio={ratio:.3f} goal=<=40s")
     finally:

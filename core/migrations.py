@@ -83,8 +83,10 @@ def render(statement: str, dep: Deployment) -> list[str]:
 
     stmt, n_sharded = _SHARDED.subn(sharded, stmt)
     if cluster and n_sharded:
-        # the insert returns once every shard has its rows (not queued on this node to be sent later)
-        stmt += " SETTINGS insert_distributed_sync = 1"
+        # the insert returns once every shard has its rows (not queued on this node to be sent later); added
+        # to the statement's own SETTINGS where it has some
+        own = re.search(r"\bSETTINGS\b", stmt, re.IGNORECASE)
+        stmt += (", " if own else " SETTINGS ") + "insert_distributed_sync = 1"
     if cluster and _DROP_TABLE.match(stmt):
         # a Replicated table's Keeper path is freed before the statement returns, so a table of that name
         # (and path) can be created again right after (a rerun of an interrupted migration)

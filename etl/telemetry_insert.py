@@ -546,9 +546,11 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                 (sql,) = split_statements(sql_text(f"staging/{table}.sql"))
                 for g in range(groups):
                     rows = stage.rows(kind, f"cityHash64(node) % {groups} = {g}") if groups > 1 else relation
+                    # the sample tables are partitioned by day (migration 0023): a window of more than 100
+                    # days (an OpenMetrics file of months) is one block of as many partitions
                     wh.client.command(sql.replace("{{input}}", rows).rstrip(";"),
                                       parameters={**params, "step_s": step, "kind": kind},
-                                      settings={"optimize_on_insert": 0})
+                                      settings={"optimize_on_insert": 0, "max_partitions_per_insert_block": 0})
             # the load's counts and whether any value was rejected, in one scan of the stage; a GPU's keys only
             # say whether any GPU and time came twice (then repeated_samples finds them exactly), so they are
             # counted as 64-bit digests: a set of the (name, GPU, time) tuples cost 6 times as much (0.29 s
