@@ -88,3 +88,48 @@ def _export_month(api, out: Path, month=None, *, project: str | None = None, clu
     write_file(folder / "manifest.json", json.dumps(manifest, indent=2) + "\n")
     manifest["folder"] = str(folder)
     return manifest
+
+
+# FOCUS (FinOps Foundation's cost and usage specification): the chargeback as finance tools read it
+FOCUS_VERSION = "1.3"
+
+
+def export_focus(api, out: Path, month=None, *, project: str | None = None, cluster: str | None = None) -> dict:
+    """Write the month's chargeback as a FOCUS 1.3 cost and usage dataset (the mart focus_cost: one row per
+    project × GPU model × day) under ``out``/<cluster>-<project or cluster>-<YYYY-MM>-focus/: ``focus_cost.parquet``
+    (FOCUS's Decimal columns as Parquet decimals, its Date/Time columns as UTC timestamps), ``focus_cost.csv``
+    (the same rows, datetimes ISO 8601 in UTC with a Z, decimals as written, nulls empty) and
+    ``manifest.json`` (FOCUS version, data generator, columns; docs/focus.md). Returns the manifest."""
+    with api.session():
+        per = api.period(month, cluster=cluster)
+        if project is not None:
+            known = api.projects(per.cluster)
+            if project not in known:
+                raise OpsError(f"no jobs of project {project!r} on {per.cluster}; projects: {', '.join(known)}")
+        df = api.mart("focus_cost", per, project=project)
+    scope = safe_name(project, "project") if project is not None else "cluster"
+    folder = Path(out) / f"{safe_name(per.cluster, 'cluster')}-{scope}-{safe_name(per.month, 'month')}-focus"
+    folder.mkdir(parents=True, exist_ok=True)
+    # FOCUS's Date/Time format: ISO 8601 in UTC, 'Z' (a CSV has no type: the text is the type)
+    as_text = df.with_columns(pl.col(pl.Datetime).dt.convert_time_zone("UTC").dt.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    for name, write in (("focus_cost.parquet", df.write_parquet), ("focus_cost.csv", as_text.write_csv)):
+        with replacing(folder / name) as tmp:  # a reader never sees half a file
+            try:
+                write(tmp)
+            except pl.exceptions.ComputeError as e:  # polars' word for a failed write (a full disk): one line
+                raise OSError(str(e).strip().splitlines()[0]) from None
+    manifest = {
+        "focus_version": FOCUS_VERSION,
+        "data_generator": "ops-warehouse",
+        "generated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cluster": per.cluster,
+        "project": project,
+        "month": per.month,
+        "billing_period": {"start": per.start.isoformat(), "end": per.end.isoformat()},
+        "rows": df.height,
+        "files": ["focus_cost.parquet", "focus_cost.csv"],
+        "columns": [{"name": c, "type": str(t)} for c, t in df.schema.items()],
+    }
+    write_file(folder / "manifest.json", json.dumps(manifest, indent=2) + "\n")
+    manifest["folder"] = str(folder)
+    return manifest

@@ -651,14 +651,26 @@ def export(
              "random key kept for the warehouse (mode 600)")] = False,
     slurm_cluster: Annotated[Optional[str], typer.Option(
         help="Slurm cluster (default: the only one loaded, else config)")] = None,
+    fmt: Annotated[str, typer.Option(
+        "--format", help="marts: every exported mart as Parquet; focus: the chargeback as a FOCUS 1.3 cost and "
+                         "usage dataset (Parquet and CSV, docs/focus.md)")] = "marts",
 ):
     """Write a month's marts as Parquet (one file per mart, the monthly report's numbers, and manifest.json)
     for DuckDB, polars or pandas elsewhere, e.g.
-    duckdb -c "SELECT * FROM 'exports/ai1-A-2026-10/job_sizes.parquet'"."""
+    duckdb -c "SELECT * FROM 'exports/ai1-A-2026-10/job_sizes.parquet'"; or, with --format focus, the
+    month's chargeback as FOCUS (FinOps Foundation) rows, one per project, GPU model and day."""
 
     m = parse_month(month) if month else None
+    if fmt not in ("marts", "focus"):
+        raise OpsError(f"--format must be marts or focus, not {fmt!r}")
     _wh()  # the warehouse opens (or is refused, in one line) before any folder is made
     _out_folder(out)
+    if fmt == "focus":
+        manifest = _analytics("export").export_focus(Connection(_wh()), out, m, project=project,
+                                                     cluster=slurm_cluster)
+        print(f"{manifest['folder']}: FOCUS {manifest['focus_version']}, {manifest['rows']} rows, "
+              f"focus_cost.parquet, focus_cost.csv, manifest.json")
+        return
     with count_progress("export marts") as progress:
         manifest = _analytics("export").export_month(Connection(_wh()), out, m, project=project, cluster=slurm_cluster,
                                              anonymize_users=anonymize_users, progress=progress)

@@ -21,6 +21,8 @@ HAND_TYPED = {
     "node_health": ["hang_suspect_nodes", "hung_jobs", "node_failures", "stragglers", "throttling"],
     "reservations": ["data_through"], "throttling": ["data_through"], "utilization_daily": ["data_through"],
     "xid_codes": ["xid_events"], "xid_events": ["data_through"],
+    # issue 52's FOCUS export (engineer F): the chargeback's price, per day
+    "focus_cost": ["cost"],
 }
 
 # a mart that names two others in its text and declares neither; its name sorts before both, so only its
