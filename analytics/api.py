@@ -344,6 +344,21 @@ class Connection:
         """The same per job run: GPU-hours, efficiency, energy, bytes, delivered PFLOP, and its least active
         node against the median of its nodes.""")
 
+    def job(self, job_id, *, cluster: str | None = None):
+        """Every run of one job (requeues included), as `ops-report job` shows it: ``.runs`` (job_detail: user,
+        account, state, wait, CPU and memory efficiency, pooled GPU figures, the grain read), ``.gpus``
+        (run_gpus: per node and GPU), ``.notes`` (job_notes: each note with its figure) and ``.series``
+        (run_gpu_series: each GPU's samples or hours); ``.as_dict()`` for JSON (docs/efficiency.md).
+
+        >>> j = wh.job("1000202")
+        >>> j.runs["gpu_h"].sum() == j.gpus["gpu_h"].sum()
+        True
+        """
+        from ops_warehouse.analytics.job import job_report  # polars: first call
+
+        with self.session() as w:
+            return job_report(w, str(job_id), cluster)
+
     def largest_jobs(self, month=None, *, project=None, cluster=None, start=None, end=None,
                      top_jobs: int | None = None) -> pl.DataFrame:
         """The runs holding the most GPU-hours (``top_jobs``, default 15: the monthly report's), as

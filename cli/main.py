@@ -746,6 +746,27 @@ def nodes(
     sys.stdout.write(_render(card, fmt))
 
 
+# --- issue 52: one job's report (engineer J's block) -------------------------------------------------------------
+READS.add("job")
+
+
+@app.command()
+def job(
+    job_id: Annotated[str, typer.Argument(help="The job id as sacct prints it (123, 123_4, 123+1)")],
+    cluster: Annotated[Optional[str], typer.Option(
+        "--cluster", help="Slurm cluster (default: the only one loaded, else config)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text, json or html")] = "text",
+):
+    """Every run of one job (requeues included): user, account, partition, state and exit, times and wait,
+    nodes and GPUs; per GPU its utilization, SM/tensor/DRAM activity, memory, power, energy and throttled time;
+    CPU and memory efficiency; the expert's notes with their figures; which telemetry grain was read (the
+    hourly rollup once the samples expired). HTML: a chart per GPU (docs/efficiency.md)."""
+    from ops_warehouse.reports.job_render import render_job
+
+    _choice(fmt, "--format", ("text", "json", "html"))
+    sys.stdout.write(render_job(Connection(_wh()).job(job_id, cluster=cluster).as_dict(), fmt))
+
+
 @app.command()
 def whatif(
     month: Annotated[Optional[str], typer.Option(

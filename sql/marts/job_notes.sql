@@ -2,11 +2,12 @@
 -- each with its figure, for `ops-report job` (docs/efficiency.md). One row per note; a run with nothing to
 -- say has none. The rules are the marts' own, included, never restated:
 --   idle_gpu       a GPU of the run (run_gpus.sql) that never reached the idle threshold ({idle_util_pct}, the
---                  config's [reports] idle_util_pct) in any sample of the run: figure its peak utilization (%),
---                  detail node and GPU index. At the hour grain the peak is the highest hourly mean
+--                  config's [reports] idle_util_pct) in any sample of the run, seen for {idle_min_minutes} or
+--                  more (idle_gpu_jobs.sql's: not a short pause): figure its peak utilization (%), detail node
+--                  and GPU index. At the hour grain the peak is the highest hourly mean
 --   low_gpu_memory the run's GPU that used the most memory used under {gpu_mem_low_share} of it
---                  (job_detail.sql's fb_peak_share): figure that share in %; needs the sample grain (the hourly
---                  grain keeps no GPU memory total)
+--                  (job_detail.sql's fb_peak_share), seen for {idle_min_minutes} or more: figure that share in
+--                  %; needs the sample grain (the hourly grain keeps no GPU memory total)
 --   hang_at_end    the run is one of hung_jobs.sql's (its GPUs busy, then all idle with no network traffic
 --                  for at least hang_minutes until it was killed): figure the hang's minutes
 --   node_behind    stragglers.sql's rule on the run's own GPUs: a node of a run on 2+ nodes whose GPU
@@ -23,7 +24,7 @@
 --- [mart]
 --- grain = "one row per note on a run of the job"
 --- scope = "project"
---- parameters = { job_id = "", gpu_mem_low_share = 0.1, behind_ratio = 0.8, no_ckpt_hours = 12 }
+--- parameters = { job_id = "", idle_min_minutes = 60, gpu_mem_low_share = 0.1, behind_ratio = 0.8, no_ckpt_hours = 12 }
 --- columns = ["job_id", "submit_ts", "note", "figure", "unit", "threshold", "detail"]
 WITH
 detail AS (SELECT * FROM ({{mart job_detail}})),
@@ -43,12 +44,14 @@ SELECT * FROM (
 SELECT job_id, submit_ts, 'idle_gpu' AS note, toFloat64(util_peak_pct) AS figure, '%' AS unit,
        toFloat64({idle_util_pct:Float64}) AS threshold, concat(node, ' GPU ', toString(gpu)) AS detail
 FROM ({{mart run_gpus}})
-WHERE observed_s > 0 AND util_peak_pct < {idle_util_pct:Float64}
+WHERE observed_s >= {idle_min_minutes:Float64} * 60 AND util_peak_pct < {idle_util_pct:Float64}
 UNION ALL
 SELECT job_id, submit_ts, 'low_gpu_memory', fb_peak_share * 100, '%', {gpu_mem_low_share:Float64} * 100,
        concat(toString(round(fb_peak_mib)), ' of ', toString(round(fb_total_mib)), ' MiB')
 FROM detail
 WHERE fb_peak_share < {gpu_mem_low_share:Float64}
+  AND (job_id, submit_ts) IN (SELECT job_id, submit_ts FROM ({{mart run_gpus}})
+                              WHERE observed_s >= {idle_min_minutes:Float64} * 60)
 UNION ALL
 SELECT job_id, submit_ts, 'hang_at_end', hang_minutes, 'min', toFloat64({hang_minutes:Float64}),
        concat('idle from ', toString(hang_start_ts))
