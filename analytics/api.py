@@ -350,9 +350,12 @@ class Connection:
         (run_gpus: per node and GPU), ``.notes`` (job_notes: each note with its figure) and ``.series``
         (run_gpu_series: each GPU's samples or hours); ``.as_dict()`` for JSON (docs/efficiency.md).
 
-        >>> j = wh.job("1000202")
-        >>> j.runs["gpu_h"].sum() == j.gpus["gpu_h"].sum()
+        >>> jid = wh.sql("SELECT min(job_id) AS j FROM fct_job_run WHERE gpus > 0 AND NOT never_ran")["j"].item()
+        >>> j = wh.job(jid)
+        >>> j.runs["job_id"].unique().to_list() == [jid]
         True
+        >>> j.notes.columns
+        ['job_id', 'submit_ts', 'note', 'figure', 'unit', 'threshold', 'detail']
         """
         from ops_warehouse.analytics.job import job_report  # polars: first call
 
