@@ -98,6 +98,29 @@ def _reservations_txt(h: History) -> str:
     return "\n".join(out)
 
 
+def _efficiency_truth(runs: pl.LazyFrame, gpu_alloc: pl.LazyFrame) -> pl.DataFrame:
+    """truth/efficiency.parquet (the module docstring): each planted run that held GPUs, with its planted
+    figures read back from its GPU allocations (the idle GPU: the one below every other's util)."""
+    planted = runs.filter((pl.col("plant") != "") & pl.col("start").is_not_null()).with_columns(
+        start_ts=pl.from_epoch("start", "s").dt.replace_time_zone("UTC").dt.cast_time_unit("ms"))
+    alloc = gpu_alloc.join(planted.select("job_id", "start_ts", "plant"), on=["job_id", "start_ts"])
+    idle_gpu = pl.col("plant").first() == "idle_gpu_of_n"
+    low = pl.col("gpu_util").arg_min()
+    per_run = alloc.group_by("job_id", "start_ts").agg(
+        node=pl.when(idle_gpu).then(pl.col("node").get(low)),
+        gpu=pl.when(idle_gpu).then(pl.col("gpu").get(low)),
+        gpu_util=pl.col("gpu_util").min(),
+        others_util=pl.when(idle_gpu).then(pl.col("gpu_util").max()),
+        sm_active=pl.col("sm_active").get(low),
+        fb_used_frac=pl.col("fb_used_frac").max(),
+    )
+    return (planted.join(per_run, on=["job_id", "start_ts"])
+            .select("job_id", "job_id_raw", "run", "submit", "start", "end", "user", "account", "partition", "gpus",
+                    pl.col("plant").alias("kind"), "node", pl.col("gpu").cast(pl.Int32), "gpu_util", "others_util",
+                    "sm_active", "fb_used_frac", "cpu_eff", "mem_eff")
+            .sort("submit", "job_id").collect())
+
+
 def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: int = 900, nodes: int | None = None,
              seed: int = 0, metrics_step_s: int = 300, telemetry: tuple[str, ...] = ("parquet",),
              nightly: bool = False, spill: bool = False, faults: bool = True, campaign_share: float | None = None,
@@ -137,10 +160,15 @@ def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: i
             frame.sink_parquet(out / "truth" / f"{name}.parquet")
         else:
             frame.write_parquet(out / "truth" / f"{name}.parquet")
+    efficiency = _efficiency_truth(h.runs.lazy(), h.gpu_alloc.lazy())
+    efficiency.write_parquet(out / "truth" / "efficiency.parquet")
+    idle_users = (h.runs.lazy().filter(pl.col("plant") == "idle_user").select("account", "user").unique()
+                  .sort("account").collect())
     # the nodes the generator made faulty (the Xid repeaters are in xids.parquet: two hardware faults or more)
     (out / "truth" / "faults.json").write_text(json.dumps({
         "lemons": sorted(h.lemons), "straggler": h.straggler,
-        "hot_nodes": sorted(set(h.throttle.get_column("node").to_list()))}, indent=1) + "\n", encoding="utf-8")
+        "hot_nodes": sorted(set(h.throttle.get_column("node").to_list())),
+        "idle_users": dict(idle_users.iter_rows())}, indent=1) + "\n", encoding="utf-8")
     write_kernel_log(out, h.xids)  # where a site sees its Xids: every planted one, the fatal ones too
     if telemetry:
 

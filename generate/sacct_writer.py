@@ -24,9 +24,12 @@ HEADER_NAMES = {
     "eligible": "Eligible", "start": "Start", "end": "End", "elapsedraw": "ElapsedRaw",
     "timelimitraw": "TimelimitRaw", "exitcode": "ExitCode", "state": "State", "nnodes": "NNodes",
     "ncpus": "NCPUS", "reqcpus": "ReqCPUS", "reqmem": "ReqMem", "reqtres": "ReqTRES", "alloctres": "AllocTRES",
-    "nodelist": "NodeList", "reservation": "Reservation", "jobname": "JobName",
+    "nodelist": "NodeList", "reservation": "Reservation", "jobname": "JobName", "totalcpu": "TotalCPU",
+    "maxrss": "MaxRSS",
 }
-FIELDS = SACCT_FORMAT.split(",")
+# what the loader asks sacct for, and the CPU time and peak memory of each step, from which CPU and memory
+# efficiency are computed (issue 52: TotalCPU / (NCPUS x elapsed), the steps' largest MaxRSS / ReqMem)
+FIELDS = SACCT_FORMAT.split(",") + [f for f in ("totalcpu", "maxrss") if f not in SACCT_FORMAT.split(",")]
 HEADER = "|".join(HEADER_NAMES[f] for f in FIELDS)
 _NUM = re.compile(r"^(.*?)(\d+)$")
 
@@ -60,6 +63,14 @@ def _ts(e: pl.Expr) -> pl.Expr:
     return pl.from_epoch(e, "s").dt.strftime("%Y-%m-%dT%H:%M:%S")
 
 
+def _cpu_time(s: pl.Expr) -> pl.Expr:
+    """Seconds as sacct prints TotalCPU: ``MM:SS.mmm`` under an hour, ``HH:MM:SS``, ``D-HH:MM:SS`` from a day."""
+    two = lambda e: e.cast(pl.String).str.zfill(2)  # noqa: E731
+    hms = two(s % 86400 // 3600) + ":" + two(s % 3600 // 60) + ":" + two(s % 60)
+    return (pl.when(s < 3600).then(two(s // 60) + ":" + two(s % 60) + ".000")
+            .when(s < 86400).then(hms).otherwise((s // 86400).cast(pl.String) + "-" + hms))
+
+
 def sacct_lines(runs: pl.DataFrame, *, cluster: str, as_of: int, cpus_per_gpu: int | None = None,
                 mem_per_gpu_mib: int | None = None, window: tuple[int, int] | None = None,
                 steps: bool = True) -> pl.DataFrame:
@@ -72,7 +83,11 @@ def sacct_lines(runs: pl.DataFrame, *, cluster: str, as_of: int, cpus_per_gpu: i
     UNLIMITED), nodes (list of node names; empty if it never ran) and reservation. Optional columns override
     what is otherwise derived: cpus and mem_mib per run (else gpus × ``cpus_per_gpu`` / ``mem_per_gpu_mib``),
     group (else the account) and cancelled_by (the uid in ``CANCELLED by``; else the job's own uid).
-    Each run that ran also gets ``.batch`` and ``.extern`` step lines, and a multi-node one ``.0``.
+    Each run that ran also gets ``.batch`` and ``.extern`` step lines, and a multi-node one ``.0``. With
+    ``cpu_eff`` and ``mem_eff`` columns (generate/workload.py) an ended run's TotalCPU is cpu_eff x CPUs x
+    elapsed (whole seconds), all of it in the step that did the work (``.batch``, or ``.0`` on several
+    nodes; the job line the sum of its steps) and that step's MaxRSS mem_eff x ReqMem (KiB); a run not ended
+    shows 00:00:00 and no MaxRSS, as sacct does before its steps end; without them both are blank.
     """
     r = runs.filter(pl.col("submit") <= as_of)
     if window is not None:
@@ -111,6 +126,19 @@ def sacct_lines(runs: pl.DataFrame, *, cluster: str, as_of: int, cpus_per_gpu: i
     cancelled_by = S("cancelled_by") if "cancelled_by" in r.columns else S("uid")
     state_txt = pl.when(pl.col("_state") == "CANCELLED").then("CANCELLED by " + cancelled_by).otherwise("_state")
     r = r.with_columns(_cpus=cpus, _elapsed=elapsed, _end=end_shown)
+    if "cpu_eff" in r.columns and "mem_eff" in r.columns:
+        done = pl.col("_ended") & pl.col("_started")
+        mem_mib = pl.col("mem_mib") if "mem_mib" in r.columns else pl.col("gpus") * mem_per_gpu_mib
+        mem_kib = mem_mib.cast(pl.Int64) * 1024  # (Int32 GPUs x MiB x 1024 overflows from 9 GPUs)
+        r = r.with_columns(
+            _cpu=pl.when(done).then(_cpu_time((pl.col("cpu_eff") * pl.col("_cpus") * pl.col("_elapsed"))
+                                              .round(0).cast(pl.Int64))).otherwise(pl.lit("00:00:00")),
+            _rss=pl.when(done).then((pl.col("mem_eff") * mem_kib).round(0).cast(pl.Int64).cast(pl.String) + "K")
+            .otherwise(pl.lit("")),
+            _idle_cpu=pl.when(done).then(pl.lit("00:00.000")).otherwise(pl.lit("00:00:00")),
+            _idle_rss=pl.when(done).then(pl.lit("0")).otherwise(pl.lit("")))
+    else:
+        r = r.with_columns(_cpu=pl.lit(""), _rss=pl.lit(""), _idle_cpu=pl.lit(""), _idle_rss=pl.lit(""))
     jobid = pl.when(pl.col("array_job_id") > 0).then(pl.col("job_id")).otherwise(S("job_id_raw"))
     start_txt = pl.when(pl.col("_started")).then(_ts(pl.col("start")))
     # sacct prints Start = End for a job cancelled while pending
@@ -129,7 +157,7 @@ def sacct_lines(runs: pl.DataFrame, *, cluster: str, as_of: int, cpus_per_gpu: i
         ncpus=S("_cpus"), reqcpus=S("_cpus"), reqmem=mem, reqtres=req,
         alloctres=pl.when(pl.col("_ran")).then(alloc).otherwise(pl.lit("")),
         nodelist=pl.when(pl.col("_ran")).then(pl.col("_nodelist")).otherwise(pl.lit("None assigned")),
-        reservation=pl.col("reservation"), jobname=pl.col("name"),
+        reservation=pl.col("reservation"), jobname=pl.col("name"), totalcpu=pl.col("_cpu"), maxrss=pl.lit(""),
     )
     def line(d: dict) -> pl.Expr:
         return pl.concat_str([d[f] for f in FIELDS], separator="|").alias("line")
@@ -151,17 +179,20 @@ def sacct_lines(runs: pl.DataFrame, *, cluster: str, as_of: int, cpus_per_gpu: i
                  "state": step_state, "nnodes": pl.lit("1"), "ncpus": per_node_cpus, "reqcpus": per_node_cpus,
                  "alloctres": "cpu=" + per_node_cpus + ",gres/gpu:" + gtype + "=" + per_node_gpus + ",gres/gpu="
                               + per_node_gpus + ",mem=" + mem + ",node=1",
-                 "nodelist": first}
+                 "nodelist": first,
+                 "totalcpu": pl.when(nnodes > 1).then(pl.col("_idle_cpu")).otherwise(pl.col("_cpu")),
+                 "maxrss": pl.when(nnodes > 1).then(pl.col("_idle_rss")).otherwise(pl.col("_rss"))}
         extern = {**base, "jobidraw": S("job_id_raw") + ".extern", "jobid": jobid + ".extern",
                   "jobname": pl.lit("extern"), "exitcode": pl.lit("0:0"),
-                  "state": pl.when(pl.col("_ended")).then(pl.lit("COMPLETED")).otherwise(pl.lit("RUNNING"))}
+                  "state": pl.when(pl.col("_ended")).then(pl.lit("COMPLETED")).otherwise(pl.lit("RUNNING")),
+                  "totalcpu": pl.col("_idle_cpu"), "maxrss": pl.col("_idle_rss")}
         frames.append(s.select(pl.col("run_idx").alias("_k"), pl.lit(1).alias("_s"),
                                line(batch)))
         frames.append(s.select(pl.col("run_idx").alias("_k"), pl.lit(2).alias("_s"),
                                line(extern)))
         m = s.filter(nnodes > 1)
         srun = {**base, "jobidraw": S("job_id_raw") + ".0", "jobid": jobid + ".0", "jobname": pl.lit("python"),
-                "state": step_state}
+                "state": step_state, "totalcpu": pl.col("_cpu"), "maxrss": pl.col("_rss")}
         frames.append(m.select(pl.col("run_idx").alias("_k"), pl.lit(3).alias("_s"),
                                line(srun)))
     return pl.concat(frames).sort("_k", "_s").select("line")

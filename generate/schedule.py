@@ -30,7 +30,14 @@ from ops_warehouse.generate.model import (
     XID_SCHEMA,
     ClusterSpec,
 )
-from ops_warehouse.generate.workload import CAMPAIGN_P, GPU_COUNTS, draw_jobs
+from ops_warehouse.generate.workload import (
+    ALLOC_PLANT_COLUMNS,
+    CAMPAIGN_P,
+    GPU_COUNTS,
+    RUN_PLANT_COLUMNS,
+    draw_jobs,
+    plant_idle_gpu,
+)
 from ops_warehouse.planning.backfill import NEVER, Nodes, Reservation, Scheduler
 
 FAILURES_PER_1000_NODE_DAYS = 4.0
@@ -408,6 +415,7 @@ _RUNS_SCHEMA = {
     "campaign": pl.Int64, "planted_campaign": pl.Boolean, "lost_s": pl.Int64, "startup_s": pl.Int64,
     "busy_from": pl.Int64,
 }
+_RUNS_SCHEMA_PLANTS = {"cpu_eff": pl.Float64, "mem_eff": pl.Float64, "plant": pl.String}
 
 
 def _chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, offset: int
@@ -448,7 +456,10 @@ def _chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, off
         "lost_s": field("lost_s", 0), "startup_s": field("startup_s", 0),
         "busy_from": field("busy_from"),  # its GPUs quiet from start to here (a restart's start-up)
     }, schema_overrides={"nodes": pl.List(pl.String)}, strict=False).select(
-        [pl.col(c).cast(t) for c, t in _RUNS_SCHEMA.items()]).with_row_index("run_idx", offset=offset)
+        [pl.col(c).cast(t) for c, t in _RUNS_SCHEMA.items()]).hstack(
+        # the planted efficiency cases and every run's CPU and memory efficiency (workload.py)
+        [pl.Series(c, np.asarray(J[c])[i], _RUNS_SCHEMA_PLANTS[c]) for c in RUN_PLANT_COLUMNS]
+    ).with_row_index("run_idx", offset=offset)
     # GPU allocations: one row per (run, node, GPU)
     per_node = [(ri, n, gs) for ri, chosen, gsel in alloc_rows for n, gs in zip(chosen, gsel)]
     lens = np.fromiter((len(gs) for _, _, gs in per_node), np.int64, len(per_node))
@@ -459,11 +470,11 @@ def _chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, off
                 else np.zeros(0, np.int64)).astype(np.int32)})
     J_run = runs.select("run_idx", "job_id", "start", "end", "hang_from", "busy_from", "gpus")
     prof = pl.DataFrame({c: J[c][i] for c in ("util", "sm_active", "tensor_active", "dram_active",
-                                               "fb_used_frac", "ckpt_period_s")}).with_row_index(
+                                               "fb_used_frac", "ckpt_period_s", *ALLOC_PLANT_COLUMNS)}).with_row_index(
         "run_idx", offset=offset)
     node_names = pl.Series(nodes)
     gpu_alloc = (
-        per.join(J_run, on="run_idx").join(prof, on="run_idx")
+        plant_idle_gpu(per.join(J_run, on="run_idx").join(prof, on="run_idx"))
         .with_columns(
             node=node_names.gather(per.get_column("n")).alias("node") if per.height else pl.lit(None, pl.String),
             start_ts=pl.from_epoch("start", "s").dt.replace_time_zone("UTC"),

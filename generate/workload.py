@@ -29,6 +29,28 @@ FAIL_EXITS = np.array(["1:0", "1:0", "1:0", "2:0", "127:0", "0:11", "255:0", "0:
 NAMES_SMALL = np.array(["bash", "jupyter", "eval", "infer", "sweep", "data-prep", "tokenize", "debug",
                         "finetune", "sft-8b", "vit-l16", "rl-ppo", "diffusion", "train.sh", "run.py", "aàb-日本"])
 IDLE_JOB_P = 0.03  # of jobs under 64 GPUs: held idle all along
+# Efficiency cases (issue 52 item 5), each drawn by chance from its own child generator: a run of 8-32 GPUs
+# with one GPU idle all along while the others work (a data-loader bug, a rank that never started); a busy
+# run using 2-8 % of its GPUs' memory (a small model on a large GPU); a CPU-bound run (GPUs 10-28 % busy,
+# CPUs 85-98 %: preprocessing on the CPUs feeding the GPUs); in each account one user whose runs are mostly
+# idle (IDLE_USER_SHARE of their runs under 64 GPUs): the account's heaviest user of such runs (GPUs x drawn
+# run time) after its busiest submitter (rank 0 by the zipf draw: making the account's main user idle would
+# be another site), an interactive user who leaves allocations idle, as Job Defense Shield's lists show
+IDLE_GPU_OF_N_P = 0.01  # of the runs of 8-32 GPUs
+# of the busy runs under 64 GPUs drawn to run an hour or more (a run of minutes is no efficiency case: Job
+# Defense Shield's alerts skip runs under an hour too)
+LOW_GPU_MEMORY_P = 0.02
+CPU_BOUND_P = 0.02
+CASE_MIN_RUNTIME_S = 3600
+IDLE_USER_SHARE = 0.8
+# what every other run's CPUs and memory do: a GPU job's CPUs mostly wait on the GPUs (2-62 % busy), its
+# memory a share of what it asked for (2-92 %)
+PLANTS = ("idle_gpu_of_n", "low_gpu_memory", "cpu_bound", "idle_user")
+# the drawn job's columns the runs frame carries (schedule.py: truth/runs.parquet and the sacct lines), and
+# those its GPU allocations need (plant_idle_gpu)
+RUN_PLANT_COLUMNS = ("cpu_eff", "mem_eff", "plant")
+ALLOC_PLANT_COLUMNS = ("idle_gpu_rank", "idle_gpu_util")
+PLANT_COLUMNS = RUN_PLANT_COLUMNS + ALLOC_PLANT_COLUMNS
 NAMES_LARGE = np.array(["llm-train", "nccl-allreduce", "eval-harness", "sft-70b", "pretrain-8b"])
 # Training campaigns: a share of the submissions of 128 GPUs or more is a pretraining run of days, carried across time limits,
 # crashes, hangs, node failures and preemptions by requeues and resubmissions (schedule.py); its name is one of
@@ -93,19 +115,94 @@ def draw_jobs(spec: ClusterSpec, start: datetime, days: int, jobs_per_day: int, 
     idle_rng = rng.spawn(1)[0]
     idle = ~large & (idle_rng.random(n) < IDLE_JOB_P)
     idle_util = idle_rng.uniform(0.0, 3.0, n)
+    # (drawn in the order they always were: the site's stream of draws is unchanged)
+    fail_exit = rng.choice(FAIL_EXITS, n)
+    cancel_wait_s = rng.exponential(1800, n).astype(np.int64)
+    util = np.where(idle, idle_util, np.where(large, rng.uniform(88, 99, n), rng.beta(4, 2, n) * 100))
+    sm = np.where(idle, idle_util / 300, np.where(large, rng.uniform(0.45, 0.8, n), rng.beta(2, 3, n)))
+    tensor = np.where(idle, 0.0, np.where(large, rng.uniform(0.3, 0.6, n), rng.beta(1.5, 4, n)))
+    dram = np.where(idle, idle_util / 300, np.where(large, rng.uniform(0.3, 0.6, n), rng.beta(2, 4, n)))
+    fb = np.where(large, rng.uniform(0.75, 0.95, n), rng.uniform(0.1, 0.9, n))
+    eff = _efficiency_plants(spec, rng.spawn(1)[0], gpus, large, idle, user, acct, campaign, runtime,
+                             idle_util, util, sm, tensor, dram, fb)
     return pl.DataFrame({
         "submit": submit, "gpus": gpus.astype(np.int32), "account_idx": acct.astype(np.int32),
         "user_idx": user.astype(np.int32), "runtime_s": runtime, "timelimit_min": timelimit.astype(np.int64),
         "unlimited": unlimited, "outcome": outcome, "cut": cut, "array": arr, "name": names, "hang": hang,
-        "fail_exit": rng.choice(FAIL_EXITS, n),
-        "cancel_wait_s": rng.exponential(1800, n).astype(np.int64),
-        "util": np.where(idle, idle_util, np.where(large, rng.uniform(88, 99, n), rng.beta(4, 2, n) * 100)),
-        "sm_active": np.where(idle, idle_util / 300, np.where(large, rng.uniform(0.45, 0.8, n), rng.beta(2, 3, n))),
-        "tensor_active": np.where(idle, 0.0, np.where(large, rng.uniform(0.3, 0.6, n), rng.beta(1.5, 4, n))),
-        "dram_active": np.where(idle, idle_util / 300, np.where(large, rng.uniform(0.3, 0.6, n), rng.beta(2, 4, n))),
-        "idle": idle,
-        "fb_used_frac": np.where(large, rng.uniform(0.75, 0.95, n), rng.uniform(0.1, 0.9, n)),
+        "fail_exit": fail_exit, "cancel_wait_s": cancel_wait_s,
+        "util": eff["util"], "sm_active": eff["sm"], "tensor_active": eff["tensor"], "dram_active": eff["dram"],
+        "idle": eff["idle"], "fb_used_frac": eff["fb"],
+        **{c: eff[c] for c in PLANT_COLUMNS},
         "ckpt_period_s": np.where(gpus >= 16, rng.choice([1800, 3600, 7200], n), 0).astype(np.int64),
         "campaign": campaign,
         "qos": np.where(rng.random(n) < 0.1, "low", np.where(large, "high", "normal")),
     })
+
+
+def _efficiency_plants(spec: ClusterSpec, e_rng: np.random.Generator, gpus, large, idle, user, acct, campaign,
+                       runtime_s, idle_util, util, sm, tensor, dram, fb) -> dict:
+    """Every job's CPU and memory efficiency and the planted efficiency cases (PLANTS), from ``e_rng`` alone
+    (a child of the site's generator: the site's other draws stay what they were); each draw is of one value
+    per job, whatever is planted, so one case's share moves no other case. Returns the job's activity columns
+    with the plants applied, ``plant`` (the kind, "" for none; kinds exclusive), ``idle_gpu_rank`` (the idle
+    GPU's place among the run's GPUs in (node, gpu) order, -1 for none) and ``idle_gpu_util``."""
+    n = len(gpus)
+    cpu_eff = 0.02 + 0.6 * e_rng.beta(2, 4, n)
+    mem_eff = 0.02 + 0.9 * e_rng.beta(2, 3, n)
+    # the idle user of each account: its heaviest user of runs under 64 GPUs but its busiest submitter
+    n_acct = len(spec.accounts)
+    small_gpu_s = np.bincount(user, weights=np.where(large, 0.0, gpus * runtime_s.astype(float)),
+                              minlength=n_acct * USERS_PER_ACCOUNT).reshape(n_acct, USERS_PER_ACCOUNT)
+    idle_user_of = np.arange(n_acct) * USERS_PER_ACCOUNT + 1 + small_gpu_s[:, 1:].argmax(axis=1)
+    u_draw, g_draw, m_draw, c_draw = (e_rng.random(n) for _ in range(4))
+    rank_draw = e_rng.random(n)
+    others_util = e_rng.uniform(55.0, 95.0, n)
+    others_sm = e_rng.uniform(0.35, 0.7, n)
+    low_fb = e_rng.uniform(0.02, 0.08, n)
+    busy_util = e_rng.uniform(50.0, 95.0, n)
+    cb_util = e_rng.uniform(10.0, 28.0, n)
+    cb_sm = e_rng.uniform(0.04, 0.15, n)
+    cb_cpu = e_rng.uniform(0.85, 0.98, n)
+    small = ~large & ~campaign
+    idle_user = small & (user == idle_user_of[acct]) & (idle | (u_draw < IDLE_USER_SHARE))
+    idle = idle | idle_user
+    free = small & ~idle
+    idle_gpu = free & (gpus >= 8) & (gpus <= 32) & (g_draw < IDLE_GPU_OF_N_P)
+    long = free & ~idle_gpu & (runtime_s >= CASE_MIN_RUNTIME_S)
+    low_mem = long & (m_draw < LOW_GPU_MEMORY_P)
+    cpu_bound = long & ~low_mem & (c_draw < CPU_BOUND_P)
+    busy = idle_gpu | low_mem
+    return {
+        "idle": idle,
+        "util": np.where(idle_user, idle_util, np.where(idle_gpu, others_util, np.where(
+            low_mem, busy_util, np.where(cpu_bound, cb_util, util)))),
+        "sm": np.where(idle_user, idle_util / 300, np.where(idle_gpu, others_sm, np.where(
+            low_mem, np.maximum(sm, 0.3), np.where(cpu_bound, cb_sm, sm)))),
+        "tensor": np.where(idle_user, 0.0, np.where(cpu_bound, cb_sm / 4, np.where(busy, np.maximum(tensor, 0.1),
+                                                                                   tensor))),
+        "dram": np.where(idle_user, idle_util / 300, np.where(cpu_bound, cb_sm / 2, dram)),
+        "fb": np.where(low_mem, low_fb, fb),
+        "cpu_eff": np.where(cpu_bound, cb_cpu, cpu_eff),
+        "mem_eff": mem_eff,
+        "plant": np.select([idle_user, idle_gpu, low_mem, cpu_bound],
+                           ["idle_user", "idle_gpu_of_n", "low_gpu_memory", "cpu_bound"], ""),
+        "idle_gpu_rank": np.where(idle_gpu, (rank_draw * gpus).astype(np.int64), -1).astype(np.int32),
+        "idle_gpu_util": idle_util,
+    }
+
+
+def plant_idle_gpu(alloc: pl.DataFrame) -> pl.DataFrame:
+    """GPU allocations (``run_idx``, ``n`` the node's index, ``gpu``, the run's activity columns and
+    ALLOC_PLANT_COLUMNS) with the idle GPU of each ``idle_gpu_of_n`` run planted: the ``idle_gpu_rank``-th of
+    the run's GPUs in (node, gpu) order holds 0-3 % util, ~0 activity and under 1 % of its memory (a CUDA
+    context) all along, the run's other GPUs as drawn. Row order unchanged."""
+    rank = ((pl.col("n") * 4096 + pl.col("gpu")).rank("ordinal").over("run_idx") - 1).cast(pl.Int64)
+    hit = rank == pl.col("idle_gpu_rank")
+    u = pl.col("idle_gpu_util")
+    return alloc.with_columns(
+        util=pl.when(hit).then(u).otherwise("util"),
+        sm_active=pl.when(hit).then(u / 300).otherwise("sm_active"),
+        tensor_active=pl.when(hit).then(0.0).otherwise("tensor_active"),
+        dram_active=pl.when(hit).then(u / 300).otherwise("dram_active"),
+        fb_used_frac=pl.when(hit).then(u / 300).otherwise("fb_used_frac"),
+    )

@@ -25,7 +25,9 @@ def _inputs():
          "timelimit_min": np.array([120, 0]), "ckpt_period_s": np.array([600, 0]),
          "campaign": np.array([False, True]), "util": np.array([90.0, 5.0]), "sm_active": np.array([0.5, 0.1]),
          "tensor_active": np.array([0.25, 0.0]), "dram_active": np.array([0.4, 0.1]),
-         "fb_used_frac": np.array([0.7, 0.1])}
+         "fb_used_frac": np.array([0.7, 0.1]), "cpu_eff": np.array([0.3, 0.9]), "mem_eff": np.array([0.5, 0.2]),
+         "plant": np.array(["", "cpu_bound"], dtype=object), "idle_gpu_rank": np.array([-1, -1]),
+         "idle_gpu_util": np.array([2.4, 1.0])}
     raw_id, array_of, task_of = np.array([1_000_003, 1_000_004]), np.array([1_000_001, -1]), np.array([2, 0])
     out = [
         {"i": 0, "run": 0, "submit": 100, "partition": "h100", "start": 200, "end": 7400, "state": "COMPLETED",
@@ -61,6 +63,8 @@ def test_run_records_become_the_runs_frame():
     assert runs["planted_campaign"].to_list() == [False, True, True]
     assert runs["lost_s"].to_list() == [0, 1500, 0] and runs["startup_s"].to_list() == [0, 180, 0]
     assert runs["gpus"].to_list() == [3, 1, 1] and runs["ckpt_period_s"].to_list() == [600, 0, 0]
+    assert runs["cpu_eff"].to_list() == [0.3, 0.9, 0.9] and runs["mem_eff"].to_list() == [0.5, 0.2, 0.2]
+    assert runs["plant"].to_list() == ["", "cpu_bound", "cpu_bound"]  # a job's every run
     assert runs["run"].dtype == runs["gpus"].dtype  # Int32 both, as sacct_writer reads them
     assert str(runs["run"].dtype) == "Int32"
 
@@ -79,3 +83,19 @@ def test_allocation_rows_one_per_gpu():
     assert alloc["ckpt_bytes"].to_list() == [36e9] * 3
     assert alloc["gpu_util"].to_list() == [90.0] * 3
 
+
+
+def test_the_idle_gpu_of_an_idle_gpu_of_n_run():
+    """Job 0 planted idle_gpu_of_n with rank 1: its GPUs in (node, gpu) order are (n0, 3), (n1, 0), (n1, 1), so
+    (n1, 0) holds the planted 2.4 % util, 2.4 / 300 = 0.008 SM, DRAM and memory, no tensor work, power
+    0.35 + 0.65 x 0.6 x 0.008 = 0.35312; the other two as drawn (90 %, power 0.61, memory 0.7)."""
+    J, raw_id, array_of, task_of, out, alloc_rows, slow = _inputs()
+    J["plant"][0], J["idle_gpu_rank"][0] = "idle_gpu_of_n", 1
+    _, alloc = _chunk(ClusterSpec(), ["n0", "n1"], J, raw_id, array_of, task_of, out, alloc_rows, slow, 10)
+    assert alloc.select("node", "gpu").rows() == [("n1", 0), ("n1", 1), ("n0", 3)]  # row order kept
+    assert alloc["gpu_util"].to_list() == [2.4, 90.0, 90.0]
+    assert alloc["sm_active"].to_list() == [pytest.approx(0.008), 0.5, 0.5]
+    assert alloc["tensor_active"].to_list() == [0.0, 0.25, 0.25]
+    assert alloc["dram_active"].to_list() == [pytest.approx(0.008), 0.4, 0.4]
+    assert alloc["fb_used_frac"].to_list() == [pytest.approx(0.008), 0.7, 0.7]
+    assert alloc["power_frac"].to_list() == [pytest.approx(0.35312), pytest.approx(0.61), pytest.approx(0.61)]
