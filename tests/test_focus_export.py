@@ -34,7 +34,7 @@ import pytest
 
 from ops_warehouse.analytics.api import Connection
 from ops_warehouse.config import Config
-from tests.cli_runner import cli
+from tests.cli_runner import cli, ops
 from tests.sites import built_site
 from tests.test_monthly_scenario import PROJECTS, _built_embedded
 
@@ -144,11 +144,10 @@ def test_parquet_and_csv_types_are_focus_types(exported):
     assert manifest["focus_version"] == "1.3" and manifest["rows"] == 7 and manifest["month"] == "2026-10"
 
 
-def test_columns_are_focus_1_3_columns_as_the_specification_defines_them(exported):
-    """Every column the export writes that is not a custom one (x_) is a column of FOCUS 1.3's cost and
-    usage dataset, with the specification's data type, nullability and allowed values; the 1.3 mandatory
-    columns are all there; the custom columns come after the FOCUS ones (FOCUS's column ordering)."""
-    df = pl.read_parquet(exported / "focus_cost.parquet")
+def _assert_focus_1_3(df: pl.DataFrame):
+    """Every column that is not a custom one (x_) is a column of FOCUS 1.3's cost and usage dataset, with the
+    specification's data type, nullability and allowed values; the 1.3 mandatory columns are all there; the
+    custom columns come after the FOCUS ones (FOCUS's column ordering)."""
     focus = [c for c in df.columns if not c.startswith("x_")]
     assert [c for c in focus if c not in SPEC["columns"]] == []
     assert df.columns == focus + [c for c in df.columns if c.startswith("x_")]
@@ -157,6 +156,10 @@ def test_columns_are_focus_1_3_columns_as_the_specification_defines_them(exporte
     assert {"ServiceProviderName", "HostProviderName"} <= mandatory  # 1.3's, beside the deprecated ProviderName
     for name in focus:
         spec, values = SPEC["columns"][name], df[name]
+        kind = {"Decimal": pl.Decimal, "Date/Time": pl.Datetime, "String": pl.String, "JSON": pl.String}
+        assert isinstance(values.dtype, kind[spec["data_type"]]) or values.dtype == kind[spec["data_type"]], name
+        if spec["data_type"] == "Date/Time":
+            assert values.dtype.time_zone == "UTC", name
         if not spec["allows_nulls"]:
             assert values.null_count() == 0, name
         if spec["allowed_values"]:
@@ -166,6 +169,10 @@ def test_columns_are_focus_1_3_columns_as_the_specification_defines_them(exporte
     # the site's charges are usage, not a correction, priced at its one rate
     assert set(df["ChargeCategory"]) == {"Usage"} and df["ChargeClass"].null_count() == df.height
     assert set(df["ChargeFrequency"]) == {"Usage-Based"} and set(df["PricingCategory"]) == {"Standard"}
+
+
+def test_columns_are_focus_1_3_columns_as_the_specification_defines_them(exported):
+    _assert_focus_1_3(pl.read_parquet(exported / "focus_cost.parquet"))
 
 
 @pytest.fixture(scope="module")
@@ -246,3 +253,18 @@ def test_the_law_focus_matches_chargeback_holds_and_can_break(warehouse, monkeyp
     assert set(rows) == {"A / h100", "B / h100", "C / h100"}
     assert rows["B / h100"]["bound"] == pytest.approx(104 * PRICE_USD_PER_GPU_H, rel=1e-9)
     assert rows["B / h100"]["off_by"] == pytest.approx(0.01 * 104 * PRICE_USD_PER_GPU_H, rel=1e-6)
+
+
+def test_demo_month_focus_export_passes_the_validator_and_the_1_3_columns(demo_runs, focus_validator, tmp_path):
+    """The demo's month (`ops-report demo` as the README runs it: three days, two GPU models with jobs): the
+    export passes focus-validator and the 1.3 column check, and `ops-report check` finds the law holding."""
+    base, _ = demo_runs
+    env = {"OPS_WAREHOUSE": f"chdb://{base / 'a' / 'warehouse'}", "OPS_CONFIG": ""}
+    ops("export", "--format", "focus", "--month", "2026-10", "--out", str(tmp_path / "out"), env=env)
+    folder = tmp_path / "out" / "ai1-cluster-2026-10-focus"
+    df = pl.read_parquet(folder / "focus_cost.parquet")
+    assert df.height > 0 and df["x_GpuModel"].n_unique() >= 2 and df["SubAccountId"].n_unique() > 1
+    _assert_focus_1_3(df)
+    assert _failed(_validate(focus_validator, folder / "focus_cost.csv", tmp_path)) == set()
+    p = ops("check", "--month", "2026-10", "--law", "focus_matches_chargeback", env=env)
+    assert "holds" in p.stdout
