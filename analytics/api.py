@@ -51,11 +51,11 @@ def _analysis() -> SimpleNamespace:
     """The marts, the monthly report and the exports. Their modules import polars (0.3 s) and `import
     ops_warehouse` is what every command and load starts with, so they are imported by the first call that
     needs them."""
-    from ops_warehouse.analytics import checks, export, marts, monthly, summary, telemetry, whatif  # polars: first call
+    from ops_warehouse.analytics import checks, export, job, marts, monthly, summary, telemetry, whatif  # polars: first call
 
     return SimpleNamespace(run_mart=marts.run_mart, PARAMETERS=marts.PARAMETERS, run_checks=checks.run_checks,
                            summary=summary.summary, telemetry=telemetry.telemetry, monthly_report=monthly.monthly_report, export_month=export.export_month,
-                           whatif=whatif.whatif)
+                           whatif=whatif.whatif, job_report=job.job_report)
 
 
 class _mart_method:  # noqa: N801 (used as a decorator-like name in the class body, as ``property`` is)
@@ -357,10 +357,8 @@ class Connection:
         >>> j.notes.columns
         ['job_id', 'submit_ts', 'note', 'figure', 'unit', 'threshold', 'detail']
         """
-        from ops_warehouse.analytics.job import job_report  # polars: first call
-
         with self.session() as w:
-            return job_report(w, str(job_id), cluster)
+            return _analysis().job_report(w, str(job_id), cluster)
 
     def largest_jobs(self, month=None, *, project=None, cluster=None, start=None, end=None,
                      top_jobs: int | None = None) -> pl.DataFrame:

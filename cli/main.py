@@ -23,6 +23,7 @@ from ops_warehouse.files import write_file
 from ops_warehouse.migrations import Deployment, rendered_schema, restore_missing_objects
 from ops_warehouse.planning.changes import parse_change
 from ops_warehouse.progress import count_progress, file_progress, step_progress
+from ops_warehouse.reports import job_render
 from ops_warehouse.warehouse import bring_up_to_date, open_warehouse, redact
 
 # A command imports what only it needs when it runs (_etl, _analytics, _render below, the generator, the
@@ -761,10 +762,8 @@ def job(
     nodes and GPUs; per GPU its utilization, SM/tensor/DRAM activity, memory, power, energy and throttled time;
     CPU and memory efficiency; the expert's notes with their figures; which telemetry grain was read (the
     hourly rollup once the samples expired). HTML: a chart per GPU (docs/efficiency.md)."""
-    from ops_warehouse.reports.job_render import render_job
-
     _choice(fmt, "--format", ("text", "json", "html"))
-    sys.stdout.write(render_job(Connection(_wh()).job(job_id, cluster=cluster).as_dict(), fmt))
+    sys.stdout.write(job_render.render_job(Connection(_wh()).job(job_id, cluster=cluster).as_dict(), fmt))
 
 
 @app.command()
