@@ -5,6 +5,8 @@ Same seed, same outputs."""
 
 from __future__ import annotations
 
+import multiprocessing
+import signal
 import time
 from contextlib import nullcontext
 from datetime import date, datetime, timedelta, timezone
@@ -17,6 +19,7 @@ from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.analytics.summary import summary
 from ops_warehouse.analytics.telemetry import telemetry_groupings
 from ops_warehouse.config import DEFAULT_DSN, Config
+from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.grains import one_refresh
 from ops_warehouse.etl.kernel_log_xid import load_kernel_log
@@ -59,6 +62,56 @@ def write_summaries(wh, out: Path, first: date, last: date) -> dict:
         for fmt, ext in (("table", "md"), ("json", "json"), ("csv", "csv")):
             write_file(out / f"{stem}.{ext}", render(df, fmt))
     return read
+
+
+REPORT_FORMATS = ["md", "html", "json"]
+
+
+def write_reports(wh, out: Path, exports: Path, month: date, cluster: str, *, beside: bool = True) -> list[dict]:
+    """The demo's monthly stage and its exports: the monthly reports of the cluster and of project A (md, html,
+    json) into ``out`` and their Parquet exports into ``exports``, in one block of evaluated marts (each mart
+    once; the exports read the tables the reports' marts left). Returns the two reports.
+
+    ``beside``: each report's files (its charts drawn: most of a report's writing) are written by a forked
+    process while this one goes on with the next report's marts and the exports, which leave a core idle
+    most of the time (planning and joins, one thread; docs/benchmarks.md, issue 51 round 4). False: written
+    here, one after the other (bench/bench_demo_stages.py compares the two)."""
+    done = _stage("monthly reports (ops-report monthly --cluster / --project A, md + html + json)")
+    reports, writers = [], []
+    with each_mart_once(wh):
+        for project in (None, "A"):
+            r = monthly_report(Connection(wh), month=month, project=project, cluster=cluster)
+            reports.append(r)
+            if beside:
+                writers.append(_writer(r, out))
+            else:
+                write(r, out, REPORT_FORMATS)
+        done(f" -> {out}" + (" (files being written beside the exports)" if beside else ""))
+        done = _stage("Parquet exports for analysts (ops-report export --month, --project A)")
+        for project in (None, "A"):
+            export_month(Connection(wh), exports, month, project=project, cluster=cluster)
+    for w in writers:  # the reports' files: all there before the demo says it is done
+        w.join()
+    failed = [w.exitcode for w in writers if w.exitcode]
+    if failed:
+        raise OpsError(f"writing the monthly reports' files into {out} failed (exit codes {failed}; the error "
+                       "is printed above)")
+    done(f" -> {exports}" + (f"; the reports' files written -> {out}" if beside else ""))
+    return reports
+
+
+def _writer(r: dict, out: Path):
+    """A forked process writing report ``r``'s files (it inherits the report in memory; nothing comes back)."""
+    p = multiprocessing.get_context("fork").Process(target=_write_files, args=(r, out), name="report-writer")
+    p.start()
+    return p
+
+
+def _write_files(r: dict, out: Path) -> None:
+    # the command's SIGTERM handler (core/errors.py: raise Terminated, for a load to undo itself) has nothing
+    # to undo here: SIGTERM simply ends the writer, as it does the chart workers (reports/charts.py)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    write(r, out, REPORT_FORMATS)
 
 
 def load_nights(wh, data: Path, cluster: str, *, progress=None, one_refresh_a_night: bool = True) -> dict:
@@ -129,24 +182,9 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     read = write_summaries(wh, out, DEMO_START, last)
     done(f" -> {out}")
 
-    done = _stage("monthly reports (ops-report monthly --cluster / --project A, md + html + json)")
-
     month = DEMO_START.replace(day=1)
-    reports = []
-    # one block for the reports and the exports: each mart evaluated once, the exports reading the tables the
-    # reports' marts left (and the project's report the cluster-wide marts the cluster's report left)
-    with each_mart_once(wh):
-        for project in (None, "A"):
-            r = monthly_report(Connection(wh), month=month, project=project, cluster=h.spec.name)
-            reports.append(r)
-            write(r, out, ["md", "html", "json"])
-        done(f" -> {out}")
-        done = _stage("Parquet exports for analysts (ops-report export --month, --project A)")
-
-        exports = directory / "exports"  # apart from out/: Parquet float bytes may differ in the last bit
-        for project in (None, "A"):
-            export_month(Connection(wh), exports, month, project=project, cluster=h.spec.name)
-        done(f" -> {exports}")
+    exports = directory / "exports"  # apart from out/: Parquet float bytes may differ in the last bit
+    reports = write_reports(wh, out, exports, month, h.spec.name)
     print(f"\nTelemetry {DEMO_START} .. {last}, by GPU model (ops-report telemetry --by gpu_model):\n")
     print(render(read["telemetry_by_gpu_model"].select(
         "gpu_model", "gpu_util_mean", "tensor_active_mean", "power_w_mean", "energy_kwh", "throttled_hours",
