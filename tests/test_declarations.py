@@ -23,6 +23,10 @@ HAND_TYPED = {
     "xid_codes": ["xid_events"], "xid_events": ["data_through"],
     # issue 52's FOCUS export (engineer F): the chargeback's price, per day
     "focus_cost": ["cost"],
+    # issue 52's job report (engineer J): the runs' figures and notes pooled from run_gpus, the notes by the rules
+    # of hung_jobs and run_times
+    "job_detail": ["run_gpus"], "job_notes": ["hung_jobs", "job_detail", "run_gpus", "run_times"],
+    "run_gpu_series": ["run_gpus"],
 }
 
 # a mart that names two others in its text and declares neither; its name sorts before both, so only its

@@ -24,7 +24,7 @@
 --- [mart]
 --- grain = "one row per note on a run of the job"
 --- scope = "project"
---- parameters = { job_id = "", idle_min_minutes = 60, gpu_mem_low_share = 0.1, behind_ratio = 0.8, no_ckpt_hours = 12 }
+--- parameters = { job_id = "", idle_min_minutes = 60, gpu_mem_low_share = 0.1, hang_minutes = 20, behind_ratio = 0.8, no_ckpt_hours = 12 }
 --- columns = ["job_id", "submit_ts", "note", "figure", "unit", "threshold", "detail"]
 WITH
 detail AS (SELECT * FROM ({{mart job_detail}})),
