@@ -11,7 +11,8 @@ from datetime import datetime
 
 # what each note says, worded for the user (the rules are job_notes.sql's)
 NOTE_TEXT = {
-    "idle_gpu": "GPU idle the whole run",
+    "idle_gpu": "GPU idle the whole run (mean utilization)",
+    "cpu_bound": "CPU-bound: CPUs {threshold:g} % or more busy while the GPUs waited",
     "low_gpu_memory": "GPU memory under {threshold:g} % used",
     "hang_at_end": "hang at the end (GPUs and network idle until killed)",
     "node_behind": "node behind its peers (GPU utilization vs the run's median node)",

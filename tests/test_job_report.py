@@ -207,7 +207,7 @@ def test_the_idle_gpu_is_named_with_its_figure(site):
     idle = j.notes.filter(pl.col("note") == "idle_gpu")
     assert idle.select("detail", "figure").rows() == [("n1 GPU 7", 0.0)]
     text = render_job(j.as_dict(), "text")
-    assert "GPU idle the whole run: 0.0 % (threshold 5.0; n1 GPU 7)" in text
+    assert "GPU idle the whole run (mean utilization): 0.0 % (threshold 5.0; n1 GPU 7)" in text
     assert "telemetry read at grain: sample" in text
     page = render_job(j.as_dict(), "html")
     assert page.count("<svg") == 8 and "n1 GPU 7" in page

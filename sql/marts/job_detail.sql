@@ -10,8 +10,8 @@
 --   req_mem_mib     the memory the run was given: AllocTRES mem= (the job's total), else ReqMem read as
 --                   Slurm prints it (a c suffix: per CPU × NCPUS; n: per node × nodes; none: the job's)
 --   max_rss_mib     the largest MaxRSS of its steps (one task's peak resident memory)
---   mem_eff         max_rss_mib ÷ (req_mem_mib ÷ nodes): MaxRSS is one task's, on one node, so against one
---                   node's share of the request (the whole request for a one-node run, as seff reports it)
+--   mem_eff         max_rss_mib ÷ req_mem_mib, as the issue and seff define it on one node (MaxRSS is one
+--                   task's peak: on several nodes a lower bound of the run's use)
 --   gpu_h           GPU-hours in the window (run_gpus' rows summed: its GPUs × its time)
 --   gpu_util_pct, sm_active, tensor_active, dram_active   pooled over its GPUs, weighted by observed time
 --   util_peak_pct   the highest of its GPUs' peaks
@@ -86,7 +86,7 @@ SELECT r.job_id AS job_id, r.submit_ts AS submit_ts,
        s.cpu_time_s / nullIf(toFloat64(r.ncpus) * r.elapsed_s, 0) AS cpu_eff,
        coalesce(r.alloc_mem_mib, m.v * m.unit_mib * m.times) AS req_mem_mib,
        s.max_rss_mib AS max_rss_mib,
-       s.max_rss_mib / nullIf(req_mem_mib / greatest(r.nnodes, 1), 0) AS mem_eff,
+       s.max_rss_mib / nullIf(req_mem_mib, 0) AS mem_eff,
        g.gpu_h AS gpu_h, g.gpu_util_pct AS gpu_util_pct, g.util_peak_pct AS util_peak_pct,
        g.sm_active AS sm_active, g.tensor_active AS tensor_active, g.dram_active AS dram_active,
        g.fb_peak_mib AS fb_peak_mib, g.fb_total_mib AS fb_total_mib, g.fb_peak_share AS fb_peak_share,

@@ -1,10 +1,14 @@
 -- The notes an expert would make on the runs of job {job_id} ('' every run of {project}) in [from_ts, to_ts),
 -- each with its figure, for `ops-report job` (docs/efficiency.md). One row per note; a run with nothing to
 -- say has none. The rules are the marts' own, included, never restated:
---   idle_gpu       a GPU of the run (run_gpus.sql) that never reached the idle threshold ({idle_util_pct}, the
---                  config's [reports] idle_util_pct) in any sample of the run, seen for {idle_min_minutes} or
---                  more (idle_gpu_jobs.sql's: not a short pause): figure its peak utilization (%), detail node
---                  and GPU index. At the hour grain the peak is the highest hourly mean
+--   idle_gpu       a GPU of the run (run_gpus.sql) whose mean utilization over the run was under the idle
+--                  threshold ({idle_util_pct}, the config's [reports] idle_util_pct), seen for {idle_min_minutes}
+--                  or more: idle_gpu_jobs.sql's rule for a run, per GPU (its mean, not its peak: an idle GPU's
+--                  samples read a few percent of noise): figure its mean utilization (%), detail node and GPU
+--   cpu_bound      the run's GPUs pooled under {cpu_bound_util_pct} % busy while its CPUs were
+--                  {cpu_bound_cpu_eff} or more busy (job_detail.sql's cpu_eff), seen {idle_min_minutes} or more:
+--                  the GPUs wait on the CPUs (data loading, preprocessing): figure the CPU efficiency (%),
+--                  detail the GPU utilization
 --   low_gpu_memory the run's GPU that used the most memory used under {gpu_mem_low_share} of it
 --                  (job_detail.sql's fb_peak_share), seen for {idle_min_minutes} or more: figure that share in
 --                  %; needs the sample grain (the hourly grain keeps no GPU memory total)
@@ -19,12 +23,14 @@
 --                  figure its hours
 --   long_wait      the run waited longer than the 90th percentile of the jobs of its size class started in
 --                  the window (run_times.sql's wait_p90_s): figure its wait in hours, detail the p90
+-- Why cpu_bound_util_pct = 30, cpu_bound_cpu_eff = 0.8: GPUs under 30 % are the issue's CPU-bound run, and a job's
+-- CPUs over 80 % busy are the bottleneck (a GPU job's CPUs mostly wait).
 -- Why gpu_mem_low_share = 0.1: Job Defense Shield's GPU-memory alert; no_ckpt_hours = 12: a run that long
 -- with no checkpoint loses half a day when a node fails.
 --- [mart]
 --- grain = "one row per note on a run of the job"
 --- scope = "project"
---- parameters = { job_id = "", idle_min_minutes = 60, gpu_mem_low_share = 0.1, hang_minutes = 20, behind_ratio = 0.8, no_ckpt_hours = 12 }
+--- parameters = { job_id = "", idle_min_minutes = 60, cpu_bound_util_pct = 30, cpu_bound_cpu_eff = 0.8, gpu_mem_low_share = 0.1, hang_minutes = 20, behind_ratio = 0.8, no_ckpt_hours = 12 }
 --- columns = ["job_id", "submit_ts", "note", "figure", "unit", "threshold", "detail"]
 WITH
 detail AS (SELECT * FROM ({{mart job_detail}})),
@@ -41,10 +47,17 @@ rated AS (
     FROM per_node WHERE util IS NOT NULL
 )
 SELECT * FROM (
-SELECT job_id, submit_ts, 'idle_gpu' AS note, toFloat64(util_peak_pct) AS figure, '%' AS unit,
+SELECT job_id, submit_ts, 'idle_gpu' AS note, toFloat64(util_mean_pct) AS figure, '%' AS unit,
        toFloat64({idle_util_pct:Float64}) AS threshold, concat(node, ' GPU ', toString(gpu)) AS detail
 FROM ({{mart run_gpus}})
-WHERE observed_s >= {idle_min_minutes:Float64} * 60 AND util_peak_pct < {idle_util_pct:Float64}
+WHERE observed_s >= {idle_min_minutes:Float64} * 60 AND util_mean_pct < {idle_util_pct:Float64}
+UNION ALL
+SELECT job_id, submit_ts, 'cpu_bound', cpu_eff * 100, '%', {cpu_bound_cpu_eff:Float64} * 100,
+       concat('GPUs ', toString(round(gpu_util_pct, 1)), ' % busy')
+FROM detail
+WHERE cpu_eff >= {cpu_bound_cpu_eff:Float64} AND gpu_util_pct < {cpu_bound_util_pct:Float64}
+  AND (job_id, submit_ts) IN (SELECT job_id, submit_ts FROM ({{mart run_gpus}})
+                              WHERE observed_s >= {idle_min_minutes:Float64} * 60)
 UNION ALL
 SELECT job_id, submit_ts, 'low_gpu_memory', fb_peak_share * 100, '%', {gpu_mem_low_share:Float64} * 100,
        concat(toString(round(fb_peak_mib)), ' of ', toString(round(fb_total_mib)), ' MiB')
