@@ -373,7 +373,19 @@ class Connection:
                          params={"top_jobs": top_jobs, "runs_limit": runs_limit})
 
     users = _mart_method(
-        """A project's users: runs, GPU-hours, efficiency (a project is required: users are per project).""")
+        """A project's users: jobs started, GPU-hours, completed and failed, and :meth:`user_efficiency`'s
+        columns for each (a project is required: users are per project; the monthly report's users).""")
+
+    user_efficiency = _mart_method(
+        """Per user of the project, or of the cluster without one: runs, GPU-hours, pooled GPU utilization and
+        SM/tensor/DRAM activity (GPU-hour weighted, never a mean of the runs' means), GPU-memory efficiency,
+        idle and unbusy GPU-hours, a grade A-F, the three most wasteful runs and the rank, most wasteful first
+        (sql/marts/user_efficiency.sql; docs/efficiency.md).""")
+
+    wasteful_users = _mart_method(
+        """:meth:`user_efficiency`'s users over a waste threshold, with ``reasons`` ('idle', 'low_util',
+        'low_gpu_memory'): who `ops-report digest` writes to; the thresholds are its keywords
+        (sql/marts/wasteful_users.sql).""")
 
     # ------------------------------------------------------------------ reliability
     failures_by_size = _mart_method(

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 from typing import Annotated, Optional
 
 import typer
+from ops_warehouse.analytics import digest as waste_digest
 from ops_warehouse.analytics.api import Connection
 from ops_warehouse.analytics.periods import parse_month
 from ops_warehouse.cli.invoked import narrowed
@@ -24,6 +25,7 @@ from ops_warehouse.migrations import Deployment, rendered_schema, restore_missin
 from ops_warehouse.planning.changes import parse_change
 from ops_warehouse.progress import count_progress, file_progress, step_progress
 from ops_warehouse.reports import job_render
+from ops_warehouse.reports import users_render
 from ops_warehouse.warehouse import bring_up_to_date, open_warehouse, redact
 
 # A command imports what only it needs when it runs (_etl, _analytics, _render below, the generator, the
@@ -745,6 +747,75 @@ def nodes(
     if fmt == "table":
         card = card.select("rank", "node", "gpu_model", "score", "swap", "reasons")
     sys.stdout.write(_render(card, fmt))
+
+
+# --- issue 52: the users' efficiency and the waste digest (engineer U's block) ---------------------------------
+READS.update({"users", "digest"})
+
+
+@app.command()
+def users(
+    month: Annotated[Optional[str], typer.Option(
+        help="YYYY-MM (UTC). Default: the last complete month with data; or give --from and --to")] = None,
+    date_from: Annotated[Optional[str], typer.Option("--from", help="First day (YYYY-MM-DD, UTC)")] = None,
+    date_to: Annotated[Optional[str], typer.Option("--to", help="Last day, inclusive")] = None,
+    project: Annotated[Optional[str], typer.Option(help="One project's users (default: the whole cluster's)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, md, csv or json (csv and json: every column)")] = "table",
+    slurm_cluster: Annotated[Optional[str], typer.Option(
+        help="Slurm cluster (default: the only one loaded, else config)")] = None,
+):
+    """Per user: runs, GPU-hours, pooled GPU utilization and SM/tensor/DRAM activity (GPU-hour weighted),
+    GPU-memory efficiency, idle and unbusy GPU-hours, a grade A-F, and the `ops-report job` lines of their three
+    most wasteful runs; most wasteful user first (docs/efficiency.md)."""
+    _choice(fmt, "--format", ("table", "md", "csv", "json"))
+    start, end = _month_or_days(month, date_from, date_to)
+    api = Connection(_wh())
+    with api.session():
+        if project is not None and project not in api.projects(cluster=slurm_cluster):
+            raise OpsError(f"no jobs of project {project!r}; projects: {', '.join(api.projects(cluster=slurm_cluster))}")
+        df = api.user_efficiency(month, project=project, cluster=slurm_cluster, start=start, end=end)
+        cluster = api.period(month, start=start, end=end, cluster=slurm_cluster).cluster
+    shown = "table" if fmt == "md" else fmt  # the table is Markdown's
+    sys.stdout.write(_render(users_render.users_frame(df, shown), shown)
+                     + (users_render.job_lines_text(df, cluster) if shown == "table" else ""))
+
+
+@app.command()
+def digest(
+    days: Annotated[int, typer.Option(help="Days of history, ending with --to")] = 7,
+    date_to: Annotated[Optional[str], typer.Option(
+        "--to", help="Last day, inclusive (YYYY-MM-DD, UTC); default: the day the loaded history reaches")] = None,
+    out: Annotated[Optional[Path], typer.Option(
+        help="Folder to write one <user>.md per user into (for a cron job to mail); default: print them")] = None,
+    project: Annotated[Optional[str], typer.Option(help="One project's users (default: the whole cluster's)")] = None,
+    idle_gpu_h: Annotated[Optional[float], typer.Option(
+        help="Threshold: idle GPU-hours at or above (default 8, wasteful_users.sql)")] = None,
+    util_pct: Annotated[Optional[float], typer.Option(
+        help="Threshold: pooled GPU utilization under this % (default 30)")] = None,
+    gpu_mem_eff: Annotated[Optional[float], typer.Option(
+        help="Threshold: GPU-memory efficiency under this fraction (default 0.1)")] = None,
+    slurm_cluster: Annotated[Optional[str], typer.Option(
+        help="Slurm cluster (default: the only one loaded, else config)")] = None,
+):
+    """Per user whose GPU waste in the last days is over a threshold (idle GPU-hours, low utilization, low
+    GPU memory: sql/marts/wasteful_users.sql), a short Markdown message with the figures, the runs and what to
+    change; exactly those users, written to --out (one file each) or printed. No mail is sent."""
+    _count(days, "--days", 1, MAX_DAYS, "days")
+    if out is not None:
+        _out_folder(out)
+    found = waste_digest.digest(Connection(_wh()), days=days, last_day=_date(date_to, "--to") if date_to else None,
+                       project=project, cluster=slurm_cluster, waste_idle_gpu_h=idle_gpu_h,
+                       waste_util_pct=util_pct, waste_gpu_mem_eff=gpu_mem_eff)
+    last = found["end"] - timedelta(days=1)
+    files = users_render.digest_files(found["users"].to_dicts(), cluster=found["cluster"], start=f"{found['start']:%Y-%m-%d}",
+                         end=f"{last:%Y-%m-%d}", thresholds=found["thresholds"])
+    if out is None:
+        sys.stdout.write("\n".join(files.values()))
+    else:
+        for name, text in files.items():
+            write_file(out / name, text)
+    print(f"{len(files)} users over a threshold, {found['start']:%Y-%m-%d} to {last:%Y-%m-%d}"
+          + (f": {out}" if out is not None else ""), file=sys.stderr)
 
 
 # --- issue 52: one job's report (engineer J's block) -------------------------------------------------------------
