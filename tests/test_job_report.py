@@ -19,7 +19,7 @@ within the hourly grain's rounding (the run is whole hours, so exactly the same 
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import date, datetime, timedelta, timezone
 
 import duckdb
 import polars as pl
@@ -237,3 +237,59 @@ def test_once_the_samples_expired_the_hourly_grain_gives_the_same_figures_and_sa
     assert after.runs["gpu_h"][0] == pytest.approx(before.runs["gpu_h"][0])
     assert after.notes.filter(pl.col("note") == "idle_gpu")["detail"].to_list() == ["n1 GPU 7"]
     assert "telemetry read at grain: hour (hourly rollup: the samples expired)" in render_job(after.as_dict(), "text")
+
+
+# --- the generator's planted cases (issue 52 item 5, generate/workload.py; docs/efficiency.md "What the generator
+# plants"): on a small generated site, `ops-report job` names each planted fault with its figure, the truth's
+# (truth/efficiency.parquet), which the generator drew, never the product's SQL
+PLANT_START = datetime(2026, 10, 1, tzinfo=timezone.utc)
+PLANT_DAYS = 10
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    from tests.sites import built_site, generated_site, open_site
+
+    s = built_site(tmp_path_factory, "job-plants", generated_site, start=PLANT_START, days=PLANT_DAYS,
+                   jobs_per_day=500, nodes=24, seed=11, metrics_step_s=300,
+                   telemetry_days=(date(2026, 10, 1), date(2026, 10, PLANT_DAYS)))
+    truth = pl.read_parquet(s.path / "truth" / "efficiency.parquet").filter(pl.col("kind") != "idle_user")
+    wh = open_site(s, tmp_path_factory.mktemp("job-plants-copy"))
+    yield wh, s.facts["cluster"], truth
+    wh.close()
+
+
+def _planted_runs(truth, kind):
+    # the notes look at runs seen for an hour or more (idle_min_minutes): a planted run shorter than that, and one
+    # still running at the site's end, is not a case the note is for
+    end_s = int(PLANT_START.timestamp()) + PLANT_DAYS * 86400
+    return truth.filter((pl.col("kind") == kind) & (pl.col("end") - pl.col("start") >= 3600 + 300)
+                        & (pl.col("end") <= end_s)).to_dicts()
+
+
+@pytest.mark.parametrize("kind", ["idle_gpu_of_n", "low_gpu_memory", "cpu_bound"])
+def test_each_planted_fault_is_named_with_its_figure(planted, kind):
+    wh, cluster, truth = planted
+    runs = _planted_runs(truth, kind)
+    assert runs, f"the site plants no {kind} run of an hour: the generator's draws changed"
+    for t in runs:
+        j = job_report(wh, t["job_id"], cluster)
+        notes = j.notes.filter(pl.col("submit_ts").dt.epoch("s") == t["submit"])
+        text = render_job(j.as_dict(), "text")
+        if kind == "idle_gpu_of_n":
+            idle = notes.filter(pl.col("note") == "idle_gpu")
+            # the planted GPU alone, at its planted mean (the exporter's whole-percent noise: within 2 points)
+            assert idle["detail"].to_list() == [f"{t['node']} GPU {t['gpu']}"], (t, notes)
+            assert idle["figure"][0] == pytest.approx(t["gpu_util"], abs=2.0), t
+            assert f"GPU idle the whole run (mean utilization): {idle['figure'][0]:,.1f} %" in text
+        elif kind == "low_gpu_memory":
+            low = notes.filter(pl.col("note") == "low_gpu_memory")
+            assert low.height == 1, (t, notes)
+            assert low["figure"][0] == pytest.approx(t["fb_used_frac"] * 100, abs=0.5), t
+            assert "GPU memory under 10 % used" in text
+        else:
+            cpu = notes.filter(pl.col("note") == "cpu_bound")
+            assert cpu.height == 1, (t, notes)
+            # TotalCPU in whole seconds over NCPUS × elapsed
+            assert cpu["figure"][0] == pytest.approx(t["cpu_eff"] * 100, abs=0.1), t
+            assert "CPU-bound" in text

@@ -2,7 +2,9 @@
 -- node and GPU the run held in [from_ts, to_ts): what each GPU did while the run held it, the figures
 -- `ops-report job` shows per GPU and the users' GPU-memory efficiency is pooled from (docs/efficiency.md).
 --   which GPUs  'gpu' (attribution) when dcgm-exporter's hpc_job label names the run's job id (job_id_raw) on
---               a GPU of the node at a sample inside the run: those GPUs, exact on a shared node. Otherwise
+--               a GPU of the node at a sample inside the run: those GPUs, exact on a shared node, without the
+--               readings another job's label names (the previous job's last sample, whose step reaches past
+--               the run's start, says what that job did). Otherwise
 --               'node share': sacct gives no GPU indices, so every GPU of the node that has telemetry in the
 --               run's time, each standing for its share: exact for a run holding the whole node.
 --   grain       'sample': gpu_sample, each sample standing for its step [ts, ts + step_s) (run_sample_hour's
@@ -17,9 +19,11 @@
 --   gpu_h           the run's GPU time on the node spread over the GPUs listed: held_s × its GPUs on the node
 --                   (sacct's even spread) ÷ the GPUs listed there ÷ 3600, so a run's rows sum to its GPU-hours
 --   util_mean_pct   time-weighted mean GPU utilization (%), over observed_s
---   util_peak_pct   the highest sample (at the hour grain: the highest hourly mean)
+--   util_peak_pct   the highest sample taken while the run held the GPU (a run shorter than a step: of the
+--                   sample whose step covers it; at the hour grain: the highest hourly mean)
 --   sm_active, tensor_active, dram_active   time-weighted mean activity (0-1)
---   fb_peak_mib     the highest GPU memory used (at the hour grain: the highest of the hours the run touched,
+--   fb_peak_mib     the highest GPU memory used, of those samples alike (at the hour grain: the highest of the
+--                   hours the run touched,
 --                   which may be a neighbour's in a shared hour)
 --   fb_total_mib    the GPU's memory, used + free (sample grain; NULL at the hour grain, which keeps no free)
 --   power_mean_w    time-weighted mean power
@@ -57,6 +61,8 @@ sampled AS (
            any(f.run_start_ts) AS run_start_ts, any(f.run_end_ts) AS run_end_ts,
            toFloat64(sum(overlap_s(g.ts, addSeconds(g.ts, g.step_s), f.hs, f.he))) AS o,
            toFloat64(sum(overlap_s(subtractSeconds(g.ts, g.step_s), g.ts, f.hs, f.he))) AS oe,
+           -- a reading taken while the run held the GPU (the peaks are of those, where there are any)
+           g.ts >= any(f.run_start_ts) AND g.ts < any(f.run_end_ts) AS inside,
            any(g.gpu_util_pct) AS util, any(g.sm_active) AS sm, any(g.tensor_active) AS tensor,
            any(g.dram_active) AS dram, any(g.fb_used_mib) AS fb_used, any(g.fb_free_mib) AS fb_free,
            any(g.power_w) AS power_w, any(g.energy_j) AS energy_j, any(g.throttle_reasons) AS throttle
@@ -83,11 +89,13 @@ by_sample AS (
            if(notEmpty(n.own), length(n.own), length(n.seen)) AS listed,
            sum(if(s.util IS NULL, 0, s.o)) AS observed_s,
            sum(s.o * ifNull(s.util, 0)) / nullIf(sum(if(s.util IS NULL, 0, s.o)), 0) AS util_mean_pct,
-           maxIf(s.util, s.o > 0) AS util_peak_pct,
+           if(countIf(s.inside AND s.util IS NOT NULL) > 0, maxIf(s.util, s.inside), maxIf(s.util, s.o > 0))
+               AS util_peak_pct,
            sum(s.o * ifNull(s.sm, 0)) / nullIf(sum(if(s.sm IS NULL, 0, s.o)), 0) AS sm_active,
            sum(s.o * ifNull(s.tensor, 0)) / nullIf(sum(if(s.tensor IS NULL, 0, s.o)), 0) AS tensor_active,
            sum(s.o * ifNull(s.dram, 0)) / nullIf(sum(if(s.dram IS NULL, 0, s.o)), 0) AS dram_active,
-           maxIf(s.fb_used, s.o > 0) AS fb_peak_mib,
+           if(countIf(s.inside AND s.fb_used IS NOT NULL) > 0, maxIf(s.fb_used, s.inside), maxIf(s.fb_used, s.o > 0))
+               AS fb_peak_mib,
            maxIf(s.fb_used + s.fb_free, s.o > 0) AS fb_total_mib,
            sum(s.o * ifNull(s.power_w, 0)) / nullIf(sum(if(s.power_w IS NULL, 0, s.o)), 0) AS power_mean_w,
            sum(if(s.energy_j IS NOT NULL, s.energy_j * s.oe / s.step_s, ifNull(s.power_w, 0) * s.o)) / 3.6e6
@@ -95,7 +103,9 @@ by_sample AS (
            sum(if(gpu_is_throttled(s.throttle), s.o, 0)) AS throttled_s
     FROM sampled AS s
     INNER JOIN named AS n ON n.job_id = s.job_id AND n.submit_ts = s.submit_ts AND n.node = s.node
-    WHERE empty(n.own) OR has(n.own, s.gpu)
+    -- on the GPUs the labels name, a reading another job's label names is that job's (the one before the run's
+    -- start, whose step reaches into it): not the run's
+    WHERE empty(n.own) OR (has(n.own, s.gpu) AND s.hpc_job IN ('', s.raw_id))
     GROUP BY job_id, submit_ts, node, gpu, attribution, listed
 ),
 -- the hourly grain where the run's node has no sample in its time
