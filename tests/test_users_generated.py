@@ -1,0 +1,94 @@
+"""`ops-report users` on a small generated site (issue 52 items 2 and 5): in every project, the user the generator
+planted as mostly idle (truth faults.json ``idle_users``) is ranked first, and the idle GPU-hours and runs of each
+user are DuckDB's over the site's raw files (sacct's lines, dcgm-exporter's samples by their hpc_job label),
+never the product's SQL.
+
+The site: 7 days of October 2026, 200 jobs a day on 16 nodes, seed 5, 5-minute telemetry, loaded as a site
+loads it (tests/sites.py). A run is idle, by idle_gpu_jobs' rule, when its GPUs' samples average under the
+config's 5 % over at least 60 minutes of telemetry (samples x 5 min ÷ its GPUs); its idle GPU-hours are its
+GPUs × its time inside the week (a run still running when sacct was read, to the week's end).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import duckdb
+import polars as pl
+import pytest
+
+from ops_warehouse.analytics.marts import run_mart
+from tests.sites import PROJECTS, built_site, generated_site, open_site
+
+pytestmark = pytest.mark.slow
+
+W = (datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 10, 8, tzinfo=timezone.utc))
+STEP_S = 300
+
+
+def build(out, **params):
+    return generated_site(out, telemetry_days=(W[0].date(), datetime(2026, 10, 7).date()), refresh_window=W,
+                          **params)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    return built_site(tmp_path_factory, "users-generated", build, start=W[0], days=7, jobs_per_day=200, nodes=16,
+                      seed=5, metrics_step_s=STEP_S)
+
+
+def _duckdb_idle(path) -> pl.DataFrame:
+    """Per account and user: idle runs and their GPU-hours inside the week, from the raw files."""
+    con = duckdb.connect()
+    return con.sql(f"""
+        WITH job AS (
+            SELECT JobIDRaw AS raw, "User" AS user_name, Account AS account,
+                   strptime(Start, '%Y-%m-%dT%H:%M:%S') AS t0,
+                   -- a run still running when sacct was read: held to the week's end (sacct's as-of)
+                   CASE WHEN "End" = 'Unknown' THEN TIMESTAMP '{W[1]:%Y-%m-%d}'
+                        ELSE strptime("End", '%Y-%m-%dT%H:%M:%S') END AS t1,
+                   regexp_extract(AllocTRES, 'gres/gpu=(\\d+)', 1)::INT AS gpus
+            FROM read_csv('{path}/sacct/sacct.psv', delim='|', header=true, all_varchar=true, quote='', escape='')
+            WHERE JobIDRaw NOT LIKE '%.%' AND Start NOT IN ('Unknown', 'None') AND AllocTRES LIKE '%gres/gpu=%'),
+        seen AS (
+            SELECT j.raw, j.t0, count(*) AS samples, avg(d.DCGM_FI_DEV_GPU_UTIL) AS util
+            FROM job j JOIN read_parquet('{path}/telemetry/dcgm/*.parquet') d
+              ON d.hpc_job = j.raw AND d.timestamp >= j.t0 AND d.timestamp < j.t1
+            GROUP BY ALL)
+        SELECT j.account, j.user_name, count(*) AS idle_runs,
+               sum(j.gpus * epoch(least(j.t1, TIMESTAMP '{W[1]:%Y-%m-%d}') - greatest(j.t0, TIMESTAMP '{W[0]:%Y-%m-%d}'))
+                   / 3600) AS idle_gpu_h
+        FROM job j JOIN seen s USING (raw, t0)
+        WHERE s.util < 5 AND s.samples * {STEP_S} / 60.0 / j.gpus >= 60
+        GROUP BY ALL""").pl()
+
+
+def test_the_planted_idle_user_ranks_first_in_its_project(site, tmp_path):
+    planted = json.loads((site.path / "truth" / "faults.json").read_text())["idle_users"]
+    assert len(planted) == 6
+    idle = _duckdb_idle(site.path)
+    wh = open_site(site, tmp_path)
+    firsts = {}
+    try:
+        for account in planted:
+            project = PROJECTS[account]
+            users = run_mart(wh, "user_efficiency", cluster=site.facts["cluster"], window=W, project=project,
+                             idle_util_pct=5.0)
+            firsts[account] = users.sort("rank")["user"][0]
+            mine = idle.filter(pl.col("account") == account)
+            # each user's idle runs and GPU-hours are DuckDB's, and the first is DuckDB's most idle user
+            for r in users.filter(pl.col("idle_runs") > 0).iter_rows(named=True):
+                theirs = mine.filter(pl.col("user_name") == r["user"])
+                assert theirs.height == 1, (project, r["user"])
+                assert r["idle_runs"] == theirs["idle_runs"].item(), (project, r["user"])
+                assert r["idle_gpu_h"] == pytest.approx(theirs["idle_gpu_h"].item(), rel=1e-6), (project, r["user"])
+            assert mine["idle_gpu_h"].sum() == pytest.approx(users["idle_gpu_h"].sum(), rel=1e-6), project
+            assert firsts[account] == mine.sort("idle_gpu_h", descending=True)["user_name"][0], project
+    finally:
+        wh.close()
+    # the planted user is first in five projects of six. In D the plant is too small to be the most wasteful:
+    # its 20 idle runs are 1-4 GPUs for 7 s to 49 minutes (2.5 GPU-hours in all, none an hour long, so none
+    # is an idle run by idle_gpu_jobs' 60 minutes), while user076 held one 16-GPU run idle for 85 minutes
+    # (22.6 GPU-hours): by GPU-hours user076 wasted more (truth/efficiency.parquet, seed 5)
+    assert {a for a, u in planted.items() if firsts[a] != u} == {"projd"}, firsts
