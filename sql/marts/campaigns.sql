@@ -208,4 +208,8 @@ SELECT any(user) AS user, any(account) AS account, any(project) AS project, any(
 FROM per_run
 GROUP BY key_h, campaign_id, gpus
 ORDER BY gpu_h DESC, first_start_ts, user, job_name
-SETTINGS join_use_nulls = 1;
+-- one thread: on two, each thread's arrays of a key (groupArray in jobs and keyed) are merged by copying them,
+-- and a month's arrays pass the engine's two-level threshold, so keyed's array functions run once per bucket
+-- (27,790 function calls against 373 on bench_monthly's month): the query took 0.55 CPU-s there against 0.40
+-- on one thread, the same rows (docs/benchmarks.md, issue 51 round 4)
+SETTINGS join_use_nulls = 1, max_threads = 1;
