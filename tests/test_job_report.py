@@ -255,8 +255,11 @@ def planted(tmp_path_factory):
                    telemetry_days=(date(2026, 10, 1), date(2026, 10, PLANT_DAYS)))
     truth = pl.read_parquet(s.path / "truth" / "efficiency.parquet").filter(pl.col("kind") != "idle_user")
     wh = open_site(s, tmp_path_factory.mktemp("job-plants-copy"))
-    yield wh, s.facts["cluster"], truth
-    wh.close()
+    yield wh, s.facts["cluster"], truth, s
+    try:
+        wh.close()
+    except Exception:  # the CLI test (last) opened another folder: this process's one engine closed it already
+        pass
 
 
 def _planted_runs(truth, kind):
@@ -269,7 +272,7 @@ def _planted_runs(truth, kind):
 
 @pytest.mark.parametrize("kind", ["idle_gpu_of_n", "low_gpu_memory", "cpu_bound"])
 def test_each_planted_fault_is_named_with_its_figure(planted, kind):
-    wh, cluster, truth = planted
+    wh, cluster, truth, _ = planted
     runs = _planted_runs(truth, kind)
     assert runs, f"the site plants no {kind} run of an hour: the generator's draws changed"
     for t in runs:
@@ -293,3 +296,23 @@ def test_each_planted_fault_is_named_with_its_figure(planted, kind):
             # TotalCPU in whole seconds over NCPUS × elapsed
             assert cpu["figure"][0] == pytest.approx(t["cpu_eff"] * 100, abs=0.1), t
             assert "CPU-bound" in text
+
+
+def test_the_command_prints_each_format_and_refuses_an_unknown_job_in_one_line(planted, tmp_path):
+    """Last of the module: the command opens a copy of its own, and one process has one embedded engine."""
+    from tests.cli_runner import cli
+
+    _, cluster, truth, s = planted
+    t = _planted_runs(truth, "idle_gpu_of_n")[0]
+    env = {"OPS_WAREHOUSE": f"chdb://{s.open_copy(tmp_path)}"}
+    text = cli("job", t["job_id"], "--cluster", cluster, env=env).stdout
+    assert f"job {t['job_id']} on {cluster}" in text and f"{t['node']} GPU {t['gpu']}" in text
+    doc = json.loads(cli("job", t["job_id"], "--format", "json", env=env).stdout)
+    assert [n["detail"] for n in doc["notes"] if n["note"] == "idle_gpu"] == [f"{t['node']} GPU {t['gpu']}"]
+    page = cli("job", t["job_id"], "--format", "html", env=env).stdout
+    assert page.count("<svg") == len(doc["gpus"]) == t["gpus"]
+    bad = cli("job", "999", "--cluster", cluster, env=env, check=False)
+    assert bad.returncode != 0 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines() == [f"ops-report: error: no job 999 on cluster {cluster} in the warehouse "
+                                               "(a job id as sacct prints it: 123, 123_4 for an array task, 123+1 "
+                                               "for a het component)"]
