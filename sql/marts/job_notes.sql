@@ -13,7 +13,8 @@
 --                  (job_detail.sql's fb_peak_share), seen for {idle_min_minutes} or more: figure that share in
 --                  %; needs the sample grain (the hourly grain keeps no GPU memory total)
 --   hang_at_end    the run is one of hung_jobs.sql's (its GPUs busy, then all idle with no network traffic
---                  for at least hang_minutes until it was killed): figure the hang's minutes
+--                  for at least hung_jobs' hang_minutes until it was killed): figure the hang's minutes, no
+--                  threshold of its own (hung_jobs' is its declaration's)
 --   node_behind    stragglers.sql's rule on the run's own GPUs: a node of a run on 2+ nodes whose GPU
 --                  utilization (run_gpus, pooled over its GPUs) is under {behind_ratio} of the median of the
 --                  run's nodes: figure its utilization ÷ the median, detail the node
@@ -30,7 +31,7 @@
 --- [mart]
 --- grain = "one row per note on a run of the job"
 --- scope = "project"
---- parameters = { job_id = "", idle_min_minutes = 60, cpu_bound_util_pct = 30, cpu_bound_cpu_eff = 0.8, gpu_mem_low_share = 0.1, hang_minutes = 20, behind_ratio = 0.8, no_ckpt_hours = 12 }
+--- parameters = { job_id = "", idle_min_minutes = 60, cpu_bound_util_pct = 30, cpu_bound_cpu_eff = 0.8, gpu_mem_low_share = 0.1, behind_ratio = 0.8, no_ckpt_hours = 12 }
 --- columns = ["job_id", "submit_ts", "note", "figure", "unit", "threshold", "detail"]
 WITH
 detail AS (SELECT * FROM ({{mart job_detail}})),
@@ -66,7 +67,7 @@ WHERE fb_peak_share < {gpu_mem_low_share:Float64}
   AND (job_id, submit_ts) IN (SELECT job_id, submit_ts FROM ({{mart run_gpus}})
                               WHERE observed_s >= {idle_min_minutes:Float64} * 60)
 UNION ALL
-SELECT job_id, submit_ts, 'hang_at_end', hang_minutes, 'min', toFloat64({hang_minutes:Float64}),
+SELECT job_id, submit_ts, 'hang_at_end', hang_minutes, 'min', CAST(NULL AS Nullable(Float64)),
        concat('idle from ', toString(hang_start_ts))
 FROM ({{mart hung_jobs}})
 WHERE {job_id:String} = '' OR job_id = {job_id:String}
