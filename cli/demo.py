@@ -5,8 +5,6 @@ Same seed, same outputs."""
 
 from __future__ import annotations
 
-import multiprocessing
-import signal
 import time
 from contextlib import nullcontext
 from datetime import date, datetime, timedelta, timezone
@@ -19,7 +17,6 @@ from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.analytics.summary import summary
 from ops_warehouse.analytics.telemetry import telemetry_groupings
 from ops_warehouse.config import DEFAULT_DSN, Config
-from ops_warehouse.errors import OpsError
 from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.grains import one_refresh
 from ops_warehouse.etl.kernel_log_xid import load_kernel_log
@@ -67,51 +64,26 @@ def write_summaries(wh, out: Path, first: date, last: date) -> dict:
 REPORT_FORMATS = ["md", "html", "json"]
 
 
-def write_reports(wh, out: Path, exports: Path, month: date, cluster: str, *, beside: bool = True) -> list[dict]:
+def write_reports(wh, out: Path, exports: Path, month: date, cluster: str) -> list[dict]:
     """The demo's monthly stage and its exports: the monthly reports of the cluster and of project A (md, html,
-    json) into ``out`` and their Parquet exports into ``exports``, in one block of evaluated marts (each mart
-    once; the exports read the tables the reports' marts left). Returns the two reports.
-
-    ``beside``: each report's files (its charts drawn: most of a report's writing) are written by a forked
-    process while this one goes on with the next report's marts and the exports, which leave a core idle
-    most of the time (planning and joins, one thread; docs/benchmarks.md, issue 51 round 4). False: written
-    here, one after the other (bench/bench_demo_stages.py compares the two)."""
+    json, their charts) into ``out`` and their Parquet exports into ``exports``, in one block of evaluated
+    marts (each mart once; the exports read the tables the reports' marts left). Returns the two reports.
+    Each report's files are written here, in turn: written by a forked process beside the next marts and the
+    exports they made the stage slower on the loaded 2 cores it was measured on (docs/benchmarks.md, issue 51
+    round 4)."""
     done = _stage("monthly reports (ops-report monthly --cluster / --project A, md + html + json)")
-    reports, writers = [], []
+    reports = []
     with each_mart_once(wh):
         for project in (None, "A"):
             r = monthly_report(Connection(wh), month=month, project=project, cluster=cluster)
             reports.append(r)
-            if beside:
-                writers.append(_writer(r, out))
-            else:
-                write(r, out, REPORT_FORMATS)
-        done(f" -> {out}" + (" (files being written beside the exports)" if beside else ""))
+            write(r, out, REPORT_FORMATS)
+        done(f" -> {out}")
         done = _stage("Parquet exports for analysts (ops-report export --month, --project A)")
         for project in (None, "A"):
             export_month(Connection(wh), exports, month, project=project, cluster=cluster)
-    for w in writers:  # the reports' files: all there before the demo says it is done
-        w.join()
-    failed = [w.exitcode for w in writers if w.exitcode]
-    if failed:
-        raise OpsError(f"writing the monthly reports' files into {out} failed (exit codes {failed}; the error "
-                       "is printed above)")
-    done(f" -> {exports}" + (f"; the reports' files written -> {out}" if beside else ""))
+        done(f" -> {exports}")
     return reports
-
-
-def _writer(r: dict, out: Path):
-    """A forked process writing report ``r``'s files (it inherits the report in memory; nothing comes back)."""
-    p = multiprocessing.get_context("fork").Process(target=_write_files, args=(r, out), name="report-writer")
-    p.start()
-    return p
-
-
-def _write_files(r: dict, out: Path) -> None:
-    # the command's SIGTERM handler (core/errors.py: raise Terminated, for a load to undo itself) has nothing
-    # to undo here: SIGTERM simply ends the writer, as it does the chart workers (reports/charts.py)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    write(r, out, REPORT_FORMATS)
 
 
 def load_nights(wh, data: Path, cluster: str, *, progress=None, one_refresh_a_night: bool = True) -> dict:
