@@ -156,3 +156,37 @@ def test_decode_reads_what_json_reads():
 
 def test_client_keeps_its_json_answers(server):
     assert PromClient(server).label_values("Hostname", "DCGM_FI_DEV_POWER_USAGE", 0, 1) == ["n1", "n2"]
+
+
+def test_next_request_leaves_while_an_answer_is_decoded(server, cfg, tmp_path, monkeypatch):
+    """The fetching thread only waits on the server: the second request is sent while the first answer is
+    still being decoded (before, one thread fetched and decoded in turn), and the rows are those the answers
+    hold, as in test_answers_load_as_written (figures read off SERIES by hand)."""
+    monkeypatch.setattr(prometheus_source, "BATCH_NODES", 1)
+    asked = threading.Semaphore(0)
+    real_ask, real_decode = PromClient.query_range_raw, prometheus_source.decode_matrix
+    sent_while_decoding = []
+
+    def ask(self, *a, **k):
+        raw = real_ask(self, *a, **k)
+        asked.release()
+        return raw
+
+    def decode(raw, name):
+        if not sent_while_decoding:  # the first answer: hold its decoding until a second answer came back
+            asked.acquire(timeout=10)  # the first one's own release
+            sent_while_decoding.append(asked.acquire(timeout=5))
+        return real_decode(raw, name)
+
+    monkeypatch.setattr(PromClient, "query_range_raw", ask)
+    monkeypatch.setattr(prometheus_source, "decode_matrix", decode)
+    c, rows, xids = _load(cfg, tmp_path, server, "pipelined")
+    assert sent_while_decoding == [True]
+    assert rows == [
+        ("n1", 0, 0, H100, UUID1, 10.0, 100.0), ("n1", 0, 60, H100, UUID1, 20.0, 110.0),
+        ("n1", 0, 120, H100, UUID1, 30.0, 120.0),
+        ("n2", 0, 0, H100, "GPU-2", None, 200.0), ("n2", 0, 60, H100, "GPU-2", None, None),
+        ("n2", 0, 120, H100, "GPU-2", None, 220.0),
+    ]
+    assert xids == [("n1", 60, 79), ("n2", 120, 48)]
+    assert (c["gpu_rows"], c["xid_events"], c["quarantined"]) == (6, 2, 1)
