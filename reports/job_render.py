@@ -42,25 +42,36 @@ def _note_line(n: dict) -> str:
     return f"{what}: {_num(n['figure'])} {n['unit']} (threshold {_num(n['threshold'])}; {n['detail']})"
 
 
+# which telemetry the figures came from, in words
+_GRAIN_TEXT = {"sample": "per sample", "hour": "hourly rollup: the samples expired", "": "no telemetry"}
+_ATTRIBUTION_TEXT = {"gpu": "named by the hpc_job label", "node share": "by the node's share (no label)"}
+_GPU_HEAD = ("  node       GPU  util%  peak%     SM  tensor   DRAM  mem peak/total MiB   power W  energy kWh"
+             "  throttled s  grain   attribution")
+
+
 def _run_lines(r: dict, gpus: list[dict], notes: list[dict]) -> list[str]:
+    superseded = "  [requeued: superseded]" if r["is_superseded"] else ""
     out = [
-        f"run {r['run']} of {r['runs']} (submitted {r['submit_ts']}){'  [requeued: superseded]' if r['is_superseded'] else ''}",
-        f"  user {r['user']}  account {r['account']}  project {r['project']}  partition {r['partition']}  qos {r['qos']}",
+        f"run {r['run']} of {r['runs']} (submitted {r['submit_ts']}){superseded}",
+        f"  user {r['user']}  account {r['account']}  project {r['project']}  partition {r['partition']}"
+        f"  qos {r['qos']}",
         f"  name {r['job_name']}  state {r['state']}  exit {r['exit_code']}:{r['exit_signal']}",
         f"  start {r['start_ts']}  end {r['end_ts']}  wait {_dur(r['wait_s'])}  run {_dur(r['wall_s'])}"
         f"  limit {_dur(r['timelimit_s'])}",
         f"  nodes {r['nnodes']} ({','.join(r['nodes'] or [])})  CPUs {r['ncpus']}  GPUs {r['gpus']} {r['gpu_type']}",
         f"  CPU efficiency {_pct(r['cpu_eff'])} ({_num(r['cpu_time_s'], 0)} CPU-s)  memory efficiency "
         f"{_pct(r['mem_eff'])} (max RSS {_num(r['max_rss_mib'], 0)} of {_num(r['req_mem_mib'], 0)} MiB requested)",
-        f"  GPU-hours {_num(r['gpu_h'], 2)}  utilization {_num(r['gpu_util_pct'])} % (peak {_num(r['util_peak_pct'])} %)"
-        f"  SM {_pct(r['sm_active'])}  tensor {_pct(r['tensor_active'])}  DRAM {_pct(r['dram_active'])}",
-        f"  GPU memory peak {_num(r['fb_peak_mib'], 0)} of {_num(r['fb_total_mib'], 0)} MiB ({_pct(r['fb_peak_share'])})"
-        f"  energy {_num(r['energy_kwh'], 2)} kWh  throttled {_num(r['throttled_s'], 0)} s",
-        f"  telemetry read at grain: {r['grain'] or 'none'} ({'per sample' if r['grain'] == 'sample' else 'hourly rollup: the samples expired' if r['grain'] == 'hour' else 'mixed' if r['grain'] else 'no telemetry'})"
-        f"; GPUs by {r['attribution'] or '–'}",
+        f"  GPU-hours {_num(r['gpu_h'], 2)}  utilization {_num(r['gpu_util_pct'])} %"
+        f" (peak {_num(r['util_peak_pct'])} %)  SM {_pct(r['sm_active'])}  tensor {_pct(r['tensor_active'])}"
+        f"  DRAM {_pct(r['dram_active'])}",
+        f"  GPU memory peak {_num(r['fb_peak_mib'], 0)} of {_num(r['fb_total_mib'], 0)} MiB"
+        f" ({_pct(r['fb_peak_share'])})  energy {_num(r['energy_kwh'], 2)} kWh"
+        f"  throttled {_num(r['throttled_s'], 0)} s",
+        f"  telemetry read at grain: {r['grain'] or 'none'} ({_GRAIN_TEXT.get(r['grain'] or '', 'mixed')})"
+        f"; GPUs {_ATTRIBUTION_TEXT.get(r['attribution'], r['attribution'] or '–')}",
     ]
     if gpus:
-        out.append("  node       GPU  util%  peak%     SM  tensor   DRAM  mem peak/total MiB   power W  energy kWh  throttled s  grain   attribution")
+        out.append(_GPU_HEAD)
         for g in gpus:
             out.append(
                 f"  {g['node']:<10} {g['gpu']:>3} {_num(g['util_mean_pct']):>6} {_num(g['util_peak_pct']):>6}"

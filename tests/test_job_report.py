@@ -136,7 +136,8 @@ def _duck_sacct(d):
         WITH l AS (SELECT * FROM read_csv('{d / "sacct.psv"}', delim='|', header=true, all_varchar=true)),
         steps AS (
             SELECT split_part(JobID, '.', 1) AS job, Start,
-                   CAST(split_part(TotalCPU, ':', 1) AS DOUBLE) * 3600 + CAST(split_part(TotalCPU, ':', 2) AS DOUBLE) * 60
+                   CAST(split_part(TotalCPU, ':', 1) AS DOUBLE) * 3600
+                   + CAST(split_part(TotalCPU, ':', 2) AS DOUBLE) * 60
                    + CAST(split_part(TotalCPU, ':', 3) AS DOUBLE) AS cpu_s,
                    CASE WHEN MaxRSS LIKE '%G' THEN CAST(rtrim(MaxRSS, 'G') AS DOUBLE) * 1024
                         WHEN MaxRSS LIKE '%K' THEN CAST(rtrim(MaxRSS, 'K') AS DOUBLE) / 1024 END AS rss_mib

@@ -1,6 +1,6 @@
 -- The time series of each GPU a run of job {job_id} held, for the charts of `ops-report job --format html`:
--- one point per GPU sample whose step [ts, ts + step_s) overlaps the run (within [from_ts, to_ts)), or per hour of gpu_hour
--- where run_gpus.sql read the hourly grain (its rows say which GPUs, which grain). The GPUs are run_gpus'
+-- one point per GPU sample whose step [ts, ts + step_s) overlaps the run (within [from_ts, to_ts)), or per hour
+-- of gpu_hour where run_gpus.sql read the hourly grain (its rows say which GPUs, which grain). The GPUs are run_gpus'
 -- own: the labelled ones ('gpu'), else every GPU of the node ('node share').
 -- Columns: job_id, submit_ts, node, gpu, grain, point_ts (the sample's time, or the hour's start),
 -- util_pct (the sample's, or the hour's mean), fb_used_mib (the hour's highest at the hour grain), power_w.
