@@ -8,10 +8,13 @@
 -- Each table is rebuilt with the new partition key and keeps its rows, read with FINAL (one row a key, the
 -- one the old table's queries saw). The first DROP makes a rerun after an interrupted migration start over:
 -- at any point the original table, or the rebuilt one after the exchange, holds every row. The copy
--- streams, a block at a time, and a block may hold many days: max_partitions_per_insert_block (100 by
--- default) would refuse a history of more than 100 days in one block, so it is lifted on these inserts
--- (and on the loads' inserts, etl/telemetry_insert.py). On a cluster each shard's rows are sent back to it
--- by the Distributed table's key; the Distributed tables in front keep their columns and name.
+-- streams a block at a time, a month's partition after another (FINAL within each month, one thread), and
+-- a block holds up to a month of days: max_partitions_per_insert_block (100 by default) is lifted on these
+-- inserts (and on the loads' inserts, etl/telemetry_insert.py, where a window may span more). Blocks of
+-- 262,144 rows: the 31-night demo warehouse (8 M GPU rows) was copied in 1,344 MB peak RSS with the
+-- defaults (two threads, 1 M-row blocks), 671 MB so (docs/benchmarks.md). On a cluster each shard's rows
+-- are sent back to it by the Distributed table's key; the Distributed tables in front keep their columns
+-- and name.
 
 DROP TABLE IF EXISTS gpu_sample_v2{{local}} {{on_cluster}};
 
@@ -56,7 +59,8 @@ SELECT cluster, node, gpu, ts, step_s, model_name, uuid, hpc_job, gpu_util_pct, 
        throttle_reasons, xid_last, source, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s, nvlink_tx_bytes_per_s,
        nvlink_rx_bytes_per_s, nvlink_bytes, util_source
 FROM gpu_sample FINAL
-SETTINGS max_partitions_per_insert_block = 0;
+SETTINGS max_partitions_per_insert_block = 0, max_threads = 1, do_not_merge_across_partitions_select_final = 1,
+         min_insert_block_size_rows = 262144;
 
 EXCHANGE TABLES gpu_sample{{local}} AND gpu_sample_v2{{local}} {{on_cluster}};
 
@@ -86,7 +90,8 @@ INSERT INTO {{sharded node_sample_v2 cityHash64(cluster, node)}}
 SELECT cluster, node, ts, step_s, nic_device, nic_rx_bytes, nic_tx_bytes, lustre_read_bytes, lustre_write_bytes,
        node_power_w, source
 FROM node_sample FINAL
-SETTINGS max_partitions_per_insert_block = 0;
+SETTINGS max_partitions_per_insert_block = 0, max_threads = 1, do_not_merge_across_partitions_select_final = 1,
+         min_insert_block_size_rows = 262144;
 
 EXCHANGE TABLES node_sample{{local}} AND node_sample_v2{{local}} {{on_cluster}};
 
