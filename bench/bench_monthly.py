@@ -154,8 +154,8 @@ def child_product(work: Path) -> dict:
 
 
 def child_profile(work: Path) -> dict:
-    """Where the report's time goes, in one process: each mart the report asks for (time from its progress
-    label to the next, included marts evaluated inside it) and the rows the engine read for it
+    """Where the report's time goes, in one process: each mart the report asks for (time and CPU time from its
+    progress label to the next, included marts evaluated inside it) and the rows the engine read for it
     (system.events SelectedRows: no machine load changes it), then each chart drawn here one after the
     other, then each format rendered, then the files written. A second pass of the statistics follows the
     first in the same process (the engine's caches warm), and the report's JSON is saved beside the workdir
@@ -180,16 +180,17 @@ def child_profile(work: Path) -> dict:
         marks = []
 
         def step(label: str) -> None:
-            marks.append((label, time.perf_counter(), rows_read()))
+            marks.append((label, time.perf_counter(), rows_read(), time.process_time()))
 
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         r = monthly_report(Connection(wh), month=START.date(), cluster=cluster, progress=step)
-        marks.append(("(end)", time.perf_counter(), rows_read()))
+        marks.append(("(end)", time.perf_counter(), rows_read(), time.process_time()))
         per = {}
-        for (label, t0, n0), (_, t1, n1) in zip(marks, marks[1:]):
+        for (label, t0, n0, c0), (_, t1, n1, c1) in zip(marks, marks[1:]):
             k = label if label not in per else label + " (previous)"
-            per[k] = (round(t1 - t0, 4), n1 - n0)
-        passes.append({"stats_s": round(time.perf_counter() - t, 3), "marts": per})
+            per[k] = (round(t1 - t0, 4), n1 - n0, round(c1 - c0, 4))  # seconds, rows read, CPU seconds
+        passes.append({"stats_s": round(time.perf_counter() - t, 3), "stats_cpu_s": round(time.process_time() - c, 3),
+                       "marts": per})
     charts = {}
     for name, _, fn in ch.CHARTS:
         t = time.perf_counter()
