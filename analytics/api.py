@@ -378,9 +378,14 @@ class Connection:
 
     user_efficiency = _mart_method(
         """Per user of the project, or of the cluster without one: runs, GPU-hours, pooled GPU utilization and
-        SM/tensor/DRAM activity (GPU-hour weighted, never a mean of the runs' means), GPU-memory efficiency,
-        idle and unbusy GPU-hours, a grade A-F, the three most wasteful runs and the rank, most wasteful first
+        SM/tensor/DRAM activity (GPU-hour weighted, never a mean of the runs' means), idle and unbusy
+        GPU-hours, a grade A-F, the three most wasteful runs and the rank, most wasteful first
         (sql/marts/user_efficiency.sql; docs/efficiency.md).""")
+
+    user_resources = _mart_method(
+        """Per user, as :meth:`user_efficiency`: GPU-memory efficiency (peak used ÷ the GPUs' memory), CPU and
+        memory efficiency from sacct (TotalCPU ÷ CPUs × time, MaxRSS ÷ requested), pooled over the runs
+        (sql/marts/user_resources.sql: it reads every sample and step, so apart).""")
 
     wasteful_users = _mart_method(
         """:meth:`user_efficiency`'s users over a waste threshold, with ``reasons`` ('idle', 'low_util',

@@ -774,6 +774,9 @@ def users(
         if project is not None and project not in api.projects(cluster=slurm_cluster):
             raise OpsError(f"no jobs of project {project!r}; projects: {', '.join(api.projects(cluster=slurm_cluster))}")
         df = api.user_efficiency(month, project=project, cluster=slurm_cluster, start=start, end=end)
+        # the GPU memory, CPU and memory beside them (a mart apart: it reads every sample and step)
+        df = df.join(api.user_resources(month, project=project, cluster=slurm_cluster, start=start, end=end),
+                     on="user", how="left")
         cluster = api.period(month, start=start, end=end, cluster=slurm_cluster).cluster
     shown = "table" if fmt == "md" else fmt  # the table is Markdown's
     sys.stdout.write(_render(users_render.users_frame(df, shown), shown)

@@ -479,13 +479,12 @@ def _users(r: dict, ctx: _Context) -> list[_Section]:
     # how well each used the GPUs (sql/marts/user_efficiency.sql, docs/efficiency.md): a user without GPU
     # time in the month has none of those figures
     rows = [[u["user"], _num(u["jobs_started"]), _num(u["gpu_h"]), _num(u["completed"]), _num(u["failed"]),
-             u.get("grade") or "–", _num(u.get("gpu_util_pct"), 1), _pct(u.get("gpu_mem_eff")),
-             _num(u.get("idle_gpu_h")), ", ".join((u.get("worst_job_ids") or [])[:1]) or "–"]
+             u.get("grade") or "–", _num(u.get("gpu_util_pct"), 1), _num(u.get("idle_gpu_h")), ", ".join((u.get("worst_job_ids") or [])[:1]) or "–"]
             for u in r["users"]]
     return [("Users of the project", "Grade A-F on pooled GPU utilization and the share of GPU-hours held by "
              "idle runs (docs/efficiency.md); the most wasteful run: `ops-report job JOBID`.",
-             ["user", "jobs", "GPU-hours", "completed", "failed", "grade", "GPU util %", "GPU memory",
-              "idle GPU-h", "most wasteful run"], rows, None)]
+             ["user", "jobs", "GPU-hours", "completed", "failed", "grade", "GPU util %", "idle GPU-h",
+              "most wasteful run"], rows, None)]
 
 
 # the report's sections in their order, each by the function that writes it

@@ -14,7 +14,7 @@ from ops_warehouse.analytics.marts import run_mart
 from tests import user_scenario as us
 from tests.cli_runner import cli
 
-FIGURES = {  # the mart's column: DuckDB's (tests/user_scenario.py, duckdb_runs)
+FIGURES = {  # the marts' columns (user_efficiency, user_resources): DuckDB's (tests/user_scenario.py, duckdb_runs)
     "runs": "runs", "gpu_h": "gpu_h", "gpu_util_pct": "util_pct", "sm_active": "sm", "tensor_active": "tensor",
     "dram_active": "dram", "gpu_mem_eff": "gpu_mem_eff", "cpu_eff": "cpu_eff", "mem_eff": "mem_eff", "idle_gpu_h": "idle_gpu_h", "unbusy_gpu_h": "unbusy_gpu_h",
 }
@@ -44,14 +44,15 @@ def _mart(wh, name, project="", **params):
 def test_pooled_figures_per_user_are_duckdbs_over_the_raw_files(day, wh):
     truth = us.duckdb_runs(day[0]).sql("SELECT * FROM users").pl()
     for project in ("", "A", "B"):
-        got = _mart(wh, "user_efficiency", project)
+        got = _mart(wh, "user_efficiency", project).join(_mart(wh, "user_resources", project), on="user")
         want = truth if not project else truth.filter(pl.col("project") == project)
         assert sorted(got["user"]) == sorted(want["user_name"]), project
         for u in want.iter_rows(named=True):
             row = got.filter(pl.col("user") == u["user_name"]).row(0, named=True)
             for col, theirs in FIGURES.items():
                 assert row[col] == pytest.approx(u[theirs], rel=1e-6, abs=1e-6), (project, u["user_name"], col)
-    alice = _mart(wh, "user_efficiency", "A").filter(pl.col("user") == "alice").row(0, named=True)
+    alice = _mart(wh, "user_efficiency", "A").join(_mart(wh, "user_resources", "A"), on="user").filter(
+        pl.col("user") == "alice").row(0, named=True)
     # pooled by GPU-hours, not the mean of her runs' means (90 and 50: 70)
     assert alice["gpu_util_pct"] == pytest.approx(82.0) and alice["gpu_mem_eff"] == pytest.approx(0.70)
     # from her .batch steps: (0.5 × 112 × 4 h + 0.25 × 112 × 1 h) / (112 × 5 h) = 0.45 of the CPUs, and
@@ -88,8 +89,7 @@ def test_the_report_users_keep_their_columns_and_gain_the_efficiency(wh):
         "alice": (2, 40.0, 2, 0), "bob": (2, 56.0, 2, 0), "carol": (1, 8.0, 1, 0)}
     eff = _mart(wh, "user_efficiency", "A")
     joined = users.join(eff, on="user", suffix="_eff")
-    for col in ("runs", "gpu_util_pct", "gpu_mem_eff", "cpu_eff", "mem_eff", "idle_gpu_h", "grade", "worst_job_ids",
-                "rank"):
+    for col in ("runs", "gpu_util_pct", "idle_gpu_h", "grade", "worst_job_ids", "rank"):
         assert joined[col].to_list() == joined[f"{col}_eff"].to_list(), col
 
 

@@ -9,16 +9,9 @@
 --   gpu_util_pct         pooled utilization: Σ run util × run observed GPU-h ÷ Σ observed GPU-h (each run's own
 --                        figure is its busy GPU-seconds ÷ its observed GPU-seconds: job_efficiency.sql)
 --   sm_active, tensor_active, dram_active   the same pooling of the activity fractions (0-1)
---   gpu_mem_eff          GPU-memory efficiency (0-1): each GPU's peak memory used ÷ its memory (run_gpus.sql's
---                        fb_peak_mib ÷ fb_total_mib), pooled by the GPU-hours of the rows that have both;
---                        NULL where none has (the hourly grain keeps no free memory). Job Defense Shield's
---                        2025 addition: a run asking for 8 GPUs for the memory of one shows it here
---   cpu_eff              CPU efficiency from sacct (0-1): Σ the runs' CPU time (their steps' TotalCPU) ÷ Σ
---                        their CPUs × wall time, over the runs whose steps carry TotalCPU (job_detail.sql's
---                        per-run figure, pooled); NULL where none does. CPU and memory are the whole runs'
---                        (sacct's totals), of the runs with GPU time in the window
---   mem_eff              memory efficiency (0-1): Σ the runs' largest step MaxRSS ÷ Σ their requested memory
---                        (job_detail.sql's mem_eff, pooled by the request), over the runs with both
+--   (GPU-memory, CPU and memory efficiency: user_resources.sql, apart because they read every sample and
+--   step of the runs: 35 s more per month of a 256-GPU, 1-minute cluster for the report's users, where
+--   these columns read the grains in 0.06 s; docs/benchmarks.md)
 --   idle_gpu_h           GPU-hours of the runs idle_gpu_jobs.sql lists (its rule: mean utilization under
 --                        {idle_util_pct} % over at least idle_min_minutes of telemetry), idle_runs their count
 --   idle_share           idle_gpu_h ÷ gpu_h
@@ -39,7 +32,7 @@
 --- [mart]
 --- grain = "one row per user with GPU runs in the window"
 --- scope = "project"
---- columns = ["user", "runs", "gpu_h", "observed_gpu_h", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_mem_eff", "cpu_eff", "mem_eff", "idle_runs", "idle_gpu_h", "idle_share", "unbusy_gpu_h", "grade", "worst_job_ids", "worst_waste_gpu_h", "rank"]
+--- columns = ["user", "runs", "gpu_h", "observed_gpu_h", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "idle_runs", "idle_gpu_h", "idle_share", "unbusy_gpu_h", "grade", "worst_job_ids", "worst_waste_gpu_h", "rank"]
 --- user_columns = ["user"]
 WITH
 runs AS (
@@ -53,22 +46,6 @@ runs AS (
     FROM ({{mart job_efficiency}})
 ),
 idle AS (SELECT job_id, submit_ts, gpu_h AS idle_gpu_h FROM ({{mart idle_gpu_jobs}})),
--- per run, its GPUs' peak memory ÷ their memory, summed by GPU-hours, and those GPU-hours
-memory AS (
-    SELECT job_id, submit_ts,
-           sumIf(gpu_h * fb_peak_mib / fb_total_mib, fb_total_mib > 0 AND fb_peak_mib IS NOT NULL) AS fb_gpu_h,
-           sumIf(gpu_h, fb_total_mib > 0 AND fb_peak_mib IS NOT NULL) AS fb_seen_gpu_h
-    FROM ({{mart run_gpus}})
-    GROUP BY job_id, submit_ts
-),
--- per run, from sacct: CPU time and CPU-seconds held, peak memory and the memory requested
-sacct AS (
-    SELECT job_id, submit_ts, cpu_time_s,
-           if(cpu_time_s IS NULL, NULL, toFloat64(ncpus) * wall_s) AS cpu_held_s,
-           if(mem_eff IS NULL, NULL, max_rss_mib) AS rss_mib,
-           if(mem_eff IS NULL, NULL, req_mem_mib) AS req_mib
-    FROM ({{mart job_detail}})
-),
 per_user AS (
     SELECT r.user AS user,
            count() AS runs,
@@ -78,9 +55,6 @@ per_user AS (
            sum(r.sm_gpu_h) / nullIf(sum(r.observed_gpu_h), 0) AS sm_active,
            sum(r.tensor_gpu_h) / nullIf(sum(r.observed_gpu_h), 0) AS tensor_active,
            sum(r.dram_gpu_h) / nullIf(sum(r.observed_gpu_h), 0) AS dram_active,
-           sum(ifNull(m.fb_gpu_h, 0)) / nullIf(sum(ifNull(m.fb_seen_gpu_h, 0)), 0) AS gpu_mem_eff,
-           sum(c.cpu_time_s) / nullIf(sum(c.cpu_held_s), 0) AS cpu_eff,
-           sum(c.rss_mib) / nullIf(sum(c.req_mib), 0) AS mem_eff,
            countIf(i.idle_gpu_h IS NOT NULL) AS idle_runs,
            sum(ifNull(i.idle_gpu_h, 0)) AS idle_gpu_h,
            sum(r.waste_gpu_h) AS unbusy_gpu_h,
@@ -89,12 +63,10 @@ per_user AS (
                                 groupArray((r.job_id, r.waste_gpu_h, r.start_ts))), 1, 3) AS worst
     FROM runs AS r
     LEFT JOIN idle AS i ON i.job_id = r.job_id AND i.submit_ts = r.submit_ts
-    LEFT JOIN memory AS m ON m.job_id = r.job_id AND m.submit_ts = r.submit_ts
-    LEFT JOIN sacct AS c ON c.job_id = r.job_id AND c.submit_ts = r.submit_ts
     GROUP BY r.user
 )
-SELECT user, runs, gpu_h, observed_gpu_h, gpu_util_pct, sm_active, tensor_active, dram_active, gpu_mem_eff, cpu_eff,
-       mem_eff, idle_runs, idle_gpu_h,
+SELECT user, runs, gpu_h, observed_gpu_h, gpu_util_pct, sm_active, tensor_active, dram_active,
+       idle_runs, idle_gpu_h,
        idle_gpu_h / nullIf(gpu_h, 0) AS idle_share,
        unbusy_gpu_h,
        multiIf(gpu_util_pct IS NULL, '',

@@ -4,13 +4,14 @@
 -- CPU-only job holds no GPU-hour, and counting it here gave project taifl 3,547 jobs started in 2016-12
 -- where job_sizes had none (phillips.log). `ops-report summary` counts every job (Open XDMoD's definitions).
 -- Beside those, how well each user used the GPUs (issue 52): user_efficiency.sql's columns for the same
--- project and window (pooled utilization and activity, GPU memory, CPU and memory efficiency, idle and unbusy GPU-hours, the grade, the
+-- project and window (pooled utilization and activity, idle and unbusy GPU-hours, the grade, the
 -- three most wasteful runs and the rank), defined there; a user without GPU time in the window has them NULL.
+-- Not user_resources.sql's GPU memory, CPU and memory: they read every sample and step (docs/benchmarks.md).
 --- [mart]
 --- grain = "one row per user of the project"
 --- scope = "project"
 --- report = 11
---- columns = ["user", "jobs_started", "gpu_h", "completed", "failed", "runs", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "gpu_mem_eff", "cpu_eff", "mem_eff", "idle_runs", "idle_gpu_h", "idle_share", "unbusy_gpu_h", "grade", "worst_job_ids", "worst_waste_gpu_h", "rank"]
+--- columns = ["user", "jobs_started", "gpu_h", "completed", "failed", "runs", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "idle_runs", "idle_gpu_h", "idle_share", "unbusy_gpu_h", "grade", "worst_job_ids", "worst_waste_gpu_h", "rank"]
 --- user_columns = ["user"]
 --- export = 29
 --- project_only = true
@@ -28,8 +29,7 @@ WITH jobs AS (
 )
 SELECT j.user AS user, j.jobs_started AS jobs_started, j.gpu_h AS gpu_h, j.completed AS completed,
        j.failed AS failed, e.runs AS runs, e.gpu_util_pct AS gpu_util_pct, e.sm_active AS sm_active,
-       e.tensor_active AS tensor_active, e.dram_active AS dram_active, e.gpu_mem_eff AS gpu_mem_eff,
-       e.cpu_eff AS cpu_eff, e.mem_eff AS mem_eff,
+       e.tensor_active AS tensor_active, e.dram_active AS dram_active,
        e.idle_runs AS idle_runs, e.idle_gpu_h AS idle_gpu_h, e.idle_share AS idle_share,
        e.unbusy_gpu_h AS unbusy_gpu_h, e.grade AS grade, e.worst_job_ids AS worst_job_ids,
        e.worst_waste_gpu_h AS worst_waste_gpu_h, e.rank AS rank
