@@ -28,7 +28,7 @@ HAND_TYPED = {
     "job_detail": ["run_gpus"], "job_notes": ["hung_jobs", "job_detail", "run_gpus", "run_times"],
     "run_gpu_series": ["run_gpus"],
     # issue 52's users (engineer U): pooled from the per-run marts, the report's users and the digest from it
-    "user_efficiency": ["idle_gpu_jobs", "job_efficiency"], "user_resources": ["job_detail", "run_gpus"],
+    "user_efficiency": ["idle_gpu_jobs", "job_efficiency"], "user_resources": ["job_detail"],
     "users": ["user_efficiency"], "wasteful_users": ["user_efficiency", "user_resources"],
 }
 

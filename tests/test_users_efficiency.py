@@ -102,3 +102,33 @@ def test_ops_report_users(day):
     assert "ops-report job 3003 --cluster t1" in table and "ops-report job 3006 --cluster t1" in table
     p = cli(*conf, "users", "--project", "Z", check=False)
     assert p.returncode == 2 and "no jobs of project 'Z'" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_a_users_cpu_memory_and_gpu_memory_pool_the_job_reports_figures(wh):
+    """One meaning each (issue 52): a user's GPU-memory, CPU and memory efficiency pool the per-run figures
+    `ops-report job` gives (job_detail.sql), numerators over denominators. Worked out by hand from the lines
+    tests/user_scenario.py writes (its docstring): bob's 2-node run 3003 had n1's GPUs at 2 % of their memory
+    and n2's at 6 %, was suspended 20 of its 120 minutes, and its MaxRSS is 0.05 of one node's part."""
+    def one(name, job_id):
+        return _mart(wh, name, "A", job_id=job_id)
+
+    run = one("job_detail", "3003").row(0, named=True)
+    # the GPU that used the most: 6 %; TotalCPU 26,880 s over 224 CPUs × sacct's Elapsed 6,000 s; 2,560 MiB of
+    # the whole 102,400 MiB request
+    assert run["fb_peak_share"] == pytest.approx(0.06) and run["cpu_eff"] == pytest.approx(0.02)
+    assert run["mem_eff"] == pytest.approx(2_560 / 102_400)
+    notes = one("job_notes", "3003").filter(pl.col("note") == "low_gpu_memory")
+    assert notes["figure"].to_list() == [pytest.approx(6.0)]
+    users = {r["user"]: r for r in _mart(wh, "user_resources", "A").iter_rows(named=True)}
+    bob = users["bob"]
+    # with 3004 (24 GPU-h at 60 %, 112 CPUs 75 % busy for 10,800 s, MaxRSS 61,440 MiB): GPU-hour weighted
+    # (32 × 0.06 + 24 × 0.60) / 56, not its GPUs one by one (0.28); CPU-seconds by Elapsed, not End − Start
+    # (934,080 / 2,822,400 = 0.3310); the requests summed
+    assert bob["gpu_mem_eff"] == pytest.approx((32 * 0.06 + 24 * 0.60) / 56)
+    assert bob["cpu_eff"] == pytest.approx((26_880 + 907_200) / (224 * 6_000 + 112 * 10_800))
+    assert bob["mem_eff"] == pytest.approx((2_560 + 61_440) / (2 * 102_400))
+    # a user of one run reads what the job report says of it
+    carol = one("job_detail", "3005").row(0, named=True)
+    assert (users["carol"]["gpu_mem_eff"], users["carol"]["cpu_eff"], users["carol"]["mem_eff"]) == pytest.approx(
+        (carol["fb_peak_share"], carol["cpu_eff"], carol["mem_eff"]))
+    assert (carol["fb_peak_share"], carol["cpu_eff"], carol["mem_eff"]) == pytest.approx((0.30, 0.90, 0.50))

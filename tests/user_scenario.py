@@ -10,7 +10,8 @@ the share of the GPUs' 81,920 MiB used; a GPU no run holds uses none):
 
   3001 A alice  8 n1     00-04  90  0.60 0.40 0.30  0.75   32 GPU-h
   3002 A alice  8 n1     05-06  50  0.30 0.10 0.20  0.50    8
-  3003 A bob   16 n1,n2  08-10   2  0.01 0.00 0.01  0.02   32  idle (under 5 % for 2 h)
+  3003 A bob   16 n1,n2  08-10   2  0.01 0.00 0.01  0.02/0.06 32  idle (under 5 % for 2 h); n1's GPUs use 2 %
+                                                                of their memory, n2's 6 %; suspended 20 minutes
   3004 A bob    8 n2     00-03  70  0.50 0.30 0.40  0.60   24
   3005 A carol  8 n2     12-13  45  0.30 0.20 0.20  0.30    8
   3006 B dave   8 n1     12-18  25  0.15 0.05 0.10  0.05   48
@@ -22,8 +23,13 @@ the share of the GPUs' 81,920 MiB used; a GPU no run holds uses none):
 
 By hand, pooled over GPU-hours: alice (32 × 90 + 8 × 50) / 40 = 82 % (the mean of her runs' means is 70 %),
 bob (32 × 2 + 24 × 70) / 56 = 31.14 % with 32 idle GPU-hours (share 0.571), carol 45 %, dave 25 %, erin 85 %;
-GPU memory, the runs' peaks pooled by GPU-hours: alice (32 × 0.75 + 8 × 0.5) / 40 = 0.70, bob (32 × 0.02 +
-24 × 0.6) / 56 = 0.2686, carol 0.30, dave 0.05, erin 0.90. heidi: (32 × 100 + 8 × 0) / 40 = 80 % with an idle
+GPU memory, each run's peak share (of the GPU that used the most, as `ops-report job` gives it) pooled by
+GPU-hours: alice (32 × 0.75 + 8 × 0.5) / 40 = 0.70, bob (32 × 0.06 + 24 × 0.6) / 56 = 0.2914 (its GPUs one by
+one would give (16 × 0.02 + 16 × 0.06 + 24 × 0.6) / 56 = 0.28), carol 0.30, dave 0.05, erin 0.90. CPU, each
+run's TotalCPU over NCPUS × Elapsed: sacct's Elapsed leaves a suspension out, so bob's 3003 held its 224 CPUs
+for 6,000 s of its 7,200: (0.02 × 224 × 6,000 + 0.75 × 112 × 10,800) / (224 × 6,000 + 112 × 10,800) = 0.3658
+(by End − Start 0.3310). Memory, each run's MaxRSS over its whole request: 3003 wrote 0.05 of a node's part
+(2,560 MiB) of 102,400 MiB, so bob (2,560 + 61,440) / (2 × 102,400) = 0.3125. heidi: (32 × 100 + 8 × 0) / 40 = 80 % with an idle
 share of 8 / 40 = 0.20, so not A (share ≥ 0.05), B (≥ 0.10) nor C (C wants under 0.20): D.
 """
 
@@ -46,6 +52,8 @@ HEAD = ("JobIDRaw|JobID|Cluster|Partition|QOS|Account|Group|GID|User|UID|Submit|
 MEM_MIB = 102_400  # every run's AllocTRES mem=100G
 # per run: its CPU efficiency (its .batch step's TotalCPU ÷ (NCPUS × elapsed)) and its .batch step's MaxRSS as a
 # share of one node's part of the memory it was given (the run's share of its request: this over its nodes)
+# the runs suspended for a while (seconds): sacct's Elapsed leaves them out, End − Start does not
+SUSPENDED_S = {3003: 1200}
 CPU_MEM = {3001: (0.50, 0.40), 3002: (0.25, 0.20), 3003: (0.02, 0.05), 3004: (0.75, 0.60), 3005: (0.90, 0.50),
            3006: (0.95, 0.30), 3007: (0.30, 0.70), 3008: (0.50, 0.50), 3009: (0.50, 0.50), 3010: (0.50, 0.50),
            3011: (0.50, 0.50)}
@@ -53,7 +61,7 @@ CPU_MEM = {3001: (0.50, 0.40), 3002: (0.25, 0.20), 3003: (0.02, 0.05), 3004: (0.
 RUNS = [
     (3001, "proja", "alice", 8, "n1", ("n1",), 0, 4, 90.0, 0.60, 0.40, 0.30, 0.75),
     (3002, "proja", "alice", 8, "n1", ("n1",), 5, 6, 50.0, 0.30, 0.10, 0.20, 0.50),
-    (3003, "proja", "bob", 16, "n[1-2]", ("n1", "n2"), 8, 10, 2.0, 0.01, 0.0, 0.01, 0.02),
+    (3003, "proja", "bob", 16, "n[1-2]", ("n1", "n2"), 8, 10, 2.0, 0.01, 0.0, 0.01, (0.02, 0.06)),
     (3004, "proja", "bob", 8, "n2", ("n2",), 0, 3, 70.0, 0.50, 0.30, 0.40, 0.60),
     (3005, "proja", "carol", 8, "n2", ("n2",), 12, 13, 45.0, 0.30, 0.20, 0.20, 0.30),
     (3006, "projb", "dave", 8, "n1", ("n1",), 12, 18, 25.0, 0.15, 0.05, 0.10, 0.05),
@@ -74,7 +82,7 @@ def write_files(root) -> None:
     lines = [HEAD]
     for jid, acct, user, gpus, nodelist, nodes, h0, h1, *_ in RUNS:
         s, e = at(h0), at(h1)
-        el = int((e - s).total_seconds())
+        el = int((e - s).total_seconds()) - SUSPENDED_S.get(jid, 0)
         submit = (s - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S")
         tres = f"billing={14 * gpus},cpu={14 * gpus},gres/gpu={gpus},mem=100G,node={len(nodes)}"
         cpu_eff, rss_share = CPU_MEM[jid]
@@ -97,6 +105,7 @@ def write_files(root) -> None:
         for node in ("n1", "n2"):
             held = [r for r in RUNS if node in r[5] and at(r[6]) <= t < at(r[7])]
             util, sm, tensor, dram, fb = held[0][8:] if held else (0.0, 0.0, 0.0, 0.0, 0.0)
+            fb = fb[held[0][5].index(node)] if isinstance(fb, tuple) else fb  # per node of the run
             for gpu in range(8):
                 rows.append({"timestamp": t, "Hostname": node, "gpu": str(gpu), "UUID": f"GPU-{node}-{gpu}",
                              "modelName": "NVIDIA H100 80GB HBM3", "DCGM_FI_DEV_GPU_UTIL": util,

@@ -5,7 +5,9 @@
 --   wait_s          start − submit
 --   cpu_time_s      the sum of the steps' TotalCPU (sacct adds the steps up for the job line; MaxRSS exists
 --                   only on steps, migration 0022): steps of the same job id that started inside the run
---   cpu_eff         cpu_time_s ÷ (NCPUS × elapsed): seff's and jobstats' CPU efficiency (0-1; NULL without
+--   cpu_held_s      NCPUS × sacct's Elapsed: the CPU-seconds the run held (cpu_eff's denominator, which
+--                   user_resources.sql pools: one definition of CPU efficiency for a run and a user)
+--   cpu_eff         cpu_time_s ÷ cpu_held_s: seff's and jobstats' CPU efficiency (0-1; NULL without
 --                   steps carrying TotalCPU)
 --   req_mem_mib     the memory the run was given: AllocTRES mem= (the job's total), else ReqMem read as
 --                   Slurm prints it (a c suffix: per CPU × NCPUS; n: per node × nodes; none: the job's)
@@ -25,7 +27,7 @@
 --- grain = "one row per run of the job"
 --- scope = "project"
 --- parameters = { job_id = "" }
---- columns = ["job_id", "submit_ts", "run", "runs", "is_superseded", "user", "account", "project", "partition", "qos", "job_name", "state", "exit_code", "exit_signal", "start_ts", "end_ts", "wait_s", "wall_s", "timelimit_s", "nnodes", "nodes", "ncpus", "gpus", "gpu_type", "cpu_time_s", "cpu_eff", "req_mem_mib", "max_rss_mib", "mem_eff", "gpu_h", "gpu_util_pct", "util_peak_pct", "sm_active", "tensor_active", "dram_active", "fb_peak_mib", "fb_total_mib", "fb_peak_share", "energy_kwh", "throttled_s", "grain", "attribution"]
+--- columns = ["job_id", "submit_ts", "run", "runs", "is_superseded", "user", "account", "project", "partition", "qos", "job_name", "state", "exit_code", "exit_signal", "start_ts", "end_ts", "wait_s", "wall_s", "timelimit_s", "nnodes", "nodes", "ncpus", "gpus", "gpu_type", "cpu_time_s", "cpu_held_s", "cpu_eff", "req_mem_mib", "max_rss_mib", "mem_eff", "gpu_h", "gpu_util_pct", "util_peak_pct", "sm_active", "tensor_active", "dram_active", "fb_peak_mib", "fb_total_mib", "fb_peak_share", "energy_kwh", "throttled_s", "grain", "attribution"]
 --- user_columns = ["user"]
 WITH
 runs AS (
@@ -82,8 +84,8 @@ SELECT r.job_id AS job_id, r.submit_ts AS submit_ts,
        r.exit_signal AS exit_signal, r.start_ts AS start_ts, r.end_ts AS end_ts,
        toInt64(r.start_ts) - toInt64(r.submit_ts) AS wait_s, r.wall_s AS wall_s, r.timelimit_s AS timelimit_s,
        r.nnodes AS nnodes, r.nodes AS nodes, r.ncpus AS ncpus, r.gpus AS gpus, r.gpu_type AS gpu_type,
-       s.cpu_time_s AS cpu_time_s,
-       s.cpu_time_s / nullIf(toFloat64(r.ncpus) * r.elapsed_s, 0) AS cpu_eff,
+       s.cpu_time_s AS cpu_time_s, toFloat64(r.ncpus) * r.elapsed_s AS cpu_held_s,
+       s.cpu_time_s / nullIf(cpu_held_s, 0) AS cpu_eff,
        coalesce(r.alloc_mem_mib, m.v * m.unit_mib * m.times) AS req_mem_mib,
        s.max_rss_mib AS max_rss_mib,
        s.max_rss_mib / nullIf(req_mem_mib, 0) AS mem_eff,
