@@ -66,3 +66,54 @@ def test_a_load_spanning_months_forms_job_run_in_bounded_ranges_of_ids(wh, tmp_p
     assert load_sacct(wh, q).jobs_loaded == 1
     assert pieces == [("", "")]
     assert rows(wh, "SELECT count(), countIf(is_superseded = 1) FROM fct_job_run") == [(8, 2)]
+
+
+def test_an_upgrade_of_the_job_run_model_rebuilds_in_the_same_bounded_ranges(wh, tmp_path: Path, monkeypatch):
+    """A new version whose job-run model differs (sql/intermediate/fct_job_run.sql) re-forms every run in ranges
+    of ids, as a load does: the upgrade itself writes nothing into job_run. (Its file ended with an INSERT of
+    every run, which the upgrade ran as a changed file's statement: one statement over the whole history, its
+    memory growing with it, and every row written a second time before the ranged rebuild wrote it again.)"""
+    import shutil
+
+    from ops_warehouse import sql as sql_package
+    from ops_warehouse.grain_versions import fingerprints, stale_grains
+    from ops_warehouse.migrations import apply_migrations
+
+    p = tmp_path / "jobs.psv"
+    p.write_text("\n".join([
+        HEADER,
+        _line(100, "2026-10-01T00:00:00", "2026-10-01T00:00:00", "2026-10-01T01:00:00", 3600, "NODE_FAIL"),
+        _line(100, "2026-10-01T01:00:00", "2026-10-01T01:05:00", "2026-10-01T03:05:00", 7200, "COMPLETED"),
+        _line(101, "2026-10-15T00:00:00", "2026-10-15T00:00:00", "2026-10-15T00:30:00", 1800, "COMPLETED"),
+        _line(102, "2026-11-10T00:00:00", "2026-11-10T00:00:00", "2026-11-10T05:00:00", 18000, "FAILED"),
+        _line(103, "2026-12-01T00:00:00", "2026-12-01T00:00:00", "2026-12-01T00:00:20", 20, "COMPLETED"),
+    ]) + "\n", encoding="utf-8")
+    assert load_sacct(wh, p).quarantined == 0
+    # the next version: the model's shortest wall-time bin renamed (no run here falls in it)
+    root = tmp_path / "sql"
+    shutil.copytree(Path(sql_package.__file__).parent, root)
+    model = root / "intermediate" / "fct_job_run.sql"
+    text = model.read_text(encoding="utf-8")
+    assert "'0 - 1s'" in text
+    model.write_text(text.replace("'0 - 1s'", "'0 - 1 s'"), encoding="utf-8")
+
+    monkeypatch.setattr(grains, "_PIECE_RUNS", 2, raising=False)
+    writes: list[tuple[str, str]] = []
+    real = wh.command
+
+    def command(sql, params=None, *a, **k):
+        if "INSERT INTO job_run" in sql:  # each write of job_run, by its range of ids ('', '' : every id)
+            writes.append(((params or {}).get("job_lo", ""), (params or {}).get("job_hi", "")))
+        return real(sql, params, *a, **k)
+
+    monkeypatch.setattr(wh, "command", command)
+    recorded = dict(rows(wh, "SELECT name, checksum FROM schema_migrations FINAL"))
+    assert apply_migrations(wh, root) == ["fct_job_run.sql"]
+    assert writes == []  # the upgrade wrote no run
+    wh.stale_grains = stale_grains(recorded, fingerprints(root))
+    assert "job_run" in wh.stale_grains
+    grains.rebuild_stale(wh)
+    # the five runs in id order, 100, 100, 101, 102, 103: a range starts at every second run's id
+    assert writes == [("", "101"), ("101", "103"), ("103", "")]
+    # each run held once, merged: no second copy left for the reports' FINAL to fold
+    assert rows(wh, "SELECT count(), uniqExact(job_id, submit_ts) FROM job_run") == [(5, 5)]

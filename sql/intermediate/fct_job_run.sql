@@ -3,8 +3,11 @@
 -- never ran; bins as XDMoD defines them (job-times.json, gpu-buckets.json, processor buckets).
 -- The model (job_run_model, below) is computed from the loaded runs and kept in the table job_run
 -- (migration 0012): the job loads refresh it for the jobs they wrote (sql/intermediate/job_run.sql,
--- etl/grains.py), and it is rebuilt whole here whenever this file changes (the upgrade runs every statement
--- of a changed file), so a changed rule reaches every run. fct_job_run reads the table, with each
+-- etl/grains.py), and rebuilt for every run whenever this file's model changes: job_run's fingerprint
+-- follows the views it reads (core/grain_versions.py), so the next writer (`ops-report init`, a load) rebuilds
+-- it in bounded ranges of job ids (etl/grains.py rebuild_stale). (An INSERT of every run here, run by the
+-- upgrade as a changed file's statement, held memory growing with the history and wrote every row a second
+-- time before the ranged rebuild wrote it a third.) fct_job_run reads the table, with each
 -- account's project (dim_account.sql: the config's mapping may change without a load).
 -- job_run_model(from_ts = …, every = …, job_lo = …, job_hi = …) is a parameterized view: every run of the jobs
 -- with a run from from_ts on whose loaded record job_run does not hold yet, or of all those jobs with every = 1,
@@ -109,9 +112,6 @@ binned AS (
 )
 
 SELECT * FROM binned;
-
--- every run again: the materialized model follows this file's rules
-INSERT INTO job_run SELECT *, now64(3) FROM job_run_model(from_ts = '1970-01-01 00:00:00', every = 1, job_lo = '', job_hi = '');
 
 CREATE OR REPLACE VIEW fct_job_run {{on_cluster}} AS
 SELECT j.* EXCEPT (gpu_count_bin, job_size_bin, wall_time_bin, refreshed_at),
