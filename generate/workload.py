@@ -43,6 +43,11 @@ LOW_GPU_MEMORY_P = 0.02
 CPU_BOUND_P = 0.02
 CASE_MIN_RUNTIME_S = 3600
 IDLE_USER_SHARE = 0.8
+# an idle user's planted runs are sessions left open (a notebook, an interactive shell), held 65 minutes to
+# 2 hours unless drawn longer, so that idle_gpu_jobs' rule (an hour or more) sees those not cut short, as Job
+# Defense Shield would. Longer sessions (1.5-8 h) were tried: the site's 256+-GPU share of GPU-hours fell
+# under tests/test_generate_calibration.py's 0.5 and the 65-256-GPU runs' median wait over the published 7,374 s
+IDLE_SESSION_MIN_S, IDLE_SESSION_MAX_S = 3900, 7200
 # what every other run's CPUs and memory do: a GPU job's CPUs mostly wait on the GPUs (2-62 % busy), its
 # memory a share of what it asked for (2-92 %)
 PLANTS = ("idle_gpu_of_n", "low_gpu_memory", "cpu_bound", "idle_user")
@@ -83,9 +88,8 @@ def draw_jobs(spec: ClusterSpec, start: datetime, days: int, jobs_per_day: int, 
     sigma = np.where(gpus < 8, 1.7, np.where(large, 0.9, 1.3))
     runtime = np.clip(np.exp(np.log(med) + sigma * rng.standard_normal(n)), 5, 14 * 86400).astype(np.int64)
     # users ask for a limit above what they expect; some guess too low (TIMEOUT)
-    need_min = runtime / 60 * rng.uniform(0.7, 3.0, n)
-    tl_idx = np.minimum(np.searchsorted(TIMELIMITS_MIN, need_min), len(TIMELIMITS_MIN) - 1)
-    timelimit = TIMELIMITS_MIN[tl_idx]
+    tl_margin = rng.uniform(0.7, 3.0, n)
+    timelimit = _timelimit_min(runtime, tl_margin)
     unlimited = rng.random(n) < 0.03
     outcome = np.where(large, rng.choice(OUTCOMES, n, p=LARGE_OUTCOME_P), rng.choice(OUTCOMES, n, p=SMALL_OUTCOME_P))
     # failures and OOMs come early, cancellations any time
@@ -125,6 +129,9 @@ def draw_jobs(spec: ClusterSpec, start: datetime, days: int, jobs_per_day: int, 
     fb = np.where(large, rng.uniform(0.75, 0.95, n), rng.uniform(0.1, 0.9, n))
     eff = _efficiency_plants(spec, rng.spawn(1)[0], gpus, large, idle, user, acct, campaign, runtime,
                              idle_util, util, sm, tensor, dram, fb)
+    # an idle user's planted runs are sessions held an hour or two (the plant's own draw), asking a limit for that
+    runtime = eff["runtime_s"]
+    timelimit = np.where(eff["plant"] == "idle_user", _timelimit_min(runtime, tl_margin), timelimit)
     return pl.DataFrame({
         "submit": submit, "gpus": gpus.astype(np.int32), "account_idx": acct.astype(np.int32),
         "user_idx": user.astype(np.int32), "runtime_s": runtime, "timelimit_min": timelimit.astype(np.int64),
@@ -137,6 +144,13 @@ def draw_jobs(spec: ClusterSpec, start: datetime, days: int, jobs_per_day: int, 
         "campaign": campaign,
         "qos": np.where(rng.random(n) < 0.1, "low", np.where(large, "high", "normal")),
     })
+
+
+def _timelimit_min(runtime_s, margin):
+    """The limit a user asks for a run expected to take ``runtime_s``: the next of TIMELIMITS_MIN above it
+    times ``margin`` (some guess too low: TIMEOUT)."""
+    need_min = runtime_s / 60 * margin
+    return TIMELIMITS_MIN[np.minimum(np.searchsorted(TIMELIMITS_MIN, need_min), len(TIMELIMITS_MIN) - 1)]
 
 
 def _efficiency_plants(spec: ClusterSpec, e_rng: np.random.Generator, gpus, large, idle, user, acct, campaign,
@@ -163,6 +177,8 @@ def _efficiency_plants(spec: ClusterSpec, e_rng: np.random.Generator, gpus, larg
     cb_util = e_rng.uniform(10.0, 28.0, n)
     cb_sm = e_rng.uniform(0.04, 0.15, n)
     cb_cpu = e_rng.uniform(0.85, 0.98, n)
+    # (drawn after the others, so each earlier draw stays what it was)
+    session_s = e_rng.uniform(IDLE_SESSION_MIN_S, IDLE_SESSION_MAX_S, n).astype(np.int64)
     small = ~large & ~campaign
     idle_user = small & (user == idle_user_of[acct]) & (idle | (u_draw < IDLE_USER_SHARE))
     idle = idle | idle_user
@@ -188,6 +204,7 @@ def _efficiency_plants(spec: ClusterSpec, e_rng: np.random.Generator, gpus, larg
                            ["idle_user", "idle_gpu_of_n", "low_gpu_memory", "cpu_bound"], ""),
         "idle_gpu_rank": np.where(idle_gpu, (rank_draw * gpus).astype(np.int64), -1).astype(np.int32),
         "idle_gpu_util": idle_util,
+        "runtime_s": np.where(idle_user, np.maximum(runtime_s, session_s), runtime_s),
     }
 
 

@@ -30,9 +30,10 @@ telemetry for an idle run):
   (each run's own GPUs, named by dcgm-exporter's hpc_job label in the generator's files), each with a mean
   utilization under 5 %; and nothing that is not a planted idle run. A reading at ts stands for
   [ts, ts + step) (docs/telemetry.md), so a run that took its GPUs from a busy run at the same second has
-  that run's last reading over its first seconds: of the 58 idle runs of an hour or more, 2 (1002282,
-  1006145: own readings 2.3 % and 0.8 %) average 5.15 % and 5.04 % so, worked out here from the raw dcgm
-  files, and are not expected.
+  that run's last reading over its first seconds: of the 631 idle runs of an hour or more (most of them the
+  planted idle users' sessions of an hour or two, generate/workload.py), 51 (own readings at most 3.0 %)
+  average 5.01-8.66 % so, worked out here from the raw dcgm files, and are not expected (58 and 2 before the
+  sessions).
 - on the node scorecard (node_health.sql): the straggler first and on the swap list; the planted hot nodes,
   and only they, throttled; each lemon with its DOWN events, on the swap list when it had two faults (6
   points); nothing on the swap list that was not planted.
@@ -115,7 +116,7 @@ def test_the_planted_idle_runs_are_found(site):
     readings = _idle_runs_readings(alloc.join(held_long.select("job_id"), on="job_id"), truth)
     polluted = readings.filter(pl.col("util") >= 5)
     assert (polluted["own_util"] < 5).all()  # their own readings idle: only another run's reading lifts them
-    assert polluted.height <= 2 and held_long.height >= 8
+    assert polluted.height < held_long.height / 4 and held_long.height >= 8, (polluted.height, held_long.height)
     long = held_long.join(polluted.select("job_id"), on="job_id", how="anti")
     shared = long.filter(pl.col("gpus") < 8 * pl.col("nodes"))
     assert long.height >= 2 and shared.height >= 1  # planted idle runs of an hour or more, on shared nodes too
