@@ -61,7 +61,8 @@ def _duckdb_idle(path) -> pl.DataFrame:
         seen AS (
             SELECT h.raw, h.t0, sum(w) AS seen_s, sum(w * util) / sum(w) AS util
             FROM (SELECT h.raw, h.t0, d.DCGM_FI_DEV_GPU_UTIL AS util,
-                         epoch(least(d.timestamp + INTERVAL {STEP_S} SECOND, h.t1)) - epoch(greatest(d.timestamp, h.t0)) AS w
+                         epoch(least(d.timestamp + INTERVAL {STEP_S} SECOND, h.t1))
+                             - epoch(greatest(d.timestamp, h.t0)) AS w
                   FROM held h JOIN dcgm d
                     ON d.Hostname = h.node AND d.gpu = h.gpu AND d.timestamp > h.t0 - INTERVAL {STEP_S} SECOND
                        AND d.timestamp < h.t1) AS h

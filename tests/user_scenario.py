@@ -29,7 +29,8 @@ one would give (16 × 0.02 + 16 × 0.06 + 24 × 0.6) / 56 = 0.28), carol 0.30, d
 run's TotalCPU over NCPUS × Elapsed: sacct's Elapsed leaves a suspension out, so bob's 3003 held its 224 CPUs
 for 6,000 s of its 7,200: (0.02 × 224 × 6,000 + 0.75 × 112 × 10,800) / (224 × 6,000 + 112 × 10,800) = 0.3658
 (by End − Start 0.3310). Memory, each run's MaxRSS over its whole request: 3003 wrote 0.05 of a node's part
-(2,560 MiB) of 102,400 MiB, so bob (2,560 + 61,440) / (2 × 102,400) = 0.3125. heidi: (32 × 100 + 8 × 0) / 40 = 80 % with an idle
+(2,560 MiB) of 102,400 MiB, so bob (2,560 + 61,440) / (2 × 102,400) = 0.3125.
+heidi: (32 × 100 + 8 × 0) / 40 = 80 % with an idle
 share of 8 / 40 = 0.20, so not A (share ≥ 0.05), B (≥ 0.10) nor C (C wants under 0.20): D.
 """
 
