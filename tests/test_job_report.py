@@ -317,3 +317,27 @@ def test_the_command_prints_each_format_and_refuses_an_unknown_job_in_one_line(p
     assert bad.stderr.strip().splitlines() == [f"ops-report: error: no job 999 on cluster {cluster} in the warehouse "
                                                "(a job id as sacct prints it: 123, 123_4 for an array task, 123+1 "
                                                "for a het component)"]
+
+
+def test_run_gpus_reads_the_samples_once(site):
+    """The run's GPU figures come from one read of its nodes' samples (each sample cut at the run-hours it
+    reaches, every figure a sum or a max of those pieces), not one read per figure joined back: the engine
+    reads the day's samples (DuckDB's count of the Parquet file) once, with the day's hourly
+    rollups and runs beside them, under twice the day's samples. Before: the per-sample join was evaluated once
+    per use (named, by_sample, by_hour), 74,366 rows."""
+    from ops_warehouse.analytics import marts
+
+    wh, d = site
+    samples = duckdb.sql(f"SELECT count(*) FROM read_parquet('{d / 'telemetry' / 'dcgm' / f'{DAY}.parquet'}')"
+                         ).fetchall()[0][0]
+    assert samples == 2 * 8 * 1440
+    window = (datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, tzinfo=timezone.utc))
+
+    def selected() -> int:
+        return wh.query_rows("SELECT value FROM system.events WHERE event = 'SelectedRows'")[0][0]
+
+    before = selected()
+    gpus = marts.run_mart(wh, "run_gpus", cluster="t3", window=window, job_id="4001")
+    read = selected() - before
+    assert gpus.height == 8
+    assert read < 2 * samples, read
