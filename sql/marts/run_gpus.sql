@@ -37,15 +37,19 @@
 --- columns = ["job_id", "submit_ts", "user", "account", "node", "gpu", "attribution", "grain", "held_s", "observed_s", "gpu_h", "util_mean_pct", "util_peak_pct", "sm_active", "tensor_active", "dram_active", "fb_peak_mib", "fb_total_mib", "power_mean_w", "energy_kwh", "throttled_s"]
 --- user_columns = ["user"]
 WITH
--- the runs' parts of each node-hour, [hs, he) (the fan-out every grain uses), of the job or the project
+-- the runs' parts of each node-hour, [hs, he) (the fan-out every grain uses), of the job or the project: formed
+-- once, as one scalar the engine computes once per statement (a CTE is evaluated at each use, and each use
+-- read fct_job_run's view, FINAL and its join, again)
+(SELECT groupArray((cluster, job_id, submit_ts, toString(job_id_raw), account, node, hour,
+                    toFloat64(gpus_per_node), greatest(s, hour), least(e, hour + 3600), run_start_ts, run_end_ts))
+ FROM ({{intermediate run_fanout}})
+ WHERE cluster = {cluster:String}
+   AND ({job_id:String} = '' OR job_id = {job_id:String})
+   AND ({project:String} = '' OR project = {project:String})) AS fan_rows,
 fan AS (
-    SELECT cluster, job_id, submit_ts, toString(job_id_raw) AS raw_id, account, node, hour,
-           toFloat64(gpus_per_node) AS a, greatest(s, hour) AS hs, least(e, hour + 3600) AS he,
-           run_start_ts, run_end_ts
-    FROM ({{intermediate run_fanout}})
-    WHERE cluster = {cluster:String}
-      AND ({job_id:String} = '' OR job_id = {job_id:String})
-      AND ({project:String} = '' OR project = {project:String})
+    SELECT t.1 AS cluster, t.2 AS job_id, t.3 AS submit_ts, t.4 AS raw_id, t.5 AS account, t.6 AS node,
+           t.7 AS hour, t.8 AS a, t.9 AS hs, t.10 AS he, t.11 AS run_start_ts, t.12 AS run_end_ts
+    FROM (SELECT arrayJoin(fan_rows) AS t)
 ),
 held AS (
     SELECT job_id, submit_ts, node, any(raw_id) AS raw_id, any(account) AS account, any(a) AS a,
@@ -73,6 +77,10 @@ pieces AS (
           ARRAY JOIN hours_touched(subtractSeconds(ts, step_s), addSeconds(ts, step_s)) AS hour
           WHERE cluster = {cluster:String}
             AND ts >= {from_ts:DateTime('UTC')} - toIntervalHour(1) AND ts < {to_ts:DateTime('UTC')} + toIntervalHour(1)
+            -- and the runs' own span (constants once fan_rows is computed: the day partitions and the
+            -- (cluster, node, gpu, ts) index skip the rest of the window)
+            AND ts >= arrayMin(arrayMap(t -> t.9, fan_rows)) - toIntervalHour(1)
+            AND ts < arrayMax(arrayMap(t -> t.10, fan_rows)) + toIntervalHour(1)
             AND (cluster, node) IN (SELECT {cluster:String}, node FROM held)) AS g
     INNER JOIN fan AS f ON f.cluster = g.cluster AND f.node = g.node AND f.hour = g.hour
     WHERE o > 0 OR oe > 0
