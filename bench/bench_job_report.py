@@ -148,7 +148,8 @@ def child_month(month: Path, old_file: str, rounds: int, project: str, which: st
 
 
 def _child(common: list[str], *args: str) -> dict:
-    out = subprocess.run([sys.executable, __file__, *common, "--child", *args], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, __file__, *common, "--child", *args], capture_output=True, text=True,
+                         check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -186,8 +187,9 @@ def main() -> None:
                 f"engine_bare_s={res['bare']['seconds']:.2f} new_rows_read={res['new']['rows_read']} "
                 f"bare_rows_read={res['bare']['rows_read']} new_peak_rss_mb={res['new']['peak_rss_mb']:.0f}")
         if "old" in res:
+            same = _close([res["new"]["rows"]], [res["old"]["rows"]])
             line += (f" old_s={res['old']['seconds']:.2f} old_rows_read={res['old']['rows_read']} "
-                     f"old_peak_rss_mb={res['old']['peak_rss_mb']:.0f} same_rows={_close([res['new']['rows']], [res['old']['rows']])}")
+                     f"old_peak_rss_mb={res['old']['peak_rss_mb']:.0f} same_rows={same}")
         print(line)
 
 
