@@ -240,6 +240,48 @@ def test_once_the_samples_expired_the_hourly_grain_gives_the_same_figures_and_sa
     assert "telemetry read at grain: hour (hourly rollup: the samples expired)" in render_job(after.as_dict(), "text")
 
 
+def test_a_reading_another_jobs_label_names_is_left_out_of_a_labelled_gpu(site):
+    """On the GPUs the run's label names, a reading labelled with another job id is that job's: GPU 0's first
+    sample of 4001's run relabelled 3999 at 5 % leaves its figures those of the other 179 samples (DuckDB over
+    the Parquet file from 10:01), while GPU 1 keeps all 180; the node's other readings stay the run's."""
+    wh, d = site
+    cut = ("ALTER TABLE gpu_sample UPDATE hpc_job = '{job}', gpu_util_pct = {util} WHERE cluster = 't3'"
+           " AND node = 'n1' AND gpu = 0 AND ts = toDateTime('2026-10-05 10:00:00', 'UTC') SETTINGS mutations_sync = 2")
+    wh.command(cut.format(job="3999", util=5))
+    try:
+        j = job_report(wh, "4001", "t3")
+    finally:  # the module's other tests read the sample as loaded
+        wh.command(cut.format(job="4001", util=80))
+    gpus = j.gpus.sort("gpu")
+    assert gpus["attribution"].unique().to_list() == ["gpu"] and gpus.height == 8
+    want0 = _duck_gpus(d, "n1", at("10:01"), at("13:00")).filter(pl.col("gpu") == 0)
+    _check_gpus(gpus.filter(pl.col("gpu") == 0), want0, GPU_COLS)
+    assert gpus["observed_s"].to_list()[:2] == [179 * 60, 180 * 60]
+
+def test_run_gpus_reads_the_samples_once(site):
+    """The run's GPU figures come from one read of its nodes' samples (each sample cut at the run-hours it
+    reaches, every figure a sum or a max of those pieces), not one read per figure joined back: the engine
+    reads the day's samples (DuckDB's count of the Parquet file) once, with the day's hourly
+    rollups and runs beside them, under twice the day's samples. Before: the per-sample join was evaluated once
+    per use (named, by_sample, by_hour): 74,363 rows."""
+    from ops_warehouse.analytics import marts
+
+    wh, d = site
+    samples = duckdb.sql(f"SELECT count(*) FROM read_parquet('{d / 'telemetry' / 'dcgm' / f'{DAY}.parquet'}')"
+                         ).fetchall()[0][0]
+    assert samples == 2 * 8 * 1440
+    window = (datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, tzinfo=timezone.utc))
+
+    def selected() -> int:
+        return wh.query_rows("SELECT value FROM system.events WHERE event = 'SelectedRows'")[0][0]
+
+    before = selected()
+    gpus = marts.run_mart(wh, "run_gpus", cluster="t3", window=window, job_id="4001")
+    read = selected() - before
+    assert gpus.height == 8
+    assert read < 2 * samples, read
+
+
 # --- the generator's planted cases (issue 52 item 5, generate/workload.py; docs/efficiency.md "What the generator
 # plants"): on a small generated site, `ops-report job` names each planted fault with its figure, the truth's
 # (truth/efficiency.parquet), which the generator drew, never the product's SQL
@@ -317,3 +359,4 @@ def test_the_command_prints_each_format_and_refuses_an_unknown_job_in_one_line(p
     assert bad.stderr.strip().splitlines() == [f"ops-report: error: no job 999 on cluster {cluster} in the warehouse "
                                                "(a job id as sacct prints it: 123, 123_4 for an array task, 123+1 "
                                                "for a het component)"]
+

@@ -37,15 +37,19 @@
 --- columns = ["job_id", "submit_ts", "user", "account", "node", "gpu", "attribution", "grain", "held_s", "observed_s", "gpu_h", "util_mean_pct", "util_peak_pct", "sm_active", "tensor_active", "dram_active", "fb_peak_mib", "fb_total_mib", "power_mean_w", "energy_kwh", "throttled_s"]
 --- user_columns = ["user"]
 WITH
--- the runs' parts of each node-hour, [hs, he) (the fan-out every grain uses), of the job or the project
+-- the runs' parts of each node-hour, [hs, he) (the fan-out every grain uses), of the job or the project: formed
+-- once, as one scalar the engine computes once per statement (a CTE is evaluated at each use, and each use
+-- read fct_job_run's view, FINAL and its join, again)
+(SELECT groupArray((cluster, job_id, submit_ts, toString(job_id_raw), account, node, hour,
+                    toFloat64(gpus_per_node), greatest(s, hour), least(e, hour + 3600), run_start_ts, run_end_ts))
+ FROM ({{intermediate run_fanout}})
+ WHERE cluster = {cluster:String}
+   AND ({job_id:String} = '' OR job_id = {job_id:String})
+   AND ({project:String} = '' OR project = {project:String})) AS fan_rows,
 fan AS (
-    SELECT cluster, job_id, submit_ts, toString(job_id_raw) AS raw_id, account, node, hour,
-           toFloat64(gpus_per_node) AS a, greatest(s, hour) AS hs, least(e, hour + 3600) AS he,
-           run_start_ts, run_end_ts
-    FROM ({{intermediate run_fanout}})
-    WHERE cluster = {cluster:String}
-      AND ({job_id:String} = '' OR job_id = {job_id:String})
-      AND ({project:String} = '' OR project = {project:String})
+    SELECT t.1 AS cluster, t.2 AS job_id, t.3 AS submit_ts, t.4 AS raw_id, t.5 AS account, t.6 AS node,
+           t.7 AS hour, t.8 AS a, t.9 AS hs, t.10 AS he, t.11 AS run_start_ts, t.12 AS run_end_ts
+    FROM (SELECT arrayJoin(fan_rows) AS t)
 ),
 held AS (
     SELECT job_id, submit_ts, node, any(raw_id) AS raw_id, any(account) AS account, any(a) AS a,
@@ -53,62 +57,66 @@ held AS (
            any(run_start_ts) AS run_start_ts, any(run_end_ts) AS run_end_ts
     FROM fan GROUP BY job_id, submit_ts, node
 ),
--- each sample of the runs' nodes joined to the run-hours its step (gauges) or the step ending at it (the
--- energy counter) reaches; o and oe: the overlaps, summed over the hours they are cut at
-sampled AS (
+-- each sample of the runs' nodes cut at the run-hours its step (gauges) or the step ending at it (the energy
+-- counter) reaches: one piece per sample and hour, o and oe its overlaps (a sample's figures are the sums of its
+-- pieces'). Read once: every figure below is a sum, a max or an existence over these pieces, so the GPUs'
+-- figures are aggregated from them in one pass rather than per sample first and joined back
+pieces AS (
     SELECT f.job_id AS job_id, f.submit_ts AS submit_ts, f.node AS node, g.gpu AS gpu, g.ts AS ts,
-           any(g.step_s) AS step_s, any(g.hpc_job) AS hpc_job, any(f.raw_id) AS raw_id,
-           any(f.run_start_ts) AS run_start_ts, any(f.run_end_ts) AS run_end_ts,
-           toFloat64(sum(overlap_s(g.ts, addSeconds(g.ts, g.step_s), f.hs, f.he))) AS o,
-           toFloat64(sum(overlap_s(subtractSeconds(g.ts, g.step_s), g.ts, f.hs, f.he))) AS oe,
+           g.step_s AS step_s, g.hpc_job AS hpc_job, f.raw_id AS raw_id,
+           toFloat64(overlap_s(g.ts, addSeconds(g.ts, g.step_s), f.hs, f.he)) AS o,
+           toFloat64(overlap_s(subtractSeconds(g.ts, g.step_s), g.ts, f.hs, f.he)) AS oe,
            -- a reading taken while the run held the GPU (the peaks are of those, where there are any)
-           g.ts >= any(f.run_start_ts) AND g.ts < any(f.run_end_ts) AS inside,
-           any(g.gpu_util_pct) AS util, any(g.sm_active) AS sm, any(g.tensor_active) AS tensor,
-           any(g.dram_active) AS dram, any(g.fb_used_mib) AS fb_used, any(g.fb_free_mib) AS fb_free,
-           any(g.power_w) AS power_w, any(g.energy_j) AS energy_j, any(g.throttle_reasons) AS throttle
+           g.ts >= f.run_start_ts AND g.ts < f.run_end_ts AS inside,
+           g.gpu_util_pct AS util, g.sm_active AS sm, g.tensor_active AS tensor, g.dram_active AS dram,
+           g.fb_used_mib AS fb_used, g.fb_free_mib AS fb_free, g.power_w AS power_w, g.energy_j AS energy_j,
+           g.throttle_reasons AS throttle
     FROM (SELECT cluster, node, gpu, ts, step_s, hpc_job, gpu_util_pct, sm_active, tensor_active, dram_active,
                  fb_used_mib, fb_free_mib, power_w, energy_j, throttle_reasons, hour
           FROM gpu_sample FINAL
           ARRAY JOIN hours_touched(subtractSeconds(ts, step_s), addSeconds(ts, step_s)) AS hour
           WHERE cluster = {cluster:String}
             AND ts >= {from_ts:DateTime('UTC')} - toIntervalHour(1) AND ts < {to_ts:DateTime('UTC')} + toIntervalHour(1)
+            -- and the runs' own span (constants once fan_rows is computed: the day partitions and the
+            -- (cluster, node, gpu, ts) index skip the rest of the window)
+            AND ts >= arrayMin(arrayMap(t -> t.9, fan_rows)) - toIntervalHour(1)
+            AND ts < arrayMax(arrayMap(t -> t.10, fan_rows)) + toIntervalHour(1)
             AND (cluster, node) IN (SELECT {cluster:String}, node FROM held)) AS g
     INNER JOIN fan AS f ON f.cluster = g.cluster AND f.node = g.node AND f.hour = g.hour
-    GROUP BY job_id, submit_ts, node, gpu, ts
-    HAVING o > 0 OR oe > 0
+    WHERE o > 0 OR oe > 0
 ),
--- per run and node: the GPUs its job id labels inside the run ('gpu'), else every GPU seen ('node share')
-named AS (
-    SELECT job_id, submit_ts, node, groupUniqArrayIf(gpu, hpc_job = raw_id AND ts >= run_start_ts AND ts < run_end_ts)
-           AS own, groupUniqArray(gpu) AS seen
-    FROM sampled GROUP BY job_id, submit_ts, node
-),
-by_sample AS (
-    SELECT s.job_id AS job_id, s.submit_ts AS submit_ts, s.node AS node, s.gpu AS gpu,
-           if(notEmpty(n.own), 'gpu', 'node share') AS attribution, 'sample' AS grain,
-           if(notEmpty(n.own), length(n.own), length(n.seen)) AS listed,
-           sum(if(s.util IS NULL, 0, s.o)) AS observed_s,
-           sum(s.o * ifNull(s.util, 0)) / nullIf(sum(if(s.util IS NULL, 0, s.o)), 0) AS util_mean_pct,
-           if(countIf(s.inside AND s.util IS NOT NULL) > 0, maxIf(s.util, s.inside), maxIf(s.util, s.o > 0))
-               AS util_peak_pct,
-           sum(s.o * ifNull(s.sm, 0)) / nullIf(sum(if(s.sm IS NULL, 0, s.o)), 0) AS sm_active,
-           sum(s.o * ifNull(s.tensor, 0)) / nullIf(sum(if(s.tensor IS NULL, 0, s.o)), 0) AS tensor_active,
-           sum(s.o * ifNull(s.dram, 0)) / nullIf(sum(if(s.dram IS NULL, 0, s.o)), 0) AS dram_active,
-           if(countIf(s.inside AND s.fb_used IS NOT NULL) > 0, maxIf(s.fb_used, s.inside), maxIf(s.fb_used, s.o > 0))
+-- per run, node and GPU, twice: mode 0 every reading, mode 1 without the readings another job's label names
+-- (on the GPUs the labels name, such a reading is that job's: the one before the run's start, whose step
+-- reaches into it); labelled: the run's job id labels the GPU at a sample inside the run
+per_gpu AS (
+    SELECT job_id, submit_ts, node, gpu, mode,
+           countIf(hpc_job = raw_id AND inside) > 0 AS labelled,
+           sum(if(util IS NULL, 0, o)) AS observed_s,
+           sum(o * ifNull(util, 0)) / nullIf(sum(if(util IS NULL, 0, o)), 0) AS util_mean_pct,
+           if(countIf(inside AND util IS NOT NULL) > 0, maxIf(util, inside), maxIf(util, o > 0)) AS util_peak_pct,
+           sum(o * ifNull(sm, 0)) / nullIf(sum(if(sm IS NULL, 0, o)), 0) AS sm_active,
+           sum(o * ifNull(tensor, 0)) / nullIf(sum(if(tensor IS NULL, 0, o)), 0) AS tensor_active,
+           sum(o * ifNull(dram, 0)) / nullIf(sum(if(dram IS NULL, 0, o)), 0) AS dram_active,
+           if(countIf(inside AND fb_used IS NOT NULL) > 0, maxIf(fb_used, inside), maxIf(fb_used, o > 0))
                AS fb_peak_mib,
-           maxIf(s.fb_used + s.fb_free, s.o > 0) AS fb_total_mib,
-           sum(s.o * ifNull(s.power_w, 0)) / nullIf(sum(if(s.power_w IS NULL, 0, s.o)), 0) AS power_mean_w,
-           sum(if(s.energy_j IS NOT NULL, s.energy_j * s.oe / s.step_s, ifNull(s.power_w, 0) * s.o)) / 3.6e6
-               AS gpu_energy_kwh,
-           sum(if(gpu_is_throttled(s.throttle), s.o, 0)) AS throttled_s
-    FROM sampled AS s
-    INNER JOIN named AS n ON n.job_id = s.job_id AND n.submit_ts = s.submit_ts AND n.node = s.node
-    -- on the GPUs the labels name, a reading another job's label names is that job's (the one before the run's
-    -- start, whose step reaches into it): not the run's
-    WHERE empty(n.own) OR (has(n.own, s.gpu) AND s.hpc_job IN ('', s.raw_id))
-    GROUP BY job_id, submit_ts, node, gpu, attribution, listed
+           maxIf(fb_used + fb_free, o > 0) AS fb_total_mib,
+           sum(o * ifNull(power_w, 0)) / nullIf(sum(if(power_w IS NULL, 0, o)), 0) AS power_mean_w,
+           sum(if(energy_j IS NOT NULL, energy_j * oe / step_s, ifNull(power_w, 0) * o)) / 3.6e6 AS gpu_energy_kwh,
+           sum(if(gpu_is_throttled(throttle), o, 0)) AS throttled_s
+    FROM pieces
+    ARRAY JOIN if(hpc_job IN ('', raw_id), [0, 1], [0]) AS mode
+    GROUP BY job_id, submit_ts, node, gpu, mode
 ),
--- the hourly grain where the run's node has no sample in its time
+-- per run and node: the GPUs its job id labels inside the run ('gpu', their own readings), else every GPU
+-- seen ('node share', every reading)
+by_sample AS (
+    SELECT job_id, submit_ts, node, gpu, if(node_labelled, 'gpu', 'node share') AS attribution,
+           'sample' AS grain, observed_s, util_mean_pct, util_peak_pct, sm_active, tensor_active, dram_active,
+           fb_peak_mib, fb_total_mib, power_mean_w, gpu_energy_kwh, throttled_s
+    FROM (SELECT *, max(labelled) OVER (PARTITION BY job_id, submit_ts, node) AS node_labelled FROM per_gpu)
+    WHERE if(node_labelled, mode = 1 AND labelled, mode = 0)
+),
+-- the hourly grain, of every run-node; kept below where the run's node has no sample in its time
 by_hour AS (
     SELECT f.job_id AS job_id, f.submit_ts AS submit_ts, f.node AS node, h.gpu AS gpu,
            'node share' AS attribution, 'hour' AS grain,
@@ -133,20 +141,14 @@ by_hour AS (
     INNER JOIN (SELECT * FROM gpu_hour FINAL WHERE cluster = {cluster:String}
                 AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}) AS h
         ON h.cluster = f.cluster AND h.node = f.node AND h.hour = f.hour
-    WHERE (f.job_id, f.submit_ts, f.node) NOT IN (SELECT job_id, submit_ts, node FROM named)
     GROUP BY job_id, submit_ts, node, gpu
 ),
+-- samples wherever the run's node has any in its time, else hours; listed: the GPUs kept for the run-node
 gpus AS (
-    SELECT job_id, submit_ts, node, gpu, attribution, grain, listed, observed_s, util_mean_pct, util_peak_pct,
-           sm_active, tensor_active, dram_active, fb_peak_mib, fb_total_mib, power_mean_w, gpu_energy_kwh,
-           throttled_s
-    FROM by_sample
-    UNION ALL
-    SELECT job_id, submit_ts, node, gpu, attribution, grain,
-           count() OVER (PARTITION BY job_id, submit_ts, node) AS listed, observed_s, util_mean_pct,
-           util_peak_pct, sm_active, tensor_active, dram_active, fb_peak_mib, fb_total_mib, power_mean_w,
-           gpu_energy_kwh, throttled_s
-    FROM by_hour
+    SELECT *, count() OVER (PARTITION BY job_id, submit_ts, node) AS listed
+    FROM (SELECT *, countIf(grain = 'sample') OVER (PARTITION BY job_id, submit_ts, node) AS sampled_gpus
+          FROM (SELECT * FROM by_sample UNION ALL SELECT * FROM by_hour))
+    WHERE grain = 'sample' OR sampled_gpus = 0
 )
 SELECT g.job_id AS job_id, g.submit_ts AS submit_ts, r.user AS user, h.account AS account, g.node AS node,
        g.gpu AS gpu, g.attribution AS attribution, g.grain AS grain, h.held_s AS held_s,
