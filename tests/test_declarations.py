@@ -14,15 +14,16 @@ from ops_warehouse.sqlfiles import sql_text
 # The `--- depends = [...]` lines the marts' headers held, typed by hand, before they were inferred (commit
 # 28afcaf): the record the inferred dependencies are held to. Every other mart declared none.
 HAND_TYPED = {
-    "campaigns": ["hung_jobs"], "chargeback": ["cost"], "chargeback_totals": ["chargeback", "utilization"],
+    "campaigns": ["hung_jobs"], "chargeback": ["cost", "run_allocation_daily"], "chargeback_totals": ["chargeback", "utilization"],
     "energy": ["efficiency", "job_energy"], "goodput": ["campaigns"], "gpu_heatmap": ["data_through"],
     "hang_suspect_nodes": ["hung_jobs"], "idle_capacity": ["utilization"], "idle_gpu_users": ["idle_gpu_jobs"],
     "largest_jobs": ["job_efficiency"], "node_failures": ["data_through"],
     "node_health": ["hang_suspect_nodes", "hung_jobs", "node_failures", "stragglers", "throttling"],
     "reservations": ["data_through"], "throttling": ["data_through"], "utilization_daily": ["data_through"],
     "xid_codes": ["xid_events"], "xid_events": ["data_through"],
-    # issue 52's FOCUS export (engineer F): the chargeback's price, per day
-    "focus_cost": ["cost"],
+    # issue 52's FOCUS export (engineer F): the chargeback's price, per day; its allocation and chargeback's are
+    # one mart's rows (engineer G, round 4: run_allocation_daily)
+    "focus_cost": ["cost", "run_allocation_daily"],
     # issue 52's job report (engineer J): the runs' figures and notes pooled from run_gpus, the notes by the rules
     # of hung_jobs and run_times
     "job_detail": ["run_gpus"], "job_notes": ["hung_jobs", "job_detail", "run_gpus", "run_times"],

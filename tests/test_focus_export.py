@@ -36,7 +36,7 @@ from ops_warehouse.analytics.api import Connection
 from ops_warehouse.config import Config
 from tests.cli_runner import cli, ops
 from tests.sites import built_site
-from tests.test_monthly_scenario import PROJECTS, _built_embedded
+from tests.test_monthly_scenario import OCT, PROJECTS, _built_embedded
 
 pytestmark = pytest.mark.slow  # the scenario month is loaded once (tests/sites.py), the validator's venv made once
 
@@ -253,6 +253,63 @@ def test_the_law_focus_matches_chargeback_holds_and_can_break(warehouse, monkeyp
     assert set(rows) == {"A / h100", "B / h100", "C / h100"}
     assert rows["B / h100"]["bound"] == pytest.approx(104 * PRICE_USD_PER_GPU_H, rel=1e-9)
     assert rows["B / h100"]["off_by"] == pytest.approx(0.01 * 104 * PRICE_USD_PER_GPU_H, rel=1e-6)
+
+
+RUN_DAYS = {  # (job id, day of October): (project, GPU-hours), from the scenario's sacct lines: J5 (1005) runs
+    # 10-09 20:00 .. 10-10 04:00, four hours on each day; J0 (1000) and J3 (1003) only their October hours
+    (1000, 1): ("A", 32), (1001, 5): ("A", 192), (1003, 31): ("A", 2), (1004, 15): ("B", 40),
+    (1002, 20): ("B", 64), (1005, 9): ("C", 32), (1005, 10): ("C", 32)}
+
+
+def _allocation_marts(warehouse) -> tuple[dict, pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    from ops_warehouse.analytics import marts
+    from ops_warehouse.warehouse import open_warehouse
+
+    cfg = Config(dsn=f"chdb://{warehouse}")
+    cfg.projects = PROJECTS
+    wh = open_warehouse(cfg)
+    try:
+        with marts.each_mart_once(wh) as state:
+            got = [marts.run_mart(wh, n, cluster="t1", window=OCT)
+                   for n in ("run_allocation_daily", "chargeback", "focus_cost")]
+            return dict(state.evaluations), *got
+    finally:
+        wh.close()
+
+
+def test_chargeback_and_focus_read_one_allocation(warehouse, monkeypatch):
+    """The allocation both charge is defined once (sql/marts/run_allocation_daily.sql): its rows are the
+    scenario's runs day by day as the sacct lines give them, one block (the report, the export, the laws)
+    evaluates it once for chargeback and focus_cost together, and a change to it moves both marts alike.
+    Before round 4 each mart built the allocation with a join of its own: no such mart to evaluate or change."""
+    from ops_warehouse import sqlfiles
+
+    evaluations, alloc, charge, focus = _allocation_marts(warehouse)
+    assert evaluations["run_allocation_daily"] == 1
+    rows = {(int(r["job_id"]), r["day"].day): r for r in alloc.iter_rows(named=True)}  # job ids are strings
+    assert {k: (r["project"], r["gpu_s"] / 3_600) for k, r in rows.items()} == RUN_DAYS
+    assert {r["gpu_model"] for r in rows.values()} == {"h100"}
+    # J1's 192 GPU-hours at 80% utilization, its GPUs' 143 steps × 300 kJ × 8; J4's 59 idle steps × 36 kJ × 8
+    assert rows[(1001, 5)]["busy_gpu_s"] == pytest.approx(192 * 0.8 * 3_600)
+    assert rows[(1001, 5)]["energy_j"] == pytest.approx(8 * 143 * 300e3)
+    assert rows[(1004, 15)]["energy_j"] == pytest.approx(59 * 36 * 8e3)
+    # chargeback counts a run once over its days (J5 twice in the rows, once in C's runs)
+    assert {r["project"]: (r["runs"], r["allocated_gpu_h"]) for r in charge.iter_rows(named=True)} == {
+        "A": (3, 226), "B": (2, 104), "C": (1, 64)}
+    assert {(r["SubAccountId"], r["ChargePeriodStart"].day): float(r["ConsumedQuantity"])
+            for r in focus.iter_rows(named=True)} == HOURS
+
+    real = sqlfiles.sql_text
+
+    def doubled(relpath):  # every run's GPU time counted twice, in the allocation's one file
+        text = real(relpath)
+        return text.replace(") AS gpu_s,", ") * 2 AS gpu_s,") if relpath == "marts/run_allocation_daily.sql" else text
+
+    monkeypatch.setattr(sqlfiles, "sql_text", doubled)
+    _, _, charge, focus = _allocation_marts(warehouse)
+    assert {r["project"]: r["allocated_gpu_h"] for r in charge.iter_rows(named=True)} == {"A": 452, "B": 208, "C": 128}
+    assert {(r["SubAccountId"], r["ChargePeriodStart"].day): float(r["ConsumedQuantity"])
+            for r in focus.iter_rows(named=True)} == {k: 2 * v for k, v in HOURS.items()}
 
 
 def test_demo_month_focus_export_passes_the_validator_and_the_1_3_columns(demo_runs, focus_validator, tmp_path):

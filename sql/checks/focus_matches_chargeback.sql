@@ -3,7 +3,8 @@
 --   (focus_cost, chargeback; each side 0 where the other has a row it lacks).
 -- why: focus_cost prices each day's allocated GPU-hours at the model's cost per allocated GPU-hour for the
 --   window, and chargeback charges a project its share of the model's allocation × the model's cost: the
---   same price × the same GPU-hours, which the days split without overlap (each run-hour lies in one day).
+--   same price × the same GPU-hours (both read run_allocation_daily's rows), which the days split without
+--   overlap (each run-hour lies in one day).
 -- Rows: section, key (project / GPU model), figure, value (Σ of the FOCUS rows), bound (chargeback's),
 --   off_by = value − bound.
 WITH

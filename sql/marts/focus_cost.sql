@@ -11,11 +11,12 @@
 --   ListCost = ContractedCost = EffectiveCost = BilledCost   the day's allocated GPU-hours × that price
 --                                        (FOCUS: a cost is its unit price × PricingQuantity)
 -- so Σ BilledCost over the window = chargeback's cost, project by project (the law
--- sql/checks/focus_matches_chargeback.sql). The day's allocated GPU-hours are chargeback's: run_node_hour's
--- GPU time inside the window, a node with several models split by gpu_model_share, grouped by day.
+-- sql/checks/focus_matches_chargeback.sql). The day's allocated GPU-hours are chargeback's, from the same
+-- rows: run_allocation_daily.sql (run_node_hour's GPU time inside the window, a node with several models
+-- split by gpu_model_share, by run and day), which chargeback sums over the window.
 -- ConsumedQuantity = PricingQuantity = those GPU-hours ('GPU-Hours'). The x_ columns (FOCUS's custom
 -- columns) hold what FOCUS has no column for: the busy GPU-hours (GPU time × the node's utilization in each
--- hour, run_node_hour's util_per_allocated), the GPUs' energy (energy_j_per_allocated), the cluster and model.
+-- hour: run_allocation_daily's busy_gpu_s), the GPUs' energy (its energy_j), the cluster and model.
 -- The provider, publisher, invoice issuer, host and billing account are the site, named by its cluster
 -- (the warehouse knows no other name for it); a project is a FOCUS sub account.
 --- [mart]
@@ -23,29 +24,12 @@
 --- scope = "project"
 --- columns = ["AvailabilityZone", "BilledCost", "BillingAccountId", "BillingAccountName", "BillingCurrency", "BillingPeriodEnd", "BillingPeriodStart", "ChargeCategory", "ChargeClass", "ChargeDescription", "ChargeFrequency", "ChargePeriodEnd", "ChargePeriodStart", "CommitmentDiscountCategory", "CommitmentDiscountId", "CommitmentDiscountName", "CommitmentDiscountStatus", "CommitmentDiscountType", "ConsumedQuantity", "ConsumedUnit", "ContractedCost", "ContractedUnitPrice", "EffectiveCost", "HostProviderName", "InvoiceIssuerName", "ListCost", "ListUnitPrice", "PricingCategory", "PricingQuantity", "PricingUnit", "ProviderName", "PublisherName", "RegionId", "RegionName", "ResourceId", "ResourceName", "ResourceType", "ServiceCategory", "ServiceName", "ServiceProviderName", "SkuId", "SkuPriceId", "SubAccountId", "SubAccountName", "Tags", "x_BusyGpuHours", "x_EnergyKwh", "x_Cluster", "x_GpuModel"]
 WITH
+-- each day's allocated GPU-hours as chargeback sums them over the window (run_allocation_daily.sql: the
+-- allocation defined once)
 day_alloc AS (
-    SELECT day, project, gpu_model, sum(gpu_s) / 3600 AS gpu_h,
-           sum(gpu_s * ifNull(util, 0)) / 3600 AS busy_gpu_h, sum(gpu_s * ifNull(energy_j, 0)) / 3.6e6 AS energy_kwh
-    FROM (
-        SELECT toDate(r.hour) AS day, d.project AS project,
-               ifNull(i.gpu_model, '(not in the inventory)') AS gpu_model,
-               r.gpus_per_node * overlap_s(r.s, r.e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})
-                   * gpu_model_share(ifNull(t.alloc_tres, ''), i.gpu_model, i.gpus, i.node_gpus, i.node_models)
-                   AS gpu_s,
-               r.util_per_allocated AS util, r.energy_j_per_allocated AS energy_j
-        FROM (SELECT * FROM run_node_hour FINAL WHERE cluster = {cluster:String}
-              AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
-              AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}) AS r
-        LEFT JOIN dim_account AS d ON d.account = r.account
-        -- as chargeback.sql: a row per GPU model of the run's node, the run's part of each by its AllocTRES
-        LEFT JOIN (SELECT node, gpu_model, gpus, toUInt16(sum(gpus) OVER (PARTITION BY node)) AS node_gpus,
-                           groupArray(toString(gpu_model)) OVER (PARTITION BY node) AS node_models
-                    FROM node_inventory FINAL WHERE cluster = {cluster:String}) AS i ON i.node = r.node
-        LEFT JOIN (SELECT job_id, submit_ts, alloc_tres FROM fct_job_run WHERE cluster = {cluster:String}
-                   AND usage_end_ts > {from_ts:DateTime('UTC')} AND usage_start_ts < {to_ts:DateTime('UTC')}) AS t
-            ON t.job_id = r.job_id AND t.submit_ts = r.submit_ts
-        WHERE {project:String} = '' OR d.project = {project:String}
-    )
+    SELECT day, project, gpu_model, sum(gpu_s) / 3600 AS gpu_h, sum(busy_gpu_s) / 3600 AS busy_gpu_h,
+           sum(energy_j) / 3.6e6 AS energy_kwh
+    FROM ({{mart run_allocation_daily}})
     GROUP BY day, project, gpu_model
 ),
 -- each model's price per allocated GPU-hour for the window, as chargeback charges it
