@@ -20,20 +20,22 @@ def _line(job, submit, start, end, elapsed, state):
             f"{state}|1|32|{tres}|gpu001|train")
 
 
+# seven runs of five jobs over October to December 2026; jobs 100 and 200 requeued after a NODE_FAIL (200 across
+# the month's end), so each has a superseded first run
+RUNS = [
+    _line(100, "2026-10-01T00:00:00", "2026-10-01T00:00:00", "2026-10-01T01:00:00", 3600, "NODE_FAIL"),
+    _line(100, "2026-10-01T01:00:00", "2026-10-01T01:05:00", "2026-10-01T03:05:00", 7200, "COMPLETED"),
+    _line(101, "2026-10-15T00:00:00", "2026-10-15T00:00:00", "2026-10-15T00:30:00", 1800, "COMPLETED"),
+    _line(102, "2026-11-10T00:00:00", "2026-11-10T00:00:00", "2026-11-10T05:00:00", 18000, "FAILED"),
+    _line(103, "2026-12-01T00:00:00", "2026-12-01T00:00:00", "2026-12-01T00:00:20", 20, "COMPLETED"),
+    _line(200, "2026-10-31T22:00:00", "2026-10-31T22:00:00", "2026-10-31T23:30:00", 5400, "NODE_FAIL"),
+    _line(200, "2026-10-31T23:30:00", "2026-11-01T00:00:00", "2026-11-01T10:00:00", 36000, "COMPLETED"),
+]
+
+
 def test_a_load_spanning_months_forms_job_run_in_bounded_ranges_of_ids(wh, tmp_path: Path, monkeypatch):
-    # seven runs of five jobs over October to December 2026; jobs 100 and 200 requeued after a NODE_FAIL
-    # (200 across the month's end), so each has a superseded first run
     p = tmp_path / "months.psv"
-    p.write_text("\n".join([
-        HEADER,
-        _line(100, "2026-10-01T00:00:00", "2026-10-01T00:00:00", "2026-10-01T01:00:00", 3600, "NODE_FAIL"),
-        _line(100, "2026-10-01T01:00:00", "2026-10-01T01:05:00", "2026-10-01T03:05:00", 7200, "COMPLETED"),
-        _line(101, "2026-10-15T00:00:00", "2026-10-15T00:00:00", "2026-10-15T00:30:00", 1800, "COMPLETED"),
-        _line(102, "2026-11-10T00:00:00", "2026-11-10T00:00:00", "2026-11-10T05:00:00", 18000, "FAILED"),
-        _line(103, "2026-12-01T00:00:00", "2026-12-01T00:00:00", "2026-12-01T00:00:20", 20, "COMPLETED"),
-        _line(200, "2026-10-31T22:00:00", "2026-10-31T22:00:00", "2026-10-31T23:30:00", 5400, "NODE_FAIL"),
-        _line(200, "2026-10-31T23:30:00", "2026-11-01T00:00:00", "2026-11-01T10:00:00", 36000, "COMPLETED"),
-    ]) + "\n", encoding="utf-8")
+    p.write_text("\n".join([HEADER, *RUNS]) + "\n", encoding="utf-8")
     monkeypatch.setattr(grains, "_PIECE_RUNS", 2, raising=False)
     pieces: list[tuple[str, str]] = []
     real = wh.command
@@ -80,14 +82,7 @@ def test_an_upgrade_of_the_job_run_model_rebuilds_in_the_same_bounded_ranges(wh,
     from ops_warehouse.migrations import apply_migrations
 
     p = tmp_path / "jobs.psv"
-    p.write_text("\n".join([
-        HEADER,
-        _line(100, "2026-10-01T00:00:00", "2026-10-01T00:00:00", "2026-10-01T01:00:00", 3600, "NODE_FAIL"),
-        _line(100, "2026-10-01T01:00:00", "2026-10-01T01:05:00", "2026-10-01T03:05:00", 7200, "COMPLETED"),
-        _line(101, "2026-10-15T00:00:00", "2026-10-15T00:00:00", "2026-10-15T00:30:00", 1800, "COMPLETED"),
-        _line(102, "2026-11-10T00:00:00", "2026-11-10T00:00:00", "2026-11-10T05:00:00", 18000, "FAILED"),
-        _line(103, "2026-12-01T00:00:00", "2026-12-01T00:00:00", "2026-12-01T00:00:20", 20, "COMPLETED"),
-    ]) + "\n", encoding="utf-8")
+    p.write_text("\n".join([HEADER, *RUNS[:5]]) + "\n", encoding="utf-8")
     assert load_sacct(wh, p).quarantined == 0
     # the next version: the model's shortest wall-time bin renamed (no run here falls in it)
     root = tmp_path / "sql"

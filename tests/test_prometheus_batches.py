@@ -31,6 +31,15 @@ DAY = date(2026, 10, 1)
 W0 = int(datetime(2026, 10, 1, tzinfo=timezone.utc).timestamp())
 H100 = "NVIDIA H100 80GB HBM3"
 UUID1 = 'GPU-1"},{"metric":x'
+# the rows and Xid events worked out by hand from SERIES below (node, gpu, seconds after W0, model, uuid,
+# utilization %, power W), what a load of its answers must store however they are batched or pipelined
+HAND_ROWS = [
+    ("n1", 0, 0, H100, UUID1, 10.0, 100.0), ("n1", 0, 60, H100, UUID1, 20.0, 110.0),
+    ("n1", 0, 120, H100, UUID1, 30.0, 120.0),
+    ("n2", 0, 0, H100, "GPU-2", None, 200.0), ("n2", 0, 60, H100, "GPU-2", None, None),
+    ("n2", 0, 120, H100, "GPU-2", None, 220.0),
+]
+HAND_XIDS = [("n1", 60, 79), ("n2", 120, 48)]
 # metric -> [(labels, [values at W0-60 (the seed), W0, W0+60, W0+120])]
 SERIES = {
     "DCGM_FI_DEV_GPU_UTIL": [({"Hostname": "n1", "gpu": "0", "modelName": H100, "UUID": UUID1}, ["5", "10", "20", "30"])],
@@ -118,13 +127,7 @@ def test_answers_load_as_written(server, cfg, tmp_path, monkeypatch, batch_nodes
 
     monkeypatch.setattr(prometheus_source, "insert_frames", spy)
     c, rows, xids = _load(cfg, tmp_path, server, "wh")
-    assert rows == [
-        ("n1", 0, 0, H100, UUID1, 10.0, 100.0), ("n1", 0, 60, H100, UUID1, 20.0, 110.0),
-        ("n1", 0, 120, H100, UUID1, 30.0, 120.0),
-        ("n2", 0, 0, H100, "GPU-2", None, 200.0), ("n2", 0, 60, H100, "GPU-2", None, None),
-        ("n2", 0, 120, H100, "GPU-2", None, 220.0),
-    ]
-    assert xids == [("n1", 60, 79), ("n2", 120, 48)]
+    assert (rows, xids) == (HAND_ROWS, HAND_XIDS)
     assert (c["gpu_rows"], c["xid_events"], c["quarantined"]) == (6, 2, 1)
     # memory holds a batch of nodes, not the day: each insert has at most BATCH_NODES nodes' GPUs
     gpu_inserts = [i["gpu"] for i in inserted if i.get("gpu")]
@@ -182,11 +185,5 @@ def test_next_request_leaves_while_an_answer_is_decoded(server, cfg, tmp_path, m
     monkeypatch.setattr(prometheus_source, "decode_matrix", decode)
     c, rows, xids = _load(cfg, tmp_path, server, "pipelined")
     assert sent_while_decoding == [True]
-    assert rows == [
-        ("n1", 0, 0, H100, UUID1, 10.0, 100.0), ("n1", 0, 60, H100, UUID1, 20.0, 110.0),
-        ("n1", 0, 120, H100, UUID1, 30.0, 120.0),
-        ("n2", 0, 0, H100, "GPU-2", None, 200.0), ("n2", 0, 60, H100, "GPU-2", None, None),
-        ("n2", 0, 120, H100, "GPU-2", None, 220.0),
-    ]
-    assert xids == [("n1", 60, 79), ("n2", 120, 48)]
+    assert (rows, xids) == (HAND_ROWS, HAND_XIDS)
     assert (c["gpu_rows"], c["xid_events"], c["quarantined"]) == (6, 2, 1)
