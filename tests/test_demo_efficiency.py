@@ -246,12 +246,21 @@ def test_each_planted_case_reads_its_planted_figure_however_short(demo):
             assert got["cpu_eff"] == pytest.approx(run["cpu_eff"], abs=1e-6) and got["cpu_eff"] >= 0.85
             assert got["gpu_util_pct"] < 30
         elif case["kind"] == "low_gpu_memory":
-            assert got["fb_peak_share"] == pytest.approx(mine["fb_share"].max(), abs=1e-6) < 0.1
+            assert got["fb_peak_share"] == pytest.approx(mine["fb_share"].max(), abs=1e-6)
+            assert got["fb_peak_share"] < 0.1
         else:
             assert case["kind"] == "idle_gpu_of_n"
             theirs = per_gpu.filter(pl.col("job_id") == run["job_id"], pl.col("submit_s") == case["submit"])
+            if mine.is_empty():
+                # a run shorter than one step with no reading of its own (the 31-day demo's 1009612: 250 s)
+                # has its GPUs by the node's share, as run_gpus says, and nothing to compare with
+                assert set(theirs["attribution"]) == {"node share"}, run["job_id"]
+                continue
             by_gpu = {(r["node"], r["gpu"]): r["util_mean_pct"] for r in theirs.iter_rows(named=True)}
             want = {(r["node"], r["gpu"]): r["util_pct"] for r in mine.iter_rows(named=True)}
             assert by_gpu == {k: pytest.approx(v, abs=0.01) for k, v in want.items()}, run["job_id"]
             assert by_gpu[(case["node"], case["gpu"])] < 5
-            assert min(v for k, v in by_gpu.items() if k != (case["node"], case["gpu"])) > 30
+            if case["end"] - case["start"] >= 3600:
+                # the others at work (a run of a few minutes, under one step, averages in the readings of its
+                # start: the 31-day demo's 1012175, 261 s, reads 25 % on its working GPUs, as DuckDB does)
+                assert min(v for k, v in by_gpu.items() if k != (case["node"], case["gpu"])) > 30, run["job_id"]
