@@ -83,10 +83,14 @@ def test_busy_and_idle_per_sample_against_the_raw_files(site):
         g = got[model]
         assert g["busy_gpu_h"] <= g["allocated_observed_gpu_h"] <= g["allocated_gpu_h"] + 1e-9, model
         assert g["allocated_observed_gpu_h"] == pytest.approx(obs, rel=1e-9), model
-        # busy to 0.1 %: a run shorter than a step that fell between two scrapes has no label and shares the
-        # node's step with the other unnamed runs, busy by the node's samples rather than its own GPU's
-        # (b200 1,104.51 against 1,104.16 GPU-h, h100 23,158.95 against 23,156.17)
-        assert g["busy_gpu_h"] == pytest.approx(busy, rel=1e-3), model
+        # busy to 0.2 %: a run shorter than a step that fell between two scrapes has no label and shares the
+        # node's step with the other unnamed runs, busy by the node's samples rather than its own GPU's. The
+        # whole gap is in those 'node share' rows (run_sample_hour), the labelled runs' busy is DuckDB's
+        # exactly. It was b200 1,104.51 against 1,104.16 GPU-h (0.03 %); the generator's plants (2e408ef: idle
+        # users' runs, 80 % of them idle) left more of the short unnamed runs idle beside busy ones: b200
+        # 954.32 against 953.25 (0.11 %: 355 node-share run-node rows +1.07 GPU-h, 142 labelled rows 0.00),
+        # h100 21,287.26 against 21,285.56 (0.008 %), h200 3,208.66 against 3,208.44 (0.007 %)
+        assert g["busy_gpu_h"] == pytest.approx(busy, rel=2e-3), model
         assert g["allocated_idle_gpu_h"] == pytest.approx(obs - busy, rel=0.01, abs=0.5), model
 
 
