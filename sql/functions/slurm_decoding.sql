@@ -45,3 +45,33 @@ CREATE OR REPLACE FUNCTION slurm_tres_text {{on_cluster}} AS (ids, names) ->
 -- A step id -> its name in a JobID ("123.batch"): the special steps are negative in the database.
 CREATE OR REPLACE FUNCTION slurm_step_text {{on_cluster}} AS (id) ->
     multiIf(id = -5, 'batch', id = -4, 'extern', id = -6, 'interactive', id = -2, 'pending', toString(id));
+
+-- CPU seconds and microseconds (a step's user_sec + sys_sec, user_usec + sys_usec) -> sacct's TotalCPU
+-- text (sacct/print.c _elapsed_time, 22.05): microseconds carried into seconds, milliseconds shown only
+-- under an hour ("MM:SS.mmm", truncated), whole seconds from an hour up ("HH:MM:SS", "D-HH:MM:SS").
+CREATE OR REPLACE FUNCTION slurm_cpu_text {{on_cluster}} AS (sec, usec) ->
+    multiIf(sec + intDiv(usec, 1000000) >= 86400,
+                concat(toString(intDiv(sec + intDiv(usec, 1000000), 86400)), '-',
+                       leftPad(toString(intDiv(sec + intDiv(usec, 1000000), 3600) % 24), 2, '0'), ':',
+                       leftPad(toString(intDiv(sec + intDiv(usec, 1000000), 60) % 60), 2, '0'), ':',
+                       leftPad(toString((sec + intDiv(usec, 1000000)) % 60), 2, '0')),
+            sec + intDiv(usec, 1000000) >= 3600,
+                concat(leftPad(toString(intDiv(sec + intDiv(usec, 1000000), 3600) % 24), 2, '0'), ':',
+                       leftPad(toString(intDiv(sec + intDiv(usec, 1000000), 60) % 60), 2, '0'), ':',
+                       leftPad(toString((sec + intDiv(usec, 1000000)) % 60), 2, '0')),
+            intDiv(usec % 1000000, 1000) > 0,
+                concat(leftPad(toString(intDiv(sec + intDiv(usec, 1000000), 60) % 60), 2, '0'), ':',
+                       leftPad(toString((sec + intDiv(usec, 1000000)) % 60), 2, '0'), '.',
+                       leftPad(toString(intDiv(usec % 1000000, 1000)), 3, '0')),
+            concat('00:', leftPad(toString(intDiv(sec + intDiv(usec, 1000000), 60) % 60), 2, '0'), ':',
+                   leftPad(toString((sec + intDiv(usec, 1000000)) % 60), 2, '0')));
+
+-- Bytes -> sacct's MaxRSS text (convert_num_unit with CONVERT_NUM_UNIT_EXACT): divided by 1024 while the
+-- number is above 1024 and divides exactly (1872072704 -> 1828196K; 1000000 stays bare, sacct's bytes).
+CREATE OR REPLACE FUNCTION slurm_bytes_text {{on_cluster}} AS (b) ->
+    multiIf(b % 1125899906842624 = 0 AND intDiv(b, 1099511627776) > 1024, concat(toString(intDiv(b, 1125899906842624)), 'P'),
+            b % 1099511627776 = 0 AND intDiv(b, 1073741824) > 1024, concat(toString(intDiv(b, 1099511627776)), 'T'),
+            b % 1073741824 = 0 AND intDiv(b, 1048576) > 1024, concat(toString(intDiv(b, 1073741824)), 'G'),
+            b % 1048576 = 0 AND intDiv(b, 1024) > 1024, concat(toString(intDiv(b, 1048576)), 'M'),
+            b % 1024 = 0 AND b > 1024, concat(toString(intDiv(b, 1024)), 'K'),
+            toString(b));

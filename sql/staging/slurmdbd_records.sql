@@ -63,6 +63,8 @@ SELECT
     ifNull((SELECT argMax(r.resv_name, r.time_start) FROM resv AS r
             WHERE r.id_resv = j.id_resv AND r.time_start < j.time_start), '') AS reservation,
     j.job_name AS jobname,
+    -- a job's own line: the warehouse keeps TotalCPU and MaxRSS per step only (slurm_job_step)
+    '' AS totalcpu, '' AS maxrss,
     j.job_db_inx AS db_inx,
     -1 AS step_order
 FROM jobs AS j
@@ -93,6 +95,12 @@ SELECT
     s.nodelist AS nodelist,
     '' AS reservation,
     s.step_name AS jobname,
+    -- sacct's TotalCPU is the step's user + system time; MaxRSS the mem TRES (bytes) of tres_usage_in_max,
+    -- empty where that holds none
+    slurm_cpu_text(toUInt64(ifNull(s.user_sec, 0)) + toUInt64(ifNull(s.sys_sec, 0)),
+                   toUInt64(ifNull(s.user_usec, 0)) + toUInt64(ifNull(s.sys_usec, 0))) AS totalcpu,
+    if(match(concat(',', ifNull(s.tres_usage_in_max, '')), ',2=[0-9]'),
+       slurm_bytes_text(toUInt64OrZero(extract(concat(',', s.tres_usage_in_max), ',2=([0-9]+)'))), '') AS maxrss,
     j.job_db_inx AS db_inx,
     s.id_step AS step_order
 FROM {{mysql step_table}} AS s
