@@ -5,8 +5,8 @@
 --   start_ts, end_ts   as observed (end_ts of a run still running: its as-of time, usage_end_ts); a job still
 --                      pending when last seen has neither (NULL end: it was still waiting, not cancelled)
 --   never_ran          1 for a run that never started: cancelled in the queue (end_ts: when) or still pending
---   gpus               the GPUs it held; for a job still pending, the GPUs it asked for (sacct prints no
---                      AllocTRES for a job that has not started: ReqTRES's gres/gpu)
+--   gpus               the GPUs it held; for a run that never started (still pending or cancelled in the
+--                      queue), the GPUs it asked for (sacct prints no AllocTRES for it: ReqTRES's gres/gpu)
 --   timelimit_s        its time limit (0: none recorded)
 --- [mart]
 --- grain = "one row per scenario and month of the history"
@@ -15,7 +15,8 @@
 WITH jobs AS (
     SELECT *,
            NOT is_final AND start_ts IS NULL AS pending,
-           if(pending, asked_gpus(gpus, req_tres), gpus) AS job_gpus
+           -- a run that never started (pending, or cancelled in the queue) has no AllocTRES: what it asked for
+           if(pending OR never_ran, asked_gpus(gpus, req_tres), gpus) AS job_gpus
     FROM fct_job_run
     WHERE cluster = {cluster:String} AND submit_ts < {to_ts:DateTime('UTC')}
       AND (end_ts IS NULL OR end_ts > {from_ts:DateTime('UTC')})
