@@ -30,6 +30,7 @@ import os
 import shutil
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -148,6 +149,25 @@ def generated_site(out: Path, *, telemetry_days=None, refresh_window=None, kerne
     finally:
         close_embedded()
     return {"cluster": h.spec.name, "lemons": h.lemons, "straggler": h.straggler}
+
+
+# A small generated week that several modules read, built once per run for all of them (each open_copy()s it):
+# the laws on a small generated site (tests/test_checks.py) and the planted idle users (tests/test_users_generated.py)
+# asked for the same week under two names and built it twice (about 12-15 s each on CI's 2 cores).
+SMALL_WEEK = (datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 10, 8, tzinfo=timezone.utc))
+SMALL_WEEK_STEP_S = 300
+
+
+def small_week(tmp_path_factory) -> Site:
+    """7 days of October 2026 from the 1st, 200 jobs a day on 16 nodes, seed 5, 5-minute telemetry of the 7 days,
+    the capacity grain refreshed over ``SMALL_WEEK``."""
+    return built_site(tmp_path_factory, "small-week", _build_small_week, start=SMALL_WEEK[0], days=7,
+                      jobs_per_day=200, nodes=16, seed=5, metrics_step_s=SMALL_WEEK_STEP_S)
+
+
+def _build_small_week(out: Path, **params) -> dict:
+    return generated_site(out, telemetry_days=(SMALL_WEEK[0].date(), SMALL_WEEK[1].date() - timedelta(days=1)),
+                          refresh_window=SMALL_WEEK, **params)
 
 
 def open_site(site: Site, folder: Path):
