@@ -170,6 +170,30 @@ def _build_small_week(out: Path, **params) -> dict:
                           refresh_window=SMALL_WEEK, **params)
 
 
+# Open XDMoD's phillips.log (tests/data/sacct/xdmod, LGPL-3.0; 4,285 jobs, no node inventory) loaded by
+# `ops-report etl sacct --fields xdmod` into an empty warehouse: the laws on a real log
+# (tests/test_check_real_logs.py) and the charts' workers (tests/test_chart_workers.py) each loaded it anew
+PHILLIPS_LOG = Path(__file__).with_name("data") / "sacct" / "xdmod" / "phillips.log"
+
+
+def phillips(tmp_path_factory) -> Site:
+    """phillips.log loaded as a user loads it; its facts: the command's stdout (``stdout``)."""
+    # the log's hash in the key: a changed fixture is loaded anew
+    return built_site(tmp_path_factory, "phillips", _load_phillips, log=str(PHILLIPS_LOG),
+                      log_sha256=hashlib.sha256(PHILLIPS_LOG.read_bytes()).hexdigest())
+
+
+def _load_phillips(out: Path, *, log: str, log_sha256: str) -> dict:
+    from ops_warehouse.warehouse import close_embedded
+    from tests.cli_runner import cli
+
+    try:
+        stdout = cli("--warehouse", f"chdb://{out / 'warehouse'}", "etl", "sacct", "--fields", "xdmod", log).stdout
+    finally:
+        close_embedded()  # no engine left on the folder that open_copy() copies
+    return {"stdout": stdout}
+
+
 def open_site(site: Site, folder: Path):
     """An open warehouse on a copy of ``site``'s (in ``folder``), configured as its build was."""
     from ops_warehouse.config import Config
