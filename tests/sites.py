@@ -30,6 +30,7 @@ import os
 import shutil
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -148,6 +149,49 @@ def generated_site(out: Path, *, telemetry_days=None, refresh_window=None, kerne
     finally:
         close_embedded()
     return {"cluster": h.spec.name, "lemons": h.lemons, "straggler": h.straggler}
+
+
+# A small generated week that several modules read, built once per run for all of them (each open_copy()s it):
+# the laws on a small generated site (tests/test_checks.py) and the planted idle users (tests/test_users_generated.py)
+# asked for the same week under two names and built it twice (about 12-15 s each on CI's 2 cores).
+SMALL_WEEK = (datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 10, 8, tzinfo=timezone.utc))
+SMALL_WEEK_STEP_S = 300
+
+
+def small_week(tmp_path_factory) -> Site:
+    """7 days of October 2026 from the 1st, 200 jobs a day on 16 nodes, seed 5, 5-minute telemetry of the 7 days,
+    the capacity grain refreshed over ``SMALL_WEEK``."""
+    return built_site(tmp_path_factory, "small-week", _build_small_week, start=SMALL_WEEK[0], days=7,
+                      jobs_per_day=200, nodes=16, seed=5, metrics_step_s=SMALL_WEEK_STEP_S)
+
+
+def _build_small_week(out: Path, **params) -> dict:
+    return generated_site(out, telemetry_days=(SMALL_WEEK[0].date(), SMALL_WEEK[1].date() - timedelta(days=1)),
+                          refresh_window=SMALL_WEEK, **params)
+
+
+# Open XDMoD's phillips.log (tests/data/sacct/xdmod, LGPL-3.0; 4,285 jobs, no node inventory) loaded by
+# `ops-report etl sacct --fields xdmod` into an empty warehouse: the laws on a real log
+# (tests/test_check_real_logs.py) and the charts' workers (tests/test_chart_workers.py) each loaded it anew
+PHILLIPS_LOG = Path(__file__).with_name("data") / "sacct" / "xdmod" / "phillips.log"
+
+
+def phillips(tmp_path_factory) -> Site:
+    """phillips.log loaded as a user loads it; its facts: the command's stdout (``stdout``)."""
+    # the log's hash in the key: a changed fixture is loaded anew
+    return built_site(tmp_path_factory, "phillips", _load_phillips, log=str(PHILLIPS_LOG),
+                      log_sha256=hashlib.sha256(PHILLIPS_LOG.read_bytes()).hexdigest())
+
+
+def _load_phillips(out: Path, *, log: str, log_sha256: str) -> dict:
+    from ops_warehouse.warehouse import close_embedded
+    from tests.cli_runner import cli
+
+    try:
+        stdout = cli("--warehouse", f"chdb://{out / 'warehouse'}", "etl", "sacct", "--fields", "xdmod", log).stdout
+    finally:
+        close_embedded()  # no engine left on the folder that open_copy() copies
+    return {"stdout": stdout}
 
 
 def open_site(site: Site, folder: Path):

@@ -16,8 +16,8 @@ import pytest
 
 import ops_warehouse as ow
 from ops_warehouse.etl.sacct_text import XDMOD_FIELDS
-from tests.cli_runner import cli
 from tests.conftest import XDMOD
+from tests.sites import phillips as phillips_site
 
 DECEMBER = {"start": "2016-12-01", "end": "2017-01-01"}
 OUTSIDE = "(not in the inventory)"  # the GPU model and partition of a node the inventory does not list
@@ -26,10 +26,10 @@ WHOLE_LOG = {"start": "2016-12-22", "end": "2017-01-02"}  # every job of the log
 
 @pytest.fixture(scope="module")
 def phillips(tmp_path_factory):
-    dsn = f"chdb://{tmp_path_factory.mktemp('phillips') / 'wh'}"
-    out = cli("--warehouse", dsn, "etl", "sacct", "--fields", "xdmod", str(XDMOD / "phillips.log")).stdout
-    assert "loaded 4285" in out
-    wh = ow.connect(dsn)
+    # loaded once per run (tests/sites.py, `ops-report etl sacct --fields xdmod`); this module reads its own copy
+    site = phillips_site(tmp_path_factory)
+    assert "loaded 4285" in site.facts["stdout"]
+    wh = ow.connect(f"chdb://{site.open_copy(tmp_path_factory.mktemp('phillips'))}")
     yield wh
     wh.close()
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from datetime import date, datetime, timezone
 
 import polars as pl
 import pytest
@@ -29,7 +28,7 @@ from ops_warehouse.sqlfiles import sql_query
 from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.cli_runner import cli
 from tests.conftest import REPO, table_checksums
-from tests.sites import built_site, generated_site
+from tests.sites import SMALL_WEEK, built_site, small_week
 from tests.test_monthly_scenario import (
     ALLOCATED,
     AVAILABLE,
@@ -44,7 +43,6 @@ from tests.test_monthly_scenario import (
 )
 from tests.test_monthly_scenario import PROJECTS as SCENARIO_PROJECTS
 
-UTC = timezone.utc
 CHECKS = REPO / "sql" / "checks"
 LAW_FILES = sorted(p.stem for p in CHECKS.glob("*.sql"))
 # the comparison every law's last WHERE makes (sql/functions/law_breaks.sql): without it, the rows compared
@@ -313,11 +311,9 @@ def test_the_broken_row_with_its_figures_and_the_cap(scenario_site, tmp_path):
 
 # ----------------------------------------------------- (c) a small generated site and the demo: each law's status
 
-GEN_W = (datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 8, tzinfo=UTC))
-
-
-def build(out, **params) -> dict:
-    return generated_site(out, telemetry_days=(date(2026, 10, 1), date(2026, 10, 7)), refresh_window=GEN_W, **params)
+# tests/sites.py's small week (7 days of October 2026, 200 jobs a day on 16 nodes, seed 5, 5-minute telemetry),
+# built once per run for this module and tests/test_users_generated.py
+GEN_W = SMALL_WEEK
 
 
 # laws broken on the small generated site and on the demo's three days: xfail(strict) with the reason, until
@@ -341,8 +337,7 @@ def _statuses(path, cluster, *period):
 
 @pytest.fixture(scope="module")
 def generated_statuses(tmp_path_factory):
-    site = built_site(tmp_path_factory, "laws", build, start=GEN_W[0], days=7, jobs_per_day=200, nodes=16, seed=5,
-                      metrics_step_s=300)
+    site = small_week(tmp_path_factory)
     path = site.open_copy(tmp_path_factory.mktemp("laws-generated"))
     return _statuses(path, site.facts["cluster"], "--from", "2026-10-01", "--to", "2026-10-07")
 

@@ -12,30 +12,24 @@ GPUs × its time inside the week (a run still running when sacct was read, to th
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 
 import duckdb
 import polars as pl
 import pytest
 
 from ops_warehouse.analytics.marts import run_mart
-from tests.sites import PROJECTS, built_site, generated_site, open_site
+from tests.sites import PROJECTS, SMALL_WEEK, SMALL_WEEK_STEP_S, open_site, small_week
 
 pytestmark = pytest.mark.slow
 
-W = (datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 10, 8, tzinfo=timezone.utc))
-STEP_S = 300
-
-
-def build(out, **params):
-    return generated_site(out, telemetry_days=(W[0].date(), datetime(2026, 10, 7).date()), refresh_window=W,
-                          **params)
+W = SMALL_WEEK
+STEP_S = SMALL_WEEK_STEP_S
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    return built_site(tmp_path_factory, "users-generated", build, start=W[0], days=7, jobs_per_day=200, nodes=16,
-                      seed=5, metrics_step_s=STEP_S)
+    # tests/sites.py's small week, built once per run for this module and tests/test_checks.py's laws
+    return small_week(tmp_path_factory)
 
 
 def _duckdb_idle(path) -> pl.DataFrame:
