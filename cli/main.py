@@ -22,6 +22,8 @@ from ops_warehouse.files import write_file
 from ops_warehouse.migrations import Deployment, rendered_schema, restore_missing_objects
 from ops_warehouse.planning.changes import parse_change
 from ops_warehouse.progress import count_progress, file_progress, step_progress
+from ops_warehouse.reports import job_render
+from ops_warehouse.reports import users_render
 from ops_warehouse.warehouse import bring_up_to_date, open_warehouse, redact
 
 # A command imports what only it needs when it runs (_etl, _analytics, _render below, the generator, the
@@ -84,12 +86,10 @@ def _wh():
 
 
 def _api():
-    """The analysts' API over the command's warehouse. Imported here, not at the top: the API, its
-    declarations and the digest cost a `summary`, which reads through neither, 5-7 ms of every start (issue
-    51, bench_startup; tests/test_startup.py)."""
-    from ops_warehouse.analytics.api import Connection
-
-    return Connection(_wh())
+    """The analysts' API over the command's warehouse, its module imported by the commands that use it (as a
+    report's module, :func:`_analytics`): the API with its declarations, and the digest, imported at the top
+    cost a `summary`, which reads through none of them, 2-11 ms of CPU a start (issue 51, round 5)."""
+    return _analytics("api").Connection(_wh())
 
 
 def _close_wh():
@@ -140,12 +140,12 @@ def _etl() -> SimpleNamespace:
     )
 
 
-_REPORTS = ("checks", "export", "monthly", "summary", "telemetry", "whatif")
+_REPORTS = ("api", "checks", "digest", "export", "monthly", "summary", "telemetry", "whatif")
 
 
 def _analytics(report: str):
-    """The module of one report's queries (ops_warehouse.analytics.<report>), imported by the command that
-    runs it alone: importing all six made a one-day `summary` pay for the what-if's numpy and the checks'
+    """The module of one report's queries, or the analysts' API (ops_warehouse.analytics.<report>), imported by
+    the command that runs it alone: importing all six made a one-day `summary` pay for the what-if's numpy and the checks'
     and monthly report's modules, 0.4 s of CPU (issue 51, bench_startup)."""
     import importlib
 
@@ -783,8 +783,6 @@ def users(
         df = df.join(api.user_resources(month, project=project, cluster=slurm_cluster, start=start, end=end),
                      on="user", how="left")
         cluster = api.period(month, start=start, end=end, cluster=slurm_cluster).cluster
-    from ops_warehouse.reports import users_render
-
     shown = "table" if fmt == "md" else fmt  # the table is Markdown's
     sys.stdout.write(_render(users_render.users_frame(df, shown), shown)
                      + (users_render.job_lines_text(df, cluster) if shown == "table" else ""))
@@ -813,12 +811,9 @@ def digest(
     _count(days, "--days", 1, MAX_DAYS, "days")
     if out is not None:
         _out_folder(out)
-    from ops_warehouse.analytics.digest import digest as waste_digest
-    from ops_warehouse.reports import users_render
-
-    found = waste_digest(_api(), days=days, last_day=_date(date_to, "--to") if date_to else None,
-                         project=project, cluster=slurm_cluster, waste_idle_gpu_h=idle_gpu_h,
-                         waste_util_pct=util_pct, waste_gpu_mem_eff=gpu_mem_eff)
+    found = _analytics("digest").digest(_api(), days=days, last_day=_date(date_to, "--to") if date_to else None,
+                                        project=project, cluster=slurm_cluster, waste_idle_gpu_h=idle_gpu_h,
+                                        waste_util_pct=util_pct, waste_gpu_mem_eff=gpu_mem_eff)
     last = found["end"] - timedelta(days=1)
     files = users_render.digest_files(found["users"].to_dicts(), cluster=found["cluster"], start=f"{found['start']:%Y-%m-%d}",
                          end=f"{last:%Y-%m-%d}", thresholds=found["thresholds"])
@@ -847,8 +842,6 @@ def job(
     CPU and memory efficiency; the expert's notes with their figures; which telemetry grain was read (the
     hourly rollup once the samples expired). HTML: a chart per GPU (docs/efficiency.md)."""
     _choice(fmt, "--format", ("text", "json", "html"))
-    from ops_warehouse.reports import job_render
-
     sys.stdout.write(job_render.render_job(_api().job(job_id, cluster=cluster).as_dict(), fmt))
 
 
