@@ -88,7 +88,7 @@ def _wh():
 def _api():
     """The analysts' API over the command's warehouse, its module imported by the commands that use it (as a
     report's module, :func:`_analytics`): the API with its declarations, and the digest, imported at the top
-    cost a `summary`, which reads through none of them, 2-11 ms of CPU a start (issue 51, round 5)."""
+    cost a `summary`, which reads through none of them, 3-4 ms of CPU a start (issue 51, round 5)."""
     return _analytics("api").Connection(_wh())
 
 
