@@ -5,6 +5,8 @@ computed by DuckDB and by pandas over Parquet, in one run.
     .venv/bin/python bench/bench_monthly.py [--nodes 32] [--days 31] [--workdir DIR] [--repeat N]
     .venv/bin/python bench/bench_monthly.py --profile      # where the report's time goes, mart by mart
     .venv/bin/python bench/bench_monthly.py --ab MART=OLD.sql [--ab-param runs_limit=15]
+    .venv/bin/python bench/bench_monthly.py --statements ["query_plan_enable_optimizations = 0" ...]
+    .venv/bin/python bench/bench_monthly.py --two-handles   # the report's independent marts on two engine handles
 
 The month is prepared once and kept (default workdir ~/.cache/ops-warehouse/bench-monthly-n<nodes>-d<days>):
 the 1,024-GPU month took over 25 minutes to generate and load on a loaded 2-core machine, the 256-GPU one 11
@@ -207,6 +209,110 @@ def child_profile(work: Path) -> dict:
     return {"passes": passes, "charts_s": charts, "render_s": render}
 
 
+def _open(work: Path):
+    from ops_warehouse.config import Config
+    from ops_warehouse.warehouse import open_warehouse
+
+    cfg = Config(dsn=f"chdb://{work / 'warehouse'}")
+    cfg.projects = PROJECTS
+    return open_warehouse(cfg)
+
+
+def _report_statements(wh, work: Path) -> list[tuple[str, str, dict]]:
+    """[(table, SELECT text, parameters)] of the cluster report's mart evaluations, in the report's order,
+    captured from one report run on ``wh`` inside an each_mart_once block of the caller's (so that the included
+    marts' temporary tables stay readable after it)."""
+    import re
+
+    from ops_warehouse.analytics.api import Connection
+    from ops_warehouse.analytics.monthly import monthly_report
+
+    got, command = [], wh.command
+
+    def capture(sql, params=None):
+        m = re.match(r"CREATE TEMPORARY TABLE (\S+) ENGINE = Memory AS ", sql)
+        if m:
+            got.append((m.group(1), sql[m.end():], params or {}))
+        return command(sql, params)
+
+    wh.command = capture
+    monthly_report(Connection(wh), month=START.date(), cluster=(work / "cluster").read_text())
+    wh.command = command
+    return got
+
+
+def child_statements(work: Path, settings: list[str], rounds: int = 3) -> dict:
+    """The report's mart statements re-run as plain SELECTs with each of ``settings`` (a SETTINGS clause) and
+    without, interleaved, ``rounds`` rounds: the CPU seconds of all of them (best per statement, summed) and
+    the statements whose rows differ from the default's (sorted, exact)."""
+    from ops_warehouse.analytics.marts import each_mart_once
+
+    out = {}
+    wh = _open(work)
+    with each_mart_once(wh):
+        stmts = _report_statements(wh, work)
+        variants = {"default": "", **{x: x for x in settings}}
+        best = {v: {} for v in variants}
+        rows = {v: {} for v in variants}
+        for _ in range(rounds):
+            for v, clause in variants.items():
+                for table, sql, params in stmts:
+                    c = time.process_time()
+                    try:
+                        r = wh.query_rows(f"SELECT * FROM ({sql})" + (f" SETTINGS {clause}" if clause else ""), params)
+                    except Exception as e:  # a setting this engine refuses (e.g. enable_analyzer = 0 on chDB 26)
+                        out[v] = {"error": str(e).strip().splitlines()[0][:200]}
+                        break
+                    best[v][table] = min(time.process_time() - c, best[v].get(table, float("inf")))
+                    rows[v][table] = sorted(map(repr, r))
+        for v in variants:
+            if v not in out:
+                out[v] = {"cpu_s": round(sum(best[v].values()), 3),
+                          "rows_differ": [t for t in rows["default"] if rows[v].get(t) != rows["default"][t]]}
+    return {"statements": len(stmts), "variants": out}
+
+
+def child_two_handles(work: Path, rounds: int = 3) -> dict:
+    """Could the report's independent marts run two at a time? clickhouse-connect serializes the calls on one
+    client (a lock per chDB handle), and a temporary table belongs to its handle, so a second handle on the
+    same path is the only way: the report's statements that read no other mart's table, run one after the
+    other on the report's handle, then split between it and a second handle in two threads (chDB releases
+    the GIL), interleaved, ``rounds`` rounds: wall and CPU seconds, and the statements whose rows differ."""
+    import threading
+
+    import clickhouse_connect
+    from ops_warehouse.analytics.marts import each_mart_once
+
+    passes = []
+    wh = _open(work)
+    with each_mart_once(wh):
+        stmts = _report_statements(wh, work)
+        leaves = [(t, s, p) for t, s, p in stmts if "_mart_" not in s.replace("_mart_row", "")]
+        second = clickhouse_connect.get_client(dsn=f"chdb://{work / 'warehouse'}")  # as the warehouse opens its own
+
+        def run(client, items, out):
+            for t, s, p in items:
+                out[t] = sorted(map(repr, client.query(f"SELECT * FROM ({s})", parameters=p).result_rows))
+
+        for _ in range(rounds):
+            one, two = {}, {}
+            t, c = time.perf_counter(), time.process_time()
+            run(wh.client, leaves, one)
+            serial = (round(time.perf_counter() - t, 3), round(time.process_time() - c, 3))
+            t, c = time.perf_counter(), time.process_time()
+            threads = [threading.Thread(target=run, args=(cl, leaves[k::2], two))
+                       for k, cl in enumerate((wh.client, second))]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+            passes.append({"one_handle_s_cpu": serial,
+                           "two_handles_s_cpu": (round(time.perf_counter() - t, 3), round(time.process_time() - c, 3)),
+                           "rows_differ": [k for k in one if one[k] != two[k]]})
+        second.close()
+    return {"independent_statements": len(leaves), "of": len(stmts), "passes": passes}
+
+
 DUCK = """
 CREATE MACRO ov(a0, a1, b0, b1) AS greatest(0, epoch(least(a1, b1)) - epoch(greatest(a0, b0)));
 CREATE TEMP TABLE hours AS SELECT unnest(generate_series(TIMESTAMPTZ '{w0}', TIMESTAMPTZ '{w1}' - INTERVAL 1 HOUR,
@@ -389,11 +495,23 @@ def main() -> None:
                          "each format), in one fresh child over the prepared month; saves report.json in the workdir")
     ap.add_argument("--ab-param", action="append", default=[], metavar="NAME=VALUE",
                     help="with --ab: a parameter of the mart (project=A, runs_limit=15); integers as integers")
+    ap.add_argument("--statements", nargs="*", metavar="SETTING",
+                    help="only this: the report's mart statements re-run with each setting ('name = value') and "
+                         "without, interleaved, in one child: CPU seconds and whether the rows stay the same")
+    ap.add_argument("--two-handles", action="store_true",
+                    help="only this: the report's independent mart statements on one engine handle, then split "
+                         "over two handles in two threads, interleaved, in one child")
     ap.add_argument("--child")
     a = ap.parse_args()
     a.workdir = a.workdir or Path.home() / ".cache" / "ops-warehouse" / f"bench-monthly-n{a.nodes}-d{a.days}"
     if a.profile:
         print(json.dumps(run("profile", a.workdir), indent=1))
+        return
+    if a.statements is not None:
+        print(json.dumps(child_statements(a.workdir, a.statements), indent=1))
+        return
+    if a.two_handles:
+        print(json.dumps(child_two_handles(a.workdir), indent=1))
         return
     if a.ab:
         extra = {k: int(v) if v.isdigit() else v for k, v in (x.split("=", 1) for x in a.ab_param)}

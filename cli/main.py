@@ -10,8 +10,6 @@ from types import SimpleNamespace
 from typing import Annotated, Optional
 
 import typer
-from ops_warehouse.analytics import digest as waste_digest
-from ops_warehouse.analytics.api import Connection
 from ops_warehouse.analytics.periods import parse_month
 from ops_warehouse.cli.invoked import narrowed
 from ops_warehouse.config import load_config
@@ -87,6 +85,13 @@ def _wh():
     return _state["wh"]
 
 
+def _api():
+    """The analysts' API over the command's warehouse, its module imported by the commands that use it (as a
+    report's module, :func:`_analytics`): the API with its declarations, and the digest, imported at the top
+    cost a `summary`, which reads through none of them, 3-4 ms of CPU a start (issue 51, round 5)."""
+    return _analytics("api").Connection(_wh())
+
+
 def _close_wh():
     wh = _state.pop("wh", None)
     if wh is not None:
@@ -135,12 +140,12 @@ def _etl() -> SimpleNamespace:
     )
 
 
-_REPORTS = ("checks", "export", "monthly", "summary", "telemetry", "whatif")
+_REPORTS = ("api", "checks", "digest", "export", "monthly", "summary", "telemetry", "whatif")
 
 
 def _analytics(report: str):
-    """The module of one report's queries (ops_warehouse.analytics.<report>), imported by the command that
-    runs it alone: importing all six made a one-day `summary` pay for the what-if's numpy and the checks'
+    """The module of one report's queries, or the analysts' API (ops_warehouse.analytics.<report>), imported by
+    the command that runs it alone: importing all six made a one-day `summary` pay for the what-if's numpy and the checks'
     and monthly report's modules, 0.4 s of CPU (issue 51, bench_startup)."""
     import importlib
 
@@ -632,7 +637,7 @@ def monthly(
     if out is not None or formats not in (["md"], ["json"]):
         out = _out_folder(out or Path("reports-out"))
     with _steps("monthly report") as progress:
-        r = _analytics("monthly").monthly_report(Connection(_wh()), month=m, project=project, cluster=slurm_cluster,
+        r = _analytics("monthly").monthly_report(_api(), month=m, project=project, cluster=slurm_cluster,
                                         anonymize_users=anonymize_users, progress=progress)
     if out is None and formats in (["md"], ["json"]):
         sys.stdout.write(to_markdown(r) if formats == ["md"] else to_json(r))
@@ -669,13 +674,13 @@ def export(
     _wh()  # the warehouse opens (or is refused, in one line) before any folder is made
     _out_folder(out)
     if fmt == "focus":
-        manifest = _analytics("export").export_focus(Connection(_wh()), out, m, project=project,
+        manifest = _analytics("export").export_focus(_api(), out, m, project=project,
                                                      cluster=slurm_cluster)
         print(f"{manifest['folder']}: FOCUS {manifest['focus_version']}, {manifest['rows']} rows, "
               f"focus_cost.parquet, focus_cost.csv, manifest.json")
         return
     with count_progress("export marts") as progress:
-        manifest = _analytics("export").export_month(Connection(_wh()), out, m, project=project, cluster=slurm_cluster,
+        manifest = _analytics("export").export_month(_api(), out, m, project=project, cluster=slurm_cluster,
                                              anonymize_users=anonymize_users, progress=progress)
     rows = sum(f["rows"] for f in manifest["files"].values())
     print(f"{manifest['folder']}: {len(manifest['files'])} marts, {rows} rows, manifest.json")
@@ -734,7 +739,7 @@ def nodes(
 
     _choice(fmt, "--format", ("table", "json", "csv"))
     start, end = _month_or_days(month, date_from, date_to)
-    api = Connection(_wh())
+    api = _api()
     with api.session() as w:
         if reservation is not None:
             known = sorted({r[0] for r in w.query_rows("SELECT DISTINCT name FROM reservation FINAL")})
@@ -769,7 +774,7 @@ def users(
     most wasteful runs; most wasteful user first (docs/efficiency.md)."""
     _choice(fmt, "--format", ("table", "md", "csv", "json"))
     start, end = _month_or_days(month, date_from, date_to)
-    api = Connection(_wh())
+    api = _api()
     with api.session():
         if project is not None and project not in api.projects(cluster=slurm_cluster):
             raise OpsError(f"no jobs of project {project!r}; projects: {', '.join(api.projects(cluster=slurm_cluster))}")
@@ -806,9 +811,9 @@ def digest(
     _count(days, "--days", 1, MAX_DAYS, "days")
     if out is not None:
         _out_folder(out)
-    found = waste_digest.digest(Connection(_wh()), days=days, last_day=_date(date_to, "--to") if date_to else None,
-                       project=project, cluster=slurm_cluster, waste_idle_gpu_h=idle_gpu_h,
-                       waste_util_pct=util_pct, waste_gpu_mem_eff=gpu_mem_eff)
+    found = _analytics("digest").digest(_api(), days=days, last_day=_date(date_to, "--to") if date_to else None,
+                                        project=project, cluster=slurm_cluster, waste_idle_gpu_h=idle_gpu_h,
+                                        waste_util_pct=util_pct, waste_gpu_mem_eff=gpu_mem_eff)
     last = found["end"] - timedelta(days=1)
     files = users_render.digest_files(found["users"].to_dicts(), cluster=found["cluster"], start=f"{found['start']:%Y-%m-%d}",
                          end=f"{last:%Y-%m-%d}", thresholds=found["thresholds"])
@@ -837,7 +842,7 @@ def job(
     CPU and memory efficiency; the expert's notes with their figures; which telemetry grain was read (the
     hourly rollup once the samples expired). HTML: a chart per GPU (docs/efficiency.md)."""
     _choice(fmt, "--format", ("text", "json", "html"))
-    sys.stdout.write(job_render.render_job(Connection(_wh()).job(job_id, cluster=cluster).as_dict(), fmt))
+    sys.stdout.write(job_render.render_job(_api().job(job_id, cluster=cluster).as_dict(), fmt))
 
 
 @app.command()
@@ -874,7 +879,7 @@ def whatif(
     if out is not None:
         _out_file(out)
     an = _analytics("whatif")
-    api = Connection(_wh())
+    api = _api()
     with api.session() as w, _steps("what-if replay"):
         p = api.period(parse_month(month) if month else None, start=start, end=end, cluster=slurm_cluster)
         r = an.whatif_report(w, cluster=p.cluster, window=(p.start, p.end), changes=[change])
@@ -927,7 +932,7 @@ def check(
     _choice(fmt, "--format", ("text", "json"))
     start, end = _month_or_days(month, date_from, date_to)
     _count(max_rows, "--max-rows", 0, 1_000_000, "rows")
-    api = Connection(_wh())
+    api = _api()
     with api.session(), _steps("laws"):
         p = api.period(parse_month(month) if month else None, start=start, end=end, cluster=slurm_cluster)
         outcomes = api.check(p, project=project, laws=law)
