@@ -196,7 +196,9 @@ class Undo:
                 if f"{self.name}_before_{table}" in self.made:
                     self.wh.command(f"INSERT INTO {table} SELECT * FROM {self.name}_before_{table}")
                 for p in self.before_files[table]:
-                    self.wh.command(f"INSERT INTO {table} SELECT * FROM file({{p:String}}, Native)", {"p": str(p.resolve())})
+                    if p.stat().st_size:  # (the engine writes an empty file where the chunk replaced nothing)
+                        self.wh.command(f"INSERT INTO {table} SELECT * FROM file({{p:String}}, Native)",
+                                        {"p": str(p.resolve())})
             if self.extract is not None:
                 cluster, source, prev = self.extract
                 _delete(self.wh, "etl_source_extract", "cluster = {c:String} AND source = {s:String}",

@@ -61,6 +61,11 @@ def test_a_one_chunk_reload_makes_no_scratch_table_and_is_taken_back_when_it_fai
     assert rows(wh, "SELECT job_id, user, state, end_ts FROM slurm_job_run FINAL") == done
     assert rows(wh, "SELECT job_id, step_id, state, end_ts FROM slurm_job_step FINAL") == [
         ("101", "batch", "COMPLETED", datetime(2026, 10, 1, 5))]
+    # a failed read of a new job only, in the month held: it replaced nothing, and nothing of it stays
+    fourth = write(tmp_path, "fourth.psv", line(103, 103, T1, T1, T2, 14400, "COMPLETED", user="dave"))
+    with pytest.raises(RuntimeError, match="refresh failed"):
+        load_sacct(wh, fourth, tz="UTC", source="nightly")
+    assert rows(wh, "SELECT job_id, user, state, end_ts FROM slurm_job_run FINAL") == done
     assert rows(wh, "SELECT count() FROM system.tables WHERE database = currentDatabase() "
                     "AND startsWith(name, 'etl_undo_')") == [(0,)]
 
