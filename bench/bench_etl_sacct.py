@@ -19,6 +19,10 @@ alone (into a Null table) and with its write; the product's read, normalize, Par
 issue's engine-typed design at its cheapest (the engine parses the file and inserts runs and steps itself, with
 the common forms' conversions only: no routing of odd lines, no quarantine, no undo, no DST fold), the most
 that design could reach. ``--no-whole`` skips the whole load with the grains (a long run at 5 M jobs).
+
+``--nightly DIR`` measures instead a small file's fixed cost: the nightly extracts of DIR (the demo's 31,
+~2,800 lines each) loaded one after the other inside one ``one_refresh``, against the engine's own parse of
+each file into the ceiling's table, each side in its own child, ``--rounds`` pairs back to back.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from peak_rss import peak_rss_mb  # bench/peak_rss.py (benches run as scripts fr
 GOAL_RATIO = 0.8  # issue 16 and 50: parsing and storing at >= 0.8 of the engine's own parse
 GOAL_WHOLE_RATIO = 0.5  # issue 50: the whole load with its grains at >= 0.5
 GOAL_RSS_MB = 1024  # issue 50: peak RSS <= 1 GB whatever the file's size
+GOAL_NIGHTLY_S_PER_FILE = 0.2  # issue 50 item 1, round 5: a nightly file of ~2,800 lines, quiet machine
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
 
@@ -420,13 +425,91 @@ def child_parts(path: str, wh_dir: str) -> dict:
             "checked": checked, "peak_rss_mb": peak_rss_mb()}
 
 
+def child_nightly(folder: str, wh_dir: str) -> dict:
+    """The nightly extracts of ``folder`` (*.psv, in name order) loaded one after the other, each through
+    ``load_sacct`` with its own source name as the nightly gives it, inside one ``one_refresh`` (the hourly
+    grains refreshed once, at the end): the fixed cost a file pays besides its rows. Each load is timed (wall
+    and process CPU), and the block's closing refresh apart."""
+    from ops_warehouse.config import Config
+    from ops_warehouse.etl.grains import one_refresh
+    from ops_warehouse.etl.sacct_load import load_sacct
+    from ops_warehouse.warehouse import open_warehouse
+
+    wh = open_warehouse(Config(dsn=f"chdb://{wh_dir}"))
+    rss_before = _current_rss_mb()
+    files = sorted(Path(folder).glob("*.psv"))
+    per_file, cpu, read = [], 0.0, 0
+    with one_refresh(wh):
+        for f in files:
+            t, c = time.perf_counter(), time.process_time()
+            r = load_sacct(wh, f, source=f"nightly/{f.name}")
+            per_file.append(time.perf_counter() - t)
+            cpu += time.process_time() - c
+            read += r.records_read
+        t = time.perf_counter()
+    refresh_s = time.perf_counter() - t
+    rows = wh.query_rows("SELECT (SELECT count() FROM slurm_job_run FINAL) + (SELECT count() FROM slurm_job_step FINAL)")
+    return {"seconds": sum(per_file), "cpu_s": cpu, "per_file_s": per_file, "refresh_s": refresh_s, "lines": read,
+            "rows_in_tables": rows[0][0], "rss_before_mb": rss_before, "peak_rss_mb": peak_rss_mb()}
+
+
+def child_nightly_ceiling(folder: str, wh_dir: str) -> dict:
+    """The engine's own parse of the same extracts into the ceiling's table (CEILING_INSERT), one statement a
+    file, one after the other: what a file costs the engine alone."""
+    import clickhouse_connect
+
+    client = clickhouse_connect.get_client(dsn=f"chdb://{wh_dir}")
+    client.command(CEILING_TABLE)
+    files = sorted(Path(folder).glob("*.psv"))
+    rss_before = _current_rss_mb()
+    per_file, cpu = [], 0.0
+    for f in files:
+        structure = ", ".join(f"`{c}` String" for c in _sacct_columns(str(f)))
+        t, c = time.perf_counter(), time.process_time()
+        client.command(CEILING_INSERT, parameters={"path": str(f.resolve()), "structure": structure})
+        per_file.append(time.perf_counter() - t)
+        cpu += time.process_time() - c
+    rows = client.command("SELECT count() FROM sacct_ceiling")
+    return {"seconds": sum(per_file), "cpu_s": cpu, "per_file_s": per_file, "rows_in_tables": int(rows),
+            "rss_before_mb": rss_before, "peak_rss_mb": peak_rss_mb()}
+
+
+def nightly(folder: Path, workdir: Path, rounds: int) -> dict:
+    """``rounds`` pairs of (product, engine) children over the extracts of ``folder``, back to back; the best
+    round of each side is reported (a shared machine's noise only ever adds time)."""
+    files = sorted(folder.glob("*.psv"))
+    lines = sum(sum(1 for _ in open(f, "rb")) - 1 for f in files)
+    out: dict = {"files": len(files), "lines": lines, "rounds": []}
+    for k in range(rounds):
+        p = run_child("nightly", folder, workdir)
+        c = run_child("nightly_ceiling", folder, workdir)
+        out["rounds"].append({"product": p, "ceiling": c})
+        n = len(files)
+        print(f"nightly round {k + 1}: {n} files, {lines:,} lines: product {p['seconds']:.2f} s "
+              f"({p['seconds'] / n:.3f} s a file, median {sorted(p['per_file_s'])[n // 2]:.3f}; {p['cpu_s']:.2f} CPU-s; "
+              f"then the block's refresh {p['refresh_s']:.2f} s), engine {c['seconds']:.2f} s "
+              f"({c['seconds'] / n:.3f} s a file; {c['cpu_s']:.2f} CPU-s); peak RSS product {p['peak_rss_mb']:.0f} MB, "
+              f"engine {c['peak_rss_mb']:.0f} MB; rows in tables {p['rows_in_tables']:,} / {c['rows_in_tables']:,}")
+    best_p = min(r["product"]["seconds"] for r in out["rounds"])
+    best_c = min(r["ceiling"]["seconds"] for r in out["rounds"])
+    cpu_p = min(r["product"]["cpu_s"] for r in out["rounds"])
+    cpu_c = min(r["ceiling"]["cpu_s"] for r in out["rounds"])
+    peak = max(r["product"]["peak_rss_mb"] for r in out["rounds"])
+    n = len(files)
+    # (the goal bounds the line's first figure, seconds a file: bench/run_all.py)
+    print(f"RESULT sacct_nightly s_per_file={best_p / n:.3f} ceiling_s_per_file={best_c / n:.3f} "
+          f"ratio={best_c / best_p:.2f} goal=<={GOAL_NIGHTLY_S_PER_FILE}s files={n} lines={lines} "
+          f"product_cpu_s={cpu_p:.2f} ceiling_cpu_s={cpu_c:.2f} peak_mb={peak:.0f}")
+    return out
+
+
 def child_store(path: str, wh_dir: str) -> dict:
     """The product's parse and storing alone: the load without the grains' refresh (``refresh=False``)."""
     return child_product(path, wh_dir, refresh=False)
 
 
 CHILDREN = {"product": child_product, "store": child_store, "ceiling": child_ceiling, "stages": child_stages,
-            "parts": child_parts}
+            "parts": child_parts, "nightly": child_nightly, "nightly_ceiling": child_nightly_ceiling}
 
 
 # ---------------------------------------------------------------------------------------------- parent
@@ -494,12 +577,37 @@ def main() -> None:
     ap.add_argument("--parts", action="store_true", help="also split both sides into CPU seconds (one more child)")
     ap.add_argument("--no-whole", action="store_true", help="skip the whole load with the grains")
     ap.add_argument("--json", type=Path, default=None, help="write the figures here too")
+    ap.add_argument("--nightly", type=Path, default=None,
+                    help="instead: load the nightly extracts of this folder (the demo's data/sacct/nightly; "
+                         "generated there, 31 days of ~900 jobs, when it has none) one file after another "
+                         "against the engine's own parse of the same files")
+    ap.add_argument("--rounds", type=int, default=2, help="--nightly: product/engine pairs, best of each")
     ap.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     ap.add_argument("--file", help=argparse.SUPPRESS)
     ap.add_argument("--warehouse-dir", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         print(json.dumps(CHILDREN[a.child](a.file, a.warehouse_dir)))
+        return
+
+    if a.nightly is not None:
+        if not any(a.nightly.glob("*.psv")):
+            from ops_warehouse.generate import generate as generate_site
+
+            site = a.nightly.parent / "site"
+            generate_site(site, start=datetime(2026, 10, 1, tzinfo=timezone.utc), days=31, jobs_per_day=900, seed=7,
+                          telemetry=(), nightly=True)
+            a.nightly.mkdir(parents=True, exist_ok=True)
+            for f in (site / "sacct" / "nightly").glob("*.psv"):
+                shutil.copy(f, a.nightly / f.name)
+        print(f"machine: {machine()}")
+        workdir = Path(tempfile.mkdtemp(prefix="bench-etl-sacct-"))
+        try:
+            res = nightly(a.nightly.resolve(), workdir, a.rounds)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        if a.json:
+            a.json.write_text(json.dumps(res, indent=2))
         return
 
     own = a.workdir is None

@@ -40,6 +40,9 @@ BENCHES = {
     "startup": ("bench_startup.py", ["--repeat", "5"], ["--repeat", "2"]),
     "sacct": ("bench_etl_sacct.py", ["--jobs", "1000000", "--small-jobs", "250000"],
               ["--jobs", "50000", "--small-jobs", "10000"]),
+    # issue 50 item 1: a small sacct file's fixed cost, the demo's 31 nightly extracts one after the other
+    "sacct_nightly": ("bench_etl_sacct.py", ["--nightly", "/tmp/bench-sacct-nightly/nightly"],
+                      ["--nightly", "{work}/nightly", "--rounds", "1"]),
     "telemetry": ("bench_telemetry.py", ["--days", "31", "--nodes", "128"],
                   ["--days", "2", "--nodes", "8", "--skip-prometheus"]),
     "telemetry_refresh": ("bench_telemetry_refresh.py", [], ["--days", "8", "--nodes", "16", "--jobs-per-day", "300"]),

@@ -159,8 +159,8 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
                 refresh_after_jobs(wh, result.first_ts, old)
                 if gone is not None:  # the replaced runs' hours, also past where the history now ends
                     refresh_capacity(wh, "", gone[0], gone[1] + timedelta(hours=1))
-            if zone is not None:
-                set_zone(wh, result.source, zone)
+            if zone is not None and before != zone:  # (``before``: the source's last mark, read above)
+                set_zone(wh, result.source, zone, last=before)
         except BaseException:
             undo.take_back(grains_touched)
             raise
@@ -184,8 +184,9 @@ def last_zone(wh, source: str) -> str | None:
     return rows[0][0][len(_ZONE):-len(f": {source}")]
 
 
-def set_zone(wh, source: str, zone: str) -> None:
-    if last_zone(wh, source) != zone:
+def set_zone(wh, source: str, zone: str, last: str | None | bool = False) -> None:
+    """Mark ``source`` loaded in ``zone``, unless it was last (``last``: its last zone, when the caller read it)."""
+    if (last_zone(wh, source) if last is False else last) != zone:
         wh.command("INSERT INTO etl_watermark (source, watermark_ts, updated_at) "
                    "VALUES ({s:String}, {t:DateTime('UTC')}, now64(3))",
                    {"s": f"{_ZONE}{zone}: {source}", "t": _MARK_TS})

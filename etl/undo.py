@@ -10,9 +10,11 @@ slurm_job_run, and failed every later load and `ops-report etl capacity` the sam
 How: each chunk's keys are kept in a file of the load's own (a run: cluster, job id, submit time; a step:
 cluster, job id, step id, start time; a quarantined line: source, text, reason, occurrence). Before a chunk is
 inserted, the rows of the warehouse it will replace are copied aside, in the engine, to a table of the load's
-own (etl_undo_<host>_<pid>_<random>_before_<table>), but only when the chunk reaches a partition that held
-rows before the load began (a quarantined line: a source that had some): a first load of new months copies
-nothing and costs a look at system.parts. Taking back deletes every key the load wrote and inserts the copies,
+own (etl_undo_<host>_<pid>_<random>_before_<table>; in process, with the embedded engine, to a Native file of
+the load's staging folder, the chunk's keys read from its own Parquet file: a nightly file of one chunk makes
+no scratch table), but only when the chunk reaches a partition that held rows before the load began (a
+quarantined line: a source that had some): a first load of new months copies nothing and costs a look at
+system.parts. Taking back deletes every key the load wrote and inserts the copies,
 then, when the load had begun its refresh, rebuilds job_run, the history's as-of time and the hourly grains for
 the history as it is again (grains.refresh_all_jobs: a failure path, not a fast one). The
 load's tables are dropped when it ends; those of a process that no longer exists (killed with SIGKILL), by the
@@ -69,6 +71,7 @@ class Undo:
         self.enabled = getattr(wh.cfg, "deployment", "single") != "cluster"
         self.name = f"{_PREFIX}{_host()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
         self.files: dict[str, list[Path]] = {t: [] for t in KEYS}
+        self.before_files: dict[str, list[Path]] = {t: [] for t in KEYS}  # embedded: the rows replaced, by chunk
         self.uploaded: dict[str, int] = {t: 0 for t in KEYS}
         self.made: set[str] = set()  # scratch tables made
         self.stage: Path | None = None
@@ -114,16 +117,27 @@ class Undo:
                 lo, hi = df.select(pl.col(ts).min().alias("lo"), pl.col(ts).max().alias("hi")).row(0)
                 where = f"{ts} >= {{lo:DateTime('UTC')}} AND {ts} <= {{hi:DateTime('UTC')}}"
                 params = {"lo": lo, "hi": hi}
-            self._upload(table)
             key = ", ".join(cols)
-            self._made(table, "before")
-            self.wh.command(
-                f"INSERT INTO {self.name}_before_{table} {_FINAL_ROWS[table]} WHERE {where} "
-                f"AND ({key}) IN (SELECT {key} FROM {self.name}_keys_{table} WHERE _chunk = {i}) "
-                # (of the earlier chunks' keys, those this chunk has too: the set the engine builds is a chunk's,
-                # not the load's, which grew with the file on a reload)
-                f"AND ({key}) NOT IN (SELECT {key} FROM {self.name}_keys_{table} WHERE _chunk < {i} "
-                f"AND ({key}) IN (SELECT {key} FROM {self.name}_keys_{table} WHERE _chunk = {i}))", params)
+            if self.wh.embedded:
+                # in process the engine reads the chunk's key file and writes the rows it replaces to a file of
+                # the load's own: no scratch table to make, fill and drop for a load of one chunk (a nightly
+                # file: 8 statements of the 34 it cost; docs/benchmarks.md, "Issue 50", round 5). Native keeps
+                # every column's type as the table has it, for take_back to insert as it was.
+                out = self.stage / f"before-{table}-{i:05d}.native"
+                into, mine = "FUNCTION file({out:String}, Native)", f"SELECT {key} FROM file({{keys:String}}, Parquet)"
+                params = {**params, "keys": str(p.resolve()), "out": str(out.resolve())}
+                self.before_files[table].append(out)
+            else:
+                self._made(table, "before")
+                into, mine = f"{self.name}_before_{table}", f"SELECT {key} FROM {self.name}_keys_{table} WHERE _chunk = {i}"
+            if i > 0 or not self.wh.embedded:  # (in process a first chunk's keys need not be in the engine)
+                self._upload(table)
+            # of the earlier chunks' keys, those this chunk has too: the set the engine builds is a chunk's, not
+            # the load's, which grew with the file on a reload (a first chunk has no earlier ones)
+            earlier = "" if i == 0 else (f"AND ({key}) NOT IN (SELECT {key} FROM {self.name}_keys_{table} "
+                                         f"WHERE _chunk < {i} AND ({key}) IN ({mine}))")
+            self.wh.command(f"INSERT INTO {into} {_FINAL_ROWS[table]} WHERE {where} AND ({key}) IN ({mine}) {earlier}",
+                            params)
 
     def replace_source(self) -> tuple[datetime, datetime] | None:
         """The rows ``source`` holds that this load did not write (an earlier load of the file in another time
@@ -181,6 +195,10 @@ class Undo:
                         _delete(self.wh, "job_run", f"({key}) IN (SELECT {key} FROM {self.name}_keys_{table})")
                 if f"{self.name}_before_{table}" in self.made:
                     self.wh.command(f"INSERT INTO {table} SELECT * FROM {self.name}_before_{table}")
+                for p in self.before_files[table]:
+                    if p.stat().st_size:  # (the engine writes an empty file where the chunk replaced nothing)
+                        self.wh.command(f"INSERT INTO {table} SELECT * FROM file({{p:String}}, Native)",
+                                        {"p": str(p.resolve())})
             if self.extract is not None:
                 cluster, source, prev = self.extract
                 _delete(self.wh, "etl_source_extract", "cluster = {c:String} AND source = {s:String}",
