@@ -1,13 +1,17 @@
 """Benchmark: `ops-report demo`, README command 1 (issue 51 item 3: <= 60 s on 2 cores, the same figures), in its
-two load shapes back to back in one command, each in a fresh folder and a fresh child process:
+load shapes back to back in one command, each in a fresh folder and a fresh child process:
 
-  before  every night loaded as the cron job loads it (cli/demo.py ``loads="nightly"``: 31 nights, each its
-          sacct extract and telemetry day, the grains refreshed once a night), as the demo ran until round 5
-  now     the month's first 30 days backfilled in one load as a site's first install loads them (sacct's one
-          extract of the window, the telemetry days, one refresh), then night 31 by cron (the default)
+  before      every night loaded as the cron job loads it (cli/demo.py ``loads="nightly"``: 31 nights, each
+              its sacct extract and telemetry day, the grains refreshed once a night), as the demo ran until
+              round 5, the generator first
+  sequential  the month's first 30 days backfilled in one load as a site's first install loads them (sacct's
+              one extract of the window, the telemetry days, one refresh), then night 31 by cron; the
+              generator first, then the loads (``beside=False``)
+  now         the same, the backfill loading each telemetry day as soon as the generator, in a thread, has
+              written it (the default)
 
-    .venv/bin/python bench/bench_demo.py [--days 31] [--jobs-per-day 900] [--rounds 1] [--only now]
-        [--workdir DIR]
+    .venv/bin/python bench/bench_demo.py [--days 31] [--jobs-per-day 900] [--rounds 1]
+        [--sides before,sequential,now] [--workdir DIR]
 
 Each side is the demo's own function (run_demo) in a child: its stages as the demo prints them ("[demo] X:
 done in N s"), its wall, its CPU (user + sys of the child: the engine runs in it, its threads included) and its
@@ -32,7 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
-SHAPES = {"before": "nightly", "now": "backfill"}
+# side -> (run_demo's loads, beside)
+SHAPES = {"before": ("nightly", False), "sequential": ("backfill", False), "now": ("backfill", True)}
 # a stage's printed label -> its short name (the RESULT line's keys)
 STAGES = (("generate", "generate"), ("backfill of", "backfill"), ("night", "nights"),
           ("capacity", "capacity"), ("kernel", "kernel"), ("summaries", "summaries"),
@@ -40,12 +45,13 @@ STAGES = (("generate", "generate"), ("backfill of", "backfill"), ("night", "nigh
 DONE = re.compile(r"^\[demo\] (.*): done in ([0-9.]+) s", re.M)
 
 
-def child(folder: str, loads: str, days: int, jobs_per_day: int) -> None:
+def child(folder: str, side: str, days: int, jobs_per_day: int) -> None:
     t0 = time.perf_counter()
     from ops_warehouse.cli.demo import run_demo
     from ops_warehouse.config import Config
 
-    run_demo(Config(), Path(folder), days=days, jobs_per_day=jobs_per_day, loads=loads)
+    loads, beside = SHAPES[side]
+    run_demo(Config(), Path(folder), days=days, jobs_per_day=jobs_per_day, loads=loads, beside=beside)
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from peak_rss import peak_rss_mb
 
@@ -69,7 +75,7 @@ def run_side(side: str, work: Path, days: int, jobs_per_day: int) -> dict:
     load = os.getloadavg()[0]
     env = {**os.environ, "OPS_WAREHOUSE": "", "OPS_CONFIG": ""}
     t = time.perf_counter()
-    p = subprocess.run([sys.executable, __file__, "--child", str(folder), SHAPES[side], str(days), str(jobs_per_day)],
+    p = subprocess.run([sys.executable, __file__, "--child", str(folder), side, str(days), str(jobs_per_day)],
                        capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t
     if p.returncode:
@@ -84,22 +90,24 @@ def main() -> None:
     ap.add_argument("--days", type=int, default=31)
     ap.add_argument("--jobs-per-day", type=int, default=900)
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--only", choices=sorted(SHAPES), help="one side only (no ratio)")
+    ap.add_argument("--sides", default="before,sequential,now", help="which sides, in this order, each round")
     ap.add_argument("--workdir", type=Path)
-    ap.add_argument("--child", nargs=4, metavar=("DIR", "LOADS", "DAYS", "JOBS"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=4, metavar=("DIR", "SIDE", "DAYS", "JOBS"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         child(a.child[0], a.child[1], int(a.child[2]), int(a.child[3]))
         return
     work = a.workdir or Path(tempfile.mkdtemp(prefix="bench-demo-"))
     work.mkdir(parents=True, exist_ok=True)
-    sides = [a.only] if a.only else ["before", "now"]
+    sides = a.sides.split(",")
+    if set(sides) - set(SHAPES):
+        sys.exit(f"--sides: each of {', '.join(SHAPES)}")
     runs = []
     for r in range(a.rounds):
         for side in sides:
             runs.append(run_side(side, work, a.days, a.jobs_per_day))
             x = runs[-1]
-            print(f"round {r + 1} {side:6s} wall {x['wall_s']:6.1f} s  CPU {x['cpu_s']:6.1f} s  "
+            print(f"round {r + 1} {side:10s} wall {x['wall_s']:6.1f} s  CPU {x['cpu_s']:6.1f} s  "
                   f"peak RSS {x['rss_mb']:5.0f} MB  load before {x['load']:.1f}  "
                   + "  ".join(f"{k} {v:.1f}" for k, v in x["stages"].items()), flush=True)
     if not a.workdir:
@@ -115,6 +123,8 @@ def main() -> None:
     line = f"RESULT demo now_s={now['wall_s']:.1f}"
     if "before" in best and "now" in best:
         line += f" before_s={best['before']['wall_s']:.1f} ratio={best['before']['wall_s'] / now['wall_s']:.2f}"
+    if "sequential" in best and "now" in best:
+        line += f" sequential_s={best['sequential']['wall_s']:.1f}"
     line += f" goal=<=60s cpu_s={now['cpu_s']:.1f} rss_mb={now['rss_mb']:.0f} load={now['load']:.1f} " + " ".join(
         f"{k}_s={now['stages'].get(k, 0.0):.1f}" for k in keys)
     print(line)

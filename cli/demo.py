@@ -5,6 +5,8 @@ Same seed, same outputs, whichever shape the month is loaded in (``loads="nightl
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from contextlib import nullcontext
 from datetime import date, datetime, timedelta, timezone
@@ -43,7 +45,55 @@ TELEMETRY_VIEWS = ("cluster", "gpu_model")  # ops-report telemetry --by each
 def _stage(label: str):
     t0 = time.time()
     print(f"[demo] {label} ...", flush=True)
-    return lambda extra="": print(f"[demo] {label}: done in {time.time() - t0:.1f} s{extra}", flush=True)
+
+    def done(extra: str = "", seconds: float | None = None) -> None:
+        print(f"[demo] {label}: done in {time.time() - t0 if seconds is None else seconds:.1f} s{extra}", flush=True)
+    return done
+
+
+class _Beside:
+    """The generator run in a thread while the backfill loads what it has written: on 2 cores the engine loads
+    telemetry day k while the generator computes and writes the days after it (docs/benchmarks.md, issue 51
+    item 3, round 5: measured faster than one after the other). ``wait(n)`` returns once n telemetry days are
+    written (the sacct extracts, node events and inventory are written before the first), raising the
+    generator's error if it failed; ``join()`` returns its History."""
+
+    def __init__(self, run):
+        self._cond = threading.Condition()
+        self._days = 0
+        self._error: BaseException | None = None
+        self.history = None
+        self.seconds = 0.0
+        self._thread = threading.Thread(target=self._main, args=(run,), name="demo-generate", daemon=True)
+        self._thread.start()
+
+    def _main(self, run) -> None:
+        t0 = time.time()
+        try:
+            self.history = run(self._written)
+        except BaseException as e:  # handed to the loading thread: it is the one that stops the demo
+            self._error = e
+        finally:
+            self.seconds = time.time() - t0
+            with self._cond:
+                self._days = sys.maxsize
+                self._cond.notify_all()
+
+    def _written(self, days: int, _total: int) -> None:
+        with self._cond:
+            self._days = days
+            self._cond.notify_all()
+
+    def wait(self, days: int) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._days >= days)
+        if self._error is not None:
+            raise self._error
+
+    def join(self):
+        self._thread.join()
+        self.wait(0)
+        return self.history
 
 
 def write_summaries(wh, out: Path, first: date, last: date) -> dict:
@@ -118,13 +168,14 @@ def load_nights(wh, data: Path, cluster: str, *, progress=None, one_refresh_a_ni
     return n
 
 
-def backfill(wh, data: Path, cluster: str, first: date, last: date, *, progress=None) -> dict:
+def backfill(wh, data: Path, cluster: str, first: date, last: date, *, progress=None, written=None) -> dict:
     """A site's first install: the days ``first`` .. ``last`` in one load, their hourly grains refreshed once at
     its end, as `ops-report etl nightly --from FIRST --to LAST` loads them: sacct's one extract of the window
     (sacct/backfill/FIRST..LAST.psv: each job once, in its state at the window's end, where the nightly
     extracts re-read a running job every night), then the window's telemetry as `ops-report etl metrics
     --source file` backfills it (a week at a time, its progress recorded so that a stopped run resumes:
-    etl/backfill.py). Returns the counts as load_nights does (``progress`` counts telemetry days)."""
+    etl/backfill.py). Returns the counts as load_nights does (``progress`` counts telemetry days).
+    ``written(n)``: returns once the first n telemetry days' files are whole (a generator writing them beside)."""
     extract = data / "sacct" / "backfill" / f"{first}..{last}.psv"
     if not extract.is_file():
         raise FileNotFoundError(f"no sacct extract of the backfill's window at {extract}")
@@ -132,9 +183,13 @@ def backfill(wh, data: Path, cluster: str, first: date, last: date, *, progress=
     root = data / "telemetry"
     with one_refresh(wh):
         _add(n, load_sacct(wh, extract, source=f"backfill/{extract.name}"))
-        c = load_resumably(wh, f"file:{root.resolve()}", first, last,
-                           lambda a, b, p: load_parquet_dir(wh, root, a, b, cluster=cluster, progress=p),
-                           chunk_days=FILE_CHUNK_DAYS, progress=progress)
+        def days(a: date, b: date, p) -> dict:
+            if written:
+                written((b - first).days + 1)
+            return load_parquet_dir(wh, root, a, b, cluster=cluster, progress=p)
+
+        c = load_resumably(wh, f"file:{root.resolve()}", first, last, days, chunk_days=FILE_CHUNK_DAYS,
+                           progress=progress)
         n["gpu_rows"] += c["gpu_rows"]
     wh.between_steps()
     return n
@@ -144,13 +199,15 @@ LOADS = ("backfill", "nightly")
 
 
 def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int = 900, seed: int = 7,
-             metrics_step_s: int = 300, loads: str = "backfill") -> Path:
+             metrics_step_s: int = 300, loads: str = "backfill", beside: bool = True) -> Path:
     """The demo in ``directory``. ``loads``: "backfill" (the first days - 1 in one load as a site's first
     install loads them, then the last night as the cron job does) or "nightly" (every night as the cron job
-    does); the same reports either way (tests/test_demo_load_shapes.py)."""
+    does); the same reports either way (tests/test_demo_load_shapes.py). ``beside``: the backfill loads each
+    telemetry day as soon as the generator has written it, the generator going on in a thread (False: the
+    generator first, then the loads; bench/bench_demo.py compares the two)."""
     if loads not in LOADS:
         raise ValueError(f"loads must be one of {', '.join(LOADS)}, not {loads!r}")
-    from ops_warehouse.generate import generate  # slow optional subsystem: imported when the demo runs
+    from ops_warehouse.generate import generate, scaled_spec  # slow optional subsystem: imported when the demo runs
 
     directory = directory.resolve()
     data, out = directory / "data", directory / "out"
@@ -164,26 +221,43 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     start = datetime.combine(DEMO_START, datetime.min.time(), timezone.utc)
     last = DEMO_START + timedelta(days=days - 1)
 
-    done = _stage(f"generate {days} days of a 114-node H100/H200/B200 cluster, ~{jobs_per_day} jobs/day, "
-                  f"{metrics_step_s} s telemetry (seed {seed})")
-    with count_progress("telemetry days") as progress:
-        h = generate(data, start=start, days=days, jobs_per_day=jobs_per_day, seed=seed,
-                     metrics_step_s=metrics_step_s, telemetry=("parquet",), nightly=True,
-                     backfill_days=days - 1 if loads == "backfill" else 0, progress=progress)
-    done(f" ({h.runs.height} job runs, {h.node_events.height} node events -> {data})")
+    generating = _stage(f"generate {days} days of a 114-node H100/H200/B200 cluster, ~{jobs_per_day} jobs/day, "
+                        f"{metrics_step_s} s telemetry (seed {seed})")
+    backfilled = last - timedelta(days=1) if loads == "backfill" and days > 1 else None
+
+    def gen(progress):
+        return generate(data, start=start, days=days, jobs_per_day=jobs_per_day, seed=seed,
+                        metrics_step_s=metrics_step_s, telemetry=("parquet",), nightly=True,
+                        backfill_days=(backfilled - DEMO_START).days + 1 if backfilled else 0, progress=progress)
+
+    def generated(h, seconds=None):
+        generating(f" ({h.runs.height} job runs, {h.node_events.height} node events -> {data})", seconds)
+
+    g = h = None
+    if backfilled and beside:
+        g = _Beside(gen)
+        g.wait(1)  # its sacct extracts and first telemetry day are written: the backfill starts
+    else:
+        with count_progress("telemetry days") as progress:
+            h = gen(progress)
+        generated(h)
 
     cfg.purpose = "ops-report demo"
     wh = open_warehouse(cfg)
     first_night = DEMO_START
-    if loads == "backfill" and days > 1:
+    if backfilled:
         first_night = last
-        done = _stage(f"backfill of {DEMO_START} .. {last - timedelta(days=1)} into {redact(cfg.dsn)}, as a site's "
-                      "first install loads its history: sacct's one extract of the window, then its telemetry, "
-                      "the grains refreshed once")
+        done = _stage(f"backfill of {DEMO_START} .. {backfilled} into {redact(cfg.dsn)}, as a site's first install "
+                      "loads its history: sacct's one extract of the window, then its telemetry, the grains "
+                      "refreshed once" + (" (each telemetry day as soon as it is generated)" if g else ""))
         with count_progress("telemetry days") as progress:
-            n = backfill(wh, data, h.spec.name, DEMO_START, last - timedelta(days=1), progress=progress)
+            n = backfill(wh, data, scaled_spec().name, DEMO_START, backfilled, progress=progress,
+                         written=g.wait if g else None)
         done(f" ({n['nights']} days: sacct read {n['read']}, {n['jobs']} job-run records, {n['steps']} steps, "
              f"quarantined {n['quarantined']}; {n['gpu_rows']} GPU telemetry samples)")
+    if g:
+        h = g.join()
+        generated(h, g.seconds)
     what = (f"night {days} ({last}) as the nightly cron job loads it" if first_night == last
             else f"nightly loads into {redact(cfg.dsn)}, each night as the cron job loads it")
     done = _stage(f"{what}: the night's sacct extract (running jobs replaced as they end), its telemetry day")
