@@ -61,6 +61,8 @@ BENCHES = {
     # issue 50: a backfill of the demo's site at 60 s (14 and 7 days, extrapolated to a year) and 5 M sacct jobs
     "backfill": ("bench_backfill.py", ["--days", "14", "--small-days", "7", "--vm-days", "2", "--sacct-jobs", "5000000"],
                  ["--days", "2", "--small-days", "1", "--nodes", "8", "--vm-days", "1", "--sacct-jobs", "20000"]),
+    # issue 51 item 3: README command 1, the month backfilled and its last night by cron, against every night by cron
+    "demo": ("bench_demo.py", [], ["--days", "2", "--jobs-per-day", "100"]),
 }
 
 GOAL = re.compile(r"^(>=|<=|>|<)?(\d+(?:\.\d+)?)(s|MB|mb)?$")

@@ -1,10 +1,12 @@
 """`ops-report demo`: the product's front door. Generates a month of a GPU cluster (Slurm accounting, node
-events, telemetry), loads the accounting and telemetry night by night as the cron job would, and writes the
-reports.
-Same seed, same outputs."""
+events, telemetry), loads it as a site does (its first install backfills all but the last day in one load, the
+nightly cron job loads the last night), and writes the reports.
+Same seed, same outputs, whichever shape the month is loaded in (``loads="nightly"``: every night by cron)."""
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from contextlib import nullcontext
 from datetime import date, datetime, timedelta, timezone
@@ -18,6 +20,7 @@ from ops_warehouse.analytics.summary import summary
 from ops_warehouse.analytics.telemetry import telemetry_groupings
 from ops_warehouse.config import DEFAULT_DSN, Config
 from ops_warehouse.etl.capacity_sources import load_capacity
+from ops_warehouse.etl.backfill import FILE_CHUNK_DAYS, load_resumably
 from ops_warehouse.etl.grains import one_refresh
 from ops_warehouse.etl.kernel_log_xid import load_kernel_log
 from ops_warehouse.etl.sacct_load import load_sacct
@@ -42,7 +45,55 @@ TELEMETRY_VIEWS = ("cluster", "gpu_model")  # ops-report telemetry --by each
 def _stage(label: str):
     t0 = time.time()
     print(f"[demo] {label} ...", flush=True)
-    return lambda extra="": print(f"[demo] {label}: done in {time.time() - t0:.1f} s{extra}", flush=True)
+
+    def done(extra: str = "", seconds: float | None = None) -> None:
+        print(f"[demo] {label}: done in {time.time() - t0 if seconds is None else seconds:.1f} s{extra}", flush=True)
+    return done
+
+
+class _Beside:
+    """The generator run in a thread while the backfill loads what it has written: on 2 cores the engine loads
+    telemetry day k while the generator computes and writes the days after it (docs/benchmarks.md, issue 51
+    item 3, round 5: measured faster than one after the other). ``wait(n)`` returns once n telemetry days are
+    written (the sacct extracts, node events and inventory are written before the first), raising the
+    generator's error if it failed; ``join()`` returns its History."""
+
+    def __init__(self, run):
+        self._cond = threading.Condition()
+        self._days = 0
+        self._error: BaseException | None = None
+        self.history = None
+        self.seconds = 0.0
+        self._thread = threading.Thread(target=self._main, args=(run,), name="demo-generate", daemon=True)
+        self._thread.start()
+
+    def _main(self, run) -> None:
+        t0 = time.time()
+        try:
+            self.history = run(self._written)
+        except BaseException as e:  # handed to the loading thread: it is the one that stops the demo
+            self._error = e
+        finally:
+            self.seconds = time.time() - t0
+            with self._cond:
+                self._days = sys.maxsize
+                self._cond.notify_all()
+
+    def _written(self, days: int, _total: int) -> None:
+        with self._cond:
+            self._days = days
+            self._cond.notify_all()
+
+    def wait(self, days: int) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._days >= days)
+        if self._error is not None:
+            raise self._error
+
+    def join(self):
+        self._thread.join()
+        self.wait(0)
+        return self.history
 
 
 def write_summaries(wh, out: Path, first: date, last: date) -> dict:
@@ -86,19 +137,29 @@ def write_reports(wh, out: Path, exports: Path, month: date, cluster: str) -> li
     return reports
 
 
-def load_nights(wh, data: Path, cluster: str, *, progress=None, one_refresh_a_night: bool = True) -> dict:
+def _add(n: dict, r) -> None:
+    for key, v in (("read", r.records_read), ("jobs", r.jobs_loaded), ("steps", r.steps_loaded),
+                   ("quarantined", r.quarantined)):
+        n[key] += v
+
+
+def _counts(nights: int) -> dict:
+    return {"nights": nights, "read": 0, "jobs": 0, "steps": 0, "quarantined": 0, "gpu_rows": 0}
+
+
+def load_nights(wh, data: Path, cluster: str, *, progress=None, one_refresh_a_night: bool = True,
+                first: date | None = None) -> dict:
     """The nightly loads as the cron job makes them: each night's sacct extract (jobs still running re-read
     until they end), then its telemetry day. Returns the counts. ``one_refresh_a_night``: the night's two
     loads change the same hours, so their grains are refreshed once, at the end of it (False: each load
-    refreshes its own, as before issue 50; bench/bench_nightly.py compares the two)."""
-    nightly = sorted((data / "sacct" / "nightly").glob("*.psv"))
-    n = {"nights": len(nightly), "read": 0, "jobs": 0, "steps": 0, "quarantined": 0, "gpu_rows": 0}
+    refreshes its own, as before issue 50; bench/bench_nightly.py compares the two). ``first``: the nights from
+    this day on (the days before backfilled)."""
+    nightly = [f for f in sorted((data / "sacct" / "nightly").glob("*.psv"))
+               if first is None or date.fromisoformat(f.stem) >= first]
+    n = _counts(len(nightly))
     for k, f in enumerate(nightly, start=1):
         with one_refresh(wh) if one_refresh_a_night else nullcontext():
-            r = load_sacct(wh, f, source=f"nightly/{f.name}")
-            for key, v in (("read", r.records_read), ("jobs", r.jobs_loaded), ("steps", r.steps_loaded),
-                           ("quarantined", r.quarantined)):
-                n[key] += v
+            _add(n, load_sacct(wh, f, source=f"nightly/{f.name}"))
             day = date.fromisoformat(f.stem)
             n["gpu_rows"] += load_parquet_dir(wh, data, day, day, cluster=cluster)["gpu_rows"]
         if progress:
@@ -107,9 +168,46 @@ def load_nights(wh, data: Path, cluster: str, *, progress=None, one_refresh_a_ni
     return n
 
 
+def backfill(wh, data: Path, cluster: str, first: date, last: date, *, progress=None, written=None) -> dict:
+    """A site's first install: the days ``first`` .. ``last`` in one load, their hourly grains refreshed once at
+    its end, as `ops-report etl nightly --from FIRST --to LAST` loads them: sacct's one extract of the window
+    (sacct/backfill/FIRST..LAST.psv: each job once, in its state at the window's end, where the nightly
+    extracts re-read a running job every night), then the window's telemetry as `ops-report etl metrics
+    --source file` backfills it (a week at a time, its progress recorded so that a stopped run resumes:
+    etl/backfill.py). Returns the counts as load_nights does (``progress`` counts telemetry days).
+    ``written(n)``: returns once the first n telemetry days' files are whole (a generator writing them beside)."""
+    extract = data / "sacct" / "backfill" / f"{first}..{last}.psv"
+    if not extract.is_file():
+        raise FileNotFoundError(f"no sacct extract of the backfill's window at {extract}")
+    n = _counts((last - first).days + 1)
+    root = data / "telemetry"
+    with one_refresh(wh):
+        _add(n, load_sacct(wh, extract, source=f"backfill/{extract.name}"))
+        def days(a: date, b: date, p) -> dict:
+            if written:
+                written((b - first).days + 1)
+            return load_parquet_dir(wh, root, a, b, cluster=cluster, progress=p)
+
+        c = load_resumably(wh, f"file:{root.resolve()}", first, last, days, chunk_days=FILE_CHUNK_DAYS,
+                           progress=progress)
+        n["gpu_rows"] += c["gpu_rows"]
+    wh.between_steps()
+    return n
+
+
+LOADS = ("backfill", "nightly")
+
+
 def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int = 900, seed: int = 7,
-             metrics_step_s: int = 300) -> Path:
-    from ops_warehouse.generate import generate  # slow optional subsystem: imported when the demo runs
+             metrics_step_s: int = 300, loads: str = "backfill", beside: bool = True) -> Path:
+    """The demo in ``directory``. ``loads``: "backfill" (the first days - 1 in one load as a site's first
+    install loads them, then the last night as the cron job does) or "nightly" (every night as the cron job
+    does); the same reports either way (tests/test_demo_load_shapes.py). ``beside``: the backfill loads each
+    telemetry day as soon as the generator has written it, the generator going on in a thread (False: the
+    generator first, then the loads; bench/bench_demo.py compares the two)."""
+    if loads not in LOADS:
+        raise ValueError(f"loads must be one of {', '.join(LOADS)}, not {loads!r}")
+    from ops_warehouse.generate import generate, scaled_spec  # slow optional subsystem: imported when the demo runs
 
     directory = directory.resolve()
     data, out = directory / "data", directory / "out"
@@ -123,18 +221,48 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
     start = datetime.combine(DEMO_START, datetime.min.time(), timezone.utc)
     last = DEMO_START + timedelta(days=days - 1)
 
-    done = _stage(f"generate {days} days of a 114-node H100/H200/B200 cluster, ~{jobs_per_day} jobs/day, "
-                  f"{metrics_step_s} s telemetry (seed {seed})")
-    with count_progress("telemetry days") as progress:
-        h = generate(data, start=start, days=days, jobs_per_day=jobs_per_day, seed=seed,
-                     metrics_step_s=metrics_step_s, telemetry=("parquet",), nightly=True, progress=progress)
-    done(f" ({h.runs.height} job runs, {h.node_events.height} node events -> {data})")
+    generating = _stage(f"generate {days} days of a 114-node H100/H200/B200 cluster, ~{jobs_per_day} jobs/day, "
+                        f"{metrics_step_s} s telemetry (seed {seed})")
+    backfilled = last - timedelta(days=1) if loads == "backfill" and days > 1 else None
 
-    done = _stage(f"nightly loads (sacct, telemetry) into {redact(cfg.dsn)}")
+    def gen(progress):
+        return generate(data, start=start, days=days, jobs_per_day=jobs_per_day, seed=seed,
+                        metrics_step_s=metrics_step_s, telemetry=("parquet",), nightly=True,
+                        backfill_days=(backfilled - DEMO_START).days + 1 if backfilled else 0, progress=progress)
+
+    def generated(h, seconds=None):
+        generating(f" ({h.runs.height} job runs, {h.node_events.height} node events -> {data})", seconds)
+
+    g = h = None
+    if backfilled and beside:
+        g = _Beside(gen)
+        g.wait(1)  # its sacct extracts and first telemetry day are written: the backfill starts
+    else:
+        with count_progress("telemetry days") as progress:
+            h = gen(progress)
+        generated(h)
+
     cfg.purpose = "ops-report demo"
     wh = open_warehouse(cfg)
+    first_night = DEMO_START
+    if backfilled:
+        first_night = last
+        done = _stage(f"backfill of {DEMO_START} .. {backfilled} into {redact(cfg.dsn)}, as a site's first install "
+                      "loads its history: sacct's one extract of the window, then its telemetry, the grains "
+                      "refreshed once" + (" (each telemetry day as soon as it is generated)" if g else ""))
+        with count_progress("telemetry days") as progress:
+            n = backfill(wh, data, scaled_spec().name, DEMO_START, backfilled, progress=progress,
+                         written=g.wait if g else None)
+        done(f" ({n['nights']} days: sacct read {n['read']}, {n['jobs']} job-run records, {n['steps']} steps, "
+             f"quarantined {n['quarantined']}; {n['gpu_rows']} GPU telemetry samples)")
+    if g:
+        h = g.join()
+        generated(h, g.seconds)
+    what = (f"night {days} ({last}) as the nightly cron job loads it" if first_night == last
+            else f"nightly loads into {redact(cfg.dsn)}, each night as the cron job loads it")
+    done = _stage(f"{what}: the night's sacct extract (running jobs replaced as they end), its telemetry day")
     with count_progress("nights") as progress:
-        n = load_nights(wh, data, h.spec.name, progress=progress)
+        n = load_nights(wh, data, h.spec.name, progress=progress, first=first_night)
     done(f" ({n['nights']} nights: sacct read {n['read']}, {n['jobs']} job-run records, {n['steps']} steps, "
          f"quarantined {n['quarantined']}; {n['gpu_rows']} GPU telemetry samples)")
 

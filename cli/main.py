@@ -1044,7 +1044,7 @@ def demo(
     jobs_per_day: Annotated[int, typer.Option(help="Jobs submitted per day")] = 900,
     seed: Annotated[int, typer.Option(help="Random seed (same seed, same outputs)")] = 7,
 ):
-    """Generate a month of a GPU cluster, load it night by night as cron would, write the reports."""
+    """Generate a month of a GPU cluster, load it as a site does (backfilled, its last night by cron), write the reports."""
     _count(days, "--days", 1, MAX_DAYS, "days")
     _count(jobs_per_day, "--jobs-per-day", 0, MAX_JOBS_PER_DAY, "jobs a day")
     _count(seed, "--seed", 0, MAX_SEED)

@@ -4,7 +4,9 @@
 
 - ``sacct/sacct.psv``: ``sacct --parsable2 --duplicates`` for the whole period as of its end; with
   ``nightly=True`` also ``sacct/nightly/YYYY-MM-DD.psv``, what the nightly cron's sacct call for each day
-  returned at midnight (running jobs RUNNING, replaced by later nights);
+  returned at midnight (running jobs RUNNING, replaced by later nights); with ``backfill_days=N`` also
+  ``sacct/backfill/<first day>..<day N>.psv``, what a site's first install's one sacct call for its first N days
+  (``sacct -S first -E day N``) returned at the end of day N;
 - ``slurm/events.psv``: node down/drain events as ``sacctmgr list event --parsable2`` prints them;
 - ``slurm/reservations.txt``: ``scontrol show reservation`` text;
 - ``inventory.csv``: node, GPU model, GPUs, partition, rack, in-service date;
@@ -124,7 +126,7 @@ def _efficiency_truth(runs: pl.LazyFrame, gpu_alloc: pl.LazyFrame) -> pl.DataFra
 def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: int = 900, nodes: int | None = None,
              seed: int = 0, metrics_step_s: int = 300, telemetry: tuple[str, ...] = ("parquet",),
              nightly: bool = False, spill: bool = False, faults: bool = True, campaign_share: float | None = None,
-             progress=None) -> History:
+             backfill_days: int = 0, progress=None) -> History:
     """Simulate and write the site's files (see the module docstring). ``spill`` keeps memory flat in the
     number of jobs: runs and GPU allocations go to ``truth/`` as they are made and are read back lazily."""
     out = Path(out_dir)
@@ -150,6 +152,14 @@ def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: i
             day = (start + timedelta(days=d)).strftime("%Y-%m-%d")
             (out / "sacct" / "nightly" / f"{day}.psv").write_text(
                 sacct_text(h.runs, as_of=w0 + 86400, window=(w0, w0 + 86400), **kw), encoding="utf-8")
+    if backfill_days > 0:
+        if spill:
+            raise ValueError("a backfill extract needs the runs in memory: not with spill")
+        (out / "sacct" / "backfill").mkdir(exist_ok=True)
+        w1 = t0 + backfill_days * 86400
+        last_day = (start + timedelta(days=backfill_days - 1)).strftime("%Y-%m-%d")
+        write_sacct(out / "sacct" / "backfill" / f"{start:%Y-%m-%d}..{last_day}.psv", h.runs, as_of=w1,
+                    window=(t0, w1), **kw)
     (out / "slurm" / "events.psv").write_text(_events_psv(h), encoding="utf-8")
     (out / "slurm" / "reservations.txt").write_text(_reservations_txt(h), encoding="utf-8")
     h.inventory.select("node", "gpu_model", "gpus", "partition", "rack",

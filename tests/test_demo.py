@@ -1,5 +1,6 @@
 """`ops-report demo`, the README's first command: runs on the embedded default, is reproducible, and its
-night-by-night loads add up to the simulation's own ground truth."""
+loads (the first days backfilled, the last night by cron: cli/demo.py) add up to the simulation's own ground
+truth."""
 
 from __future__ import annotations
 
@@ -48,8 +49,9 @@ def test_demo_twice_gives_the_same_outputs(demo_runs):
 
 
 def test_nightly_loads_match_the_simulations_ground_truth(demo_runs):
-    """GPU-hours and job counts per project from the warehouse (31 nightly sacct extracts, running jobs
-    replaced night after night) equal those computed straight from the simulated runs."""
+    """GPU-hours and job counts per project from the warehouse (the backfill's one sacct extract of the first
+    days, then the last night's, the jobs running at the backfill's end replaced by it; every night's as
+    before in tests/test_demo_load_shapes.py) equal those computed straight from the simulated runs."""
     base, outs = demo_runs
     got = {r["project"]: r for r in json.loads(outs[0]["summary_by_project.json"])}
     runs = pl.read_parquet(base / "a" / "data" / "truth" / "runs.parquet")
