@@ -28,7 +28,11 @@
 --              min(R, C × L) with C the GPUs they held at once (H ÷ L, at least the largest run's a), and at
 --              least H: unallocated GPUs do no work, so the busy time goes to the runs; the activities alike.
 --              A node-hour's sums are exact, a run's only when it held the whole node
--- busy ≤ observed ≤ allocated in every row by construction. Rows are written only where samples exist: in the
+--   other      'gpu' rows keep apart the readings another job's label names (other_job_gpu_s,
+--   jobs'      other_job_busy_gpu_s, migration 0024): not the run's figures, but the GPU was allocated to it
+--   readings   and seen, so capacity_node_hour's allocated observed and busy time add them
+-- busy ≤ observed ≤ allocated in every row by construction (observed + other_job_gpu_s ≤ allocated). Rows are
+-- written only where samples exist: in the
 -- node-hours of the window that samples' steps cover, the old rows the refresh does not write again are
 -- deleted (a run moved or no longer seen by any sample leaves none behind; the rows written again replace
 -- their old versions, ReplacingMergeTree), and a refresh after the fine samples expired keeps what was
@@ -135,7 +139,9 @@ own AS (
            -- (sum(if()), not sumIf: the engine makes sumIf over the joined rows Nullable, NULL where none is busy)
            sum(if(mine AND util_pct >= {idle_util_pct:Float64}, o, 0)) AS busy_s,
            sum(o * mine * util_pct / 100) AS util_s,
-           sum(o * mine * sm) AS sm_s, sum(o * mine * tensor) AS tensor_s, sum(o * mine * dram) AS dram_s
+           sum(o * mine * sm) AS sm_s, sum(o * mine * tensor) AS tensor_s, sum(o * mine * dram) AS dram_s,
+           -- the other jobs' readings in the run's time: the node-hour's sums count them (migration 0024)
+           sum(o * (1 - mine)) AS other_s, sum(if(NOT mine AND util_pct >= {idle_util_pct:Float64}, o, 0)) AS other_busy_s
     FROM _rsh_own_piece
     GROUP BY cluster, hour, node, job_id, submit_ts
 ),
@@ -196,10 +202,10 @@ shared AS (
     GROUP BY cluster, hour, node, job_id, submit_ts
 )
 SELECT cluster, hour, node, job_id, submit_ts, 'gpu', seen * k, busy_s * k, util_s * k, sm_s * k, tensor_s * k,
-       dram_s * k, {idle_util_pct:Float64}, now64(3)
+       dram_s * k, other_s * k, other_busy_s * k, {idle_util_pct:Float64}, now64(3)
 FROM own
 UNION ALL
-SELECT cluster, hour, node, job_id, submit_ts, 'node share', seen, busy_s, util_s, sm_s, tensor_s, dram_s,
+SELECT cluster, hour, node, job_id, submit_ts, 'node share', seen, busy_s, util_s, sm_s, tensor_s, dram_s, 0., 0.,
        {idle_util_pct:Float64}, now64(3)
 FROM shared;
 
@@ -222,7 +228,8 @@ WHERE hour >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') AND hour < toDateTime
         AND ts < toDateTime({to_ts:DateTime('UTC')}, 'UTC'));
 
 INSERT INTO run_sample_hour (cluster, hour, node, job_id, submit_ts, attribution, observed_gpu_s, busy_gpu_s,
-    util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s, idle_util_pct, refreshed_at)
+    util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s, other_job_gpu_s, other_job_busy_gpu_s, idle_util_pct,
+    refreshed_at)
 SELECT * FROM _rsh_new;
 
 DROP TEMPORARY TABLE IF EXISTS _rsh_fan;
