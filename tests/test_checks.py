@@ -252,6 +252,17 @@ def _break(wh, how: str) -> str:
     if how == "no_cost_model":  # the H100 left out of the cost model: cost has no row for the capacity
         wh.command("ALTER TABLE cost_model DELETE WHERE lower(gpu_model) = 'h100' SETTINGS mutations_sync = 1")
         return "gpu_model h100"
+    if how == "sample_counted_twice":  # n1 GPU 0's 10:00 reading on 10-05 again at 10:01, its 600 s step with it
+        # (the WHERE in a subquery: the engine reads an alias of the outer SELECT, the shifted ts, in its WHERE)
+        wh.command("INSERT INTO gpu_sample SELECT * REPLACE (addSeconds(ts, 60) AS ts) FROM (SELECT * FROM "
+                   "gpu_sample FINAL WHERE cluster = 't1' AND node = 'n1' AND gpu = 0 AND ts = '2026-10-05 10:00:00')")
+        return "n1 GPU 0"
+    if how.startswith("run_hour_added"):  # J1 (1001, 8 GPUs, 10-05) given an hour of n1 on 10-07 in the grain
+        wh.command("INSERT INTO run_node_hour SELECT * REPLACE (hour + toIntervalDay(2) AS hour, "
+                   "s + toIntervalDay(2) AS s, e + toIntervalDay(2) AS e, now64(3) AS refreshed_at) "
+                   "FROM (SELECT * FROM run_node_hour FINAL WHERE cluster = 't1' AND job_id = '1001' "
+                   "AND hour = '2026-10-05 10:00:00')")
+        return "job 1001" if how == "run_hour_added" else "the project"
     raise AssertionError(how)
 
 
@@ -260,7 +271,11 @@ BREAKS = [("busy_over_allocated", "capacity_order", "busy ≤ allocated"),
           ("down_twice", "parts_within_wholes", "down_hours ≤ the window's hours"),
           ("negative_price", "cost_per_hour_order", "0 ≤ cost_per_available_gpu_h"),
           ("node_moved_model", "cluster_breakdowns_sum_to_totals", "Σ projects allocated_gpu_h"),
-          ("no_cost_model", "same_name_same_value", "a row in cost (a cost model)")]
+          ("no_cost_model", "same_name_same_value", "a row in cost (a cost model)"),
+          # round 5 (engineer A): the laws over the job report's and the users' figures
+          ("sample_counted_twice", "run_gpus_within_held", "observed_s ≤ held_s"),
+          ("run_hour_added", "run_gpu_hours_agree", "Σ run_gpus gpu_h = job_efficiency gpu_h"),
+          ("run_hour_added_users", "users_sum_to_project", "Σ user_efficiency gpu_h = Σ users gpu_h")]
 
 
 @pytest.mark.parametrize("how, law, figure", BREAKS, ids=[b[0] for b in BREAKS])
@@ -307,6 +322,54 @@ def test_the_broken_row_with_its_figures_and_the_cap(scenario_site, tmp_path):
             "--max-rows", "0", env=ENV, check=False)
     assert p.returncode == 1 and "offending rows" in p.stdout and "| section" not in p.stdout
     assert re.search(r"\.\.\. and \d+ more", p.stdout)
+
+
+def test_a_reading_counted_twice_breaks_the_job_reports_law_per_gpu_and_per_run(scenario_site, tmp_path):
+    """J1 (1001) held n1's 8 GPUs for 10-05, 86,400 s, seen by 144 readings of 600 s: one of GPU 0's again at
+    10:01 makes that GPU seen 87,000 s (off by 600) and the run 7 × 24 + 24 × 87,000 ÷ 86,400 = 192.1667
+    observed GPU-hours against its 192 (off by 600 ÷ 3,600); busy stays within observed (80 %)."""
+    path = scenario_site.open_copy(tmp_path)
+    wh = _open(path)
+    try:
+        [o] = run_checks(wh, cluster="t1", window=OCT, names=["run_gpus_within_held"])
+        assert o.status == HOLDS, o.rows
+        _break(wh, "sample_counted_twice")
+        [o] = run_checks(wh, cluster="t1", window=OCT, names=["run_gpus_within_held"])
+    finally:
+        wh.close()
+        close_embedded()
+    assert o.status == BROKEN
+    got = {(r["section"], r["figure"]): (r["key"], r["value"], r["bound"], r["off_by"])
+           for r in o.rows.iter_rows(named=True)}
+    assert set(got) == {("run_gpus per GPU", "observed_s ≤ held_s"), ("run_gpus per run", "observed_gpu_h ≤ gpu_h")}
+    key, value, bound, off = got[("run_gpus per GPU", "observed_s ≤ held_s")]
+    assert key.startswith("job 1001 ") and key.endswith(" n1 GPU 0")
+    assert (value, bound, off) == (pytest.approx(87000), pytest.approx(86400), pytest.approx(600))
+    key, value, bound, off = got[("run_gpus per run", "observed_gpu_h ≤ gpu_h")]
+    assert key.startswith("job 1001 ")
+    assert (value, bound, off) == (pytest.approx(192 + 1 / 6), pytest.approx(192), pytest.approx(1 / 6))
+
+
+def test_an_hour_the_run_did_not_hold_breaks_the_job_reports_and_the_users_gpu_hours(scenario_site, tmp_path):
+    """An hour of J1 (8 GPUs) added to the run_node_hour grain on 10-07: job_efficiency (and user_efficiency,
+    which read the grain) say 200 GPU-hours, run_gpus (`ops-report job`, from sacct's times) 192, and project A's
+    users in user_efficiency 8 GPU-hours more than the users section's (J0 32 + J1 192 + J3 2 = 226 in October,
+    tests/test_monthly_scenario.py's docstring)."""
+    path = scenario_site.open_copy(tmp_path)
+    wh = _open(path)
+    try:
+        _break(wh, "run_hour_added")
+        [agree, users] = run_checks(wh, cluster="t1", window=OCT, project="A",
+                                    names=["run_gpu_hours_agree", "users_sum_to_project"])
+    finally:
+        wh.close()
+        close_embedded()
+    assert agree.status == BROKEN and users.status == BROKEN
+    [row] = agree.rows.iter_rows(named=True)
+    assert row["key"].startswith("job 1001 ")
+    assert (row["value"], row["bound"], row["off_by"]) == (pytest.approx(192), pytest.approx(200), pytest.approx(-8))
+    row = users.rows.filter(pl.col("figure") == "Σ user_efficiency gpu_h = Σ users gpu_h").row(0, named=True)
+    assert (row["value"], row["bound"], row["off_by"]) == (pytest.approx(234), pytest.approx(226), pytest.approx(8))
 
 
 # ----------------------------------------------------- (c) a small generated site and the demo: each law's status

@@ -32,6 +32,10 @@ HAND_TYPED = {
     "user_efficiency": ["idle_gpu_jobs", "job_efficiency"], "user_resources": ["job_detail"],
     "users": ["user_efficiency"], "wasteful_users": ["user_efficiency", "user_resources"],
 }
+# round 5 (engineer A): one reading of a run's samples, run_observed, for which runs are idle and a user's
+# utilization (the GPUs the hpc_job label names, as `ops-report job`): user_efficiency no longer reads
+# job_efficiency's node share
+HAND_TYPED.update({"idle_gpu_jobs": ["run_observed"], "user_efficiency": ["idle_gpu_jobs", "run_observed"]})
 
 # a mart that names two others in its text and declares neither; its name sorts before both, so only its
 # dependencies can put it after them

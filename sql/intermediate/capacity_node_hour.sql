@@ -123,13 +123,15 @@ allocated AS (
            sum(busy_gpu_s * share) AS busy_gpu_s
     FROM (
         SELECT f.cluster AS cluster, f.node AS node, f.hour AS hour, m.gpu_model AS gpu_model, f.gpu_s AS gpu_s,
-               f.reservation AS reservation, ifNull(x.observed_gpu_s, 0) AS observed_gpu_s,
-               ifNull(x.busy_gpu_s, 0) AS busy_gpu_s,
+               -- (the readings another job's label names, in the run's allocated time: seen, not the run's)
+               f.reservation AS reservation, ifNull(x.observed_gpu_s + x.other_job_gpu_s, 0) AS observed_gpu_s,
+               ifNull(x.busy_gpu_s + x.other_job_busy_gpu_s, 0) AS busy_gpu_s,
                gpu_model_share(f.alloc_tres, m.gpu_model, m.gpus, m.node_gpus, m.node_models) AS share
         FROM ({{intermediate run_fanout}}) AS f
         INNER JOIN (SELECT DISTINCT cluster, node, gpu_model, gpus, node_gpus, node_models FROM nodes) AS m
             ON m.cluster = f.cluster AND m.node = f.node
-        LEFT JOIN (SELECT cluster, node, hour, job_id, submit_ts, observed_gpu_s, busy_gpu_s
+        LEFT JOIN (SELECT cluster, node, hour, job_id, submit_ts, observed_gpu_s, busy_gpu_s, other_job_gpu_s,
+                          other_job_busy_gpu_s
                    FROM run_sample_hour FINAL WHERE hour >= w0 AND hour < w1) AS x
             ON x.cluster = f.cluster AND x.node = f.node AND x.hour = f.hour AND x.job_id = f.job_id
            AND x.submit_ts = f.submit_ts

@@ -14,8 +14,10 @@
 --              the window are read for the step that reaches into it.
 --   'gpu'      a run whose job id (job_id_raw) dcgm-exporter's hpc_job label names on a GPU of the node, at a
 --              sample inside the run ([run_start_ts, run_end_ts), within an hour of the node-hour): the
---              run held those GPUs, and every step of theirs that overlaps its part of the node-hour counts,
---              whatever the sample's own label (the step before its first labelled sample covers its start).
+--              run held those GPUs, and every step of theirs that overlaps its part of the node-hour counts
+--              unless another job's label names its reading (sql/functions/reading_is_runs.sql, run_gpus' rule:
+--              the previous job's last reading, whose step reaches past the run's start, is that job's; an
+--              unlabelled one before the first labelled sample covers the run's start).
 --              Its allocation there, a GPUs (sacct's even spread), is shared by the G GPUs named: each
 --              GPU-second counts a ÷ G (a = G unless a multi-node run's GPUs are spread unevenly)
 --   'node      every other run (the site has no mapping, or a run shorter than a step that fell between two
@@ -26,7 +28,11 @@
 --              min(R, C × L) with C the GPUs they held at once (H ÷ L, at least the largest run's a), and at
 --              least H: unallocated GPUs do no work, so the busy time goes to the runs; the activities alike.
 --              A node-hour's sums are exact, a run's only when it held the whole node
--- busy ≤ observed ≤ allocated in every row by construction. Rows are written only where samples exist: in the
+--   other      'gpu' rows keep apart the readings another job's label names (other_job_gpu_s,
+--   jobs'      other_job_busy_gpu_s, migration 0024): not the run's figures, but the GPU was allocated to it
+--   readings   and seen, so capacity_node_hour's allocated observed and busy time add them
+-- busy ≤ observed ≤ allocated in every row by construction (observed + other_job_gpu_s ≤ allocated). Rows are
+-- written only where samples exist: in the
 -- node-hours of the window that samples' steps cover, the old rows the refresh does not write again are
 -- deleted (a run moved or no longer seen by any sample leaves none behind; the rows written again replace
 -- their old versions, ReplacingMergeTree), and a refresh after the fine samples expired keeps what was
@@ -100,7 +106,7 @@ labels AS (
     ARRAY JOIN [-1, 0, 1] AS d
 )
 SELECT f.cluster AS cluster, f.hour AS hour, f.node AS node, f.job_id AS job_id, f.submit_ts AS submit_ts,
-       any(f.a) AS a, any(f.hs) AS hs, any(f.he) AS he, l.gpu AS gpu
+       any(f.a) AS a, any(f.hs) AS hs, any(f.he) AS he, any(f.raw_id) AS raw_id, l.gpu AS gpu
 FROM _rsh_fan AS f
 INNER JOIN labels AS l ON l.cluster = f.cluster AND l.node = f.node AND l.hour = f.hour AND l.hpc_job = f.raw_id
 WHERE arrayExists(t -> t >= f.run_start_ts AND t < f.run_end_ts, l.tss)
@@ -108,10 +114,15 @@ GROUP BY cluster, hour, node, job_id, submit_ts, gpu;
 
 DROP TEMPORARY TABLE _rsh_g;
 
--- each identified GPU's step pieces, with the part of each that the run held
+-- each identified GPU's step pieces, with the part of each that the run held (o); mine: whether the reading is
+-- the run's, not one another job's label names (reading_is_runs: run_gpus' rule, so `users` and `ops-report
+-- job` call the same runs idle). Only its own readings count below; the others still count the GPU among the
+-- run's (k), so that a GPU whose first step in the hour is the previous job's does not put its share of the
+-- allocation on the run's other GPUs
 CREATE TEMPORARY TABLE _rsh_own_piece ENGINE = MergeTree ORDER BY tuple() AS
 SELECT i.cluster AS cluster, i.hour AS hour, i.node AS node, i.job_id AS job_id, i.submit_ts AS submit_ts,
        i.a AS a, i.gpu AS gpu, p.ts AS ts, toFloat64(overlap_s(p.ps, p.pe, i.hs, i.he)) AS o,
+       reading_is_runs(p.hpc_job, i.raw_id) AS mine,
        p.util_pct AS util_pct, p.sm AS sm, p.tensor AS tensor, p.dram AS dram
 FROM _rsh_ident AS i
 INNER JOIN _rsh_piece AS p ON p.cluster = i.cluster AND p.node = i.node AND p.hour = i.hour AND p.gpu = i.gpu
@@ -124,10 +135,13 @@ WHERE p.pe > i.hs AND p.ps < i.he;
 CREATE TEMPORARY TABLE _rsh_new ENGINE = Memory AS
 WITH
 own AS (
-    SELECT cluster, hour, node, job_id, submit_ts, any(a) / uniqExact(gpu) AS k, sum(o) AS seen,
+    SELECT cluster, hour, node, job_id, submit_ts, any(a) / uniqExact(gpu) AS k, sum(o * mine) AS seen,
            -- (sum(if()), not sumIf: the engine makes sumIf over the joined rows Nullable, NULL where none is busy)
-           sum(if(util_pct >= {idle_util_pct:Float64}, o, 0)) AS busy_s, sum(o * util_pct / 100) AS util_s,
-           sum(o * sm) AS sm_s, sum(o * tensor) AS tensor_s, sum(o * dram) AS dram_s
+           sum(if(mine AND util_pct >= {idle_util_pct:Float64}, o, 0)) AS busy_s,
+           sum(o * mine * util_pct / 100) AS util_s,
+           sum(o * mine * sm) AS sm_s, sum(o * mine * tensor) AS tensor_s, sum(o * mine * dram) AS dram_s,
+           -- the other jobs' readings in the run's time: the node-hour's sums count them (migration 0024)
+           sum(o * (1 - mine)) AS other_s, sum(if(NOT mine AND util_pct >= {idle_util_pct:Float64}, o, 0)) AS other_busy_s
     FROM _rsh_own_piece
     GROUP BY cluster, hour, node, job_id, submit_ts
 ),
@@ -137,6 +151,7 @@ claimed AS (
            sum(o * util_pct / 100) AS cl_util, sum(o * sm) AS cl_sm, sum(o * tensor) AS cl_tensor,
            sum(o * dram) AS cl_dram
     FROM _rsh_own_piece
+    WHERE mine
     GROUP BY cluster, node, hour, ts
 ),
 -- 'node share': the node's step pieces less what the identified runs took: r sampled GPU-seconds left, of
@@ -187,10 +202,10 @@ shared AS (
     GROUP BY cluster, hour, node, job_id, submit_ts
 )
 SELECT cluster, hour, node, job_id, submit_ts, 'gpu', seen * k, busy_s * k, util_s * k, sm_s * k, tensor_s * k,
-       dram_s * k, {idle_util_pct:Float64}, now64(3)
+       dram_s * k, other_s * k, other_busy_s * k, {idle_util_pct:Float64}, now64(3)
 FROM own
 UNION ALL
-SELECT cluster, hour, node, job_id, submit_ts, 'node share', seen, busy_s, util_s, sm_s, tensor_s, dram_s,
+SELECT cluster, hour, node, job_id, submit_ts, 'node share', seen, busy_s, util_s, sm_s, tensor_s, dram_s, 0., 0.,
        {idle_util_pct:Float64}, now64(3)
 FROM shared;
 
@@ -213,7 +228,8 @@ WHERE hour >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') AND hour < toDateTime
         AND ts < toDateTime({to_ts:DateTime('UTC')}, 'UTC'));
 
 INSERT INTO run_sample_hour (cluster, hour, node, job_id, submit_ts, attribution, observed_gpu_s, busy_gpu_s,
-    util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s, idle_util_pct, refreshed_at)
+    util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s, other_job_gpu_s, other_job_busy_gpu_s, idle_util_pct,
+    refreshed_at)
 SELECT * FROM _rsh_new;
 
 DROP TEMPORARY TABLE IF EXISTS _rsh_fan;

@@ -104,7 +104,7 @@ per_gpu AS (
            sum(if(energy_j IS NOT NULL, energy_j * oe / step_s, ifNull(power_w, 0) * o)) / 3.6e6 AS gpu_energy_kwh,
            sum(if(gpu_is_throttled(throttle), o, 0)) AS throttled_s
     FROM pieces
-    ARRAY JOIN if(hpc_job IN ('', raw_id), [0, 1], [0]) AS mode
+    ARRAY JOIN if(reading_is_runs(hpc_job, raw_id), [0, 1], [0]) AS mode
     GROUP BY job_id, submit_ts, node, gpu, mode
 ),
 -- per run and node: the GPUs its job id labels inside the run ('gpu', their own readings), else every GPU

@@ -3,11 +3,14 @@
 -- GPU-seconds over a sum of GPU-seconds, weighted by GPU time, never a mean of the runs' means: jobscope's
 -- authors found a mean of per-job means at 82 % where the partition was 66 % idle, because many small busy
 -- jobs outvote a few large idle ones.
---   runs, gpu_h          the runs with GPU time in the window (job_efficiency's rows: requeued runs each count)
---                        and the GPU-hours they held inside it
+--   runs, gpu_h          the runs with GPU time in the window (run_observed.sql's rows: requeued runs each
+--                        count) and the GPU-hours they held inside it (job_efficiency's)
 --   observed_gpu_h       of those, the GPU-hours with telemetry: what the pooled figures are over
---   gpu_util_pct         pooled utilization: Σ run util × run observed GPU-h ÷ Σ observed GPU-h (each run's own
---                        figure is its busy GPU-seconds ÷ its observed GPU-seconds: job_efficiency.sql)
+--   gpu_util_pct         pooled utilization: Σ run util × run observed GPU-h ÷ Σ observed GPU-h, each run's
+--                        figure run_observed's: the readings of the GPUs its hpc_job label names (run_gpus'
+--                        rule, what `ops-report job` shows), its share of the node's only where no label names
+--                        it. (Not job_efficiency's node share by allocated GPU time: a 1-GPU idle session beside
+--                        busy runs read the node's mean there, 22.1 % for user003 on the demo, 1.8 % here)
 --   sm_active, tensor_active, dram_active   the same pooling of the activity fractions (0-1)
 --   (GPU-memory, CPU and memory efficiency: user_resources.sql, apart because they read every sample and
 --   step of the runs: 35 s more per month of a 256-GPU, 1-minute cluster for the report's users, where
@@ -43,7 +46,7 @@ runs AS (
            ifNull(observed_gpu_h * tensor_active, 0) AS tensor_gpu_h,
            ifNull(observed_gpu_h * dram_active, 0) AS dram_gpu_h,
            ifNull(observed_gpu_h * (1 - gpu_util_pct / 100), 0) AS waste_gpu_h
-    FROM ({{mart job_efficiency}})
+    FROM ({{mart run_observed}})
 ),
 idle AS (SELECT job_id, submit_ts, gpu_h AS idle_gpu_h FROM ({{mart idle_gpu_jobs}})),
 per_user AS (

@@ -53,7 +53,9 @@ SELECT
     max(idle_util_pct) AS idle_util_pct,
     -- how the observed time was attributed to the runs (run_sample_hour): the share by the runs' own GPUs
     -- (dcgm-exporter's hpc_job label), the rest by their share of the node's samples (the whole window's)
-    (SELECT sumIf(observed_gpu_s, attribution = 'gpu') / nullIf(sum(observed_gpu_s), 0)
+    -- (the other jobs' readings in a labelled run's time, migration 0024, are seen time by the label too)
+    (SELECT sumIf(observed_gpu_s + other_job_gpu_s, attribution = 'gpu')
+                / nullIf(sum(observed_gpu_s + other_job_gpu_s), 0)
      FROM run_sample_hour FINAL
      WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')})
         AS observed_own_gpu_share

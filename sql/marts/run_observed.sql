@@ -1,0 +1,90 @@
+-- Per run of {project} ('' for the whole cluster) with GPU time in [from_ts, to_ts): what the GPU samples saw
+-- its GPUs do, from the run_sample_hour grain (kept by the loads), the part of each hour inside the window. The
+-- one per-run reading of the samples that idle_gpu_jobs.sql (which runs are idle) and user_efficiency.sql (a
+-- user's pooled utilization, `ops-report users`, the monthly report's users) both take, so the two and
+-- `ops-report job` (run_gpus.sql) mean the same by a run's utilization:
+--   which readings  a run's own GPUs where dcgm-exporter's hpc_job label names its job id (run_sample_hour's
+--                   'gpu': those GPUs' readings, less any another job's label names, sql/functions/
+--                   reading_is_runs.sql, run_gpus' rule); its share of the node's readings where no label
+--                   names it ('node share', as run_gpus does for such a run)
+--   gpu_h           the GPU-hours it held in the window (run_node_hour: gpus_per_node × its time; job_efficiency's)
+--   observed_gpu_h  of those, the GPU-hours the samples' steps covered: what the means are over
+--   gpu_util_pct    Σ util × observed GPU-seconds ÷ Σ observed GPU-seconds (%); sm_active, tensor_active,
+--                   dram_active alike (0-1). NULL without telemetry
+--   busy_gpu_h      the observed GPU-hours at or over the config's idle threshold (idle_util_pct)
+--   own_gpus        1 when the label named its GPUs on every node-hour (exact on shared nodes too)
+--   whole_nodes     1 when it held every GPU of each node it was on (node_inventory): node share exact too
+--   capex, currency its GPU-hours at each node's write-off per GPU-hour (cost_model; NULL without a cost)
+--- [mart]
+--- grain = "one row per run with GPU time in the window"
+--- scope = "project"
+--- columns = ["job_id", "submit_ts", "user", "account", "project", "state", "nnodes", "gpus", "nodes", "start_ts", "end_ts", "gpu_h", "observed_gpu_h", "busy_gpu_h", "gpu_util_pct", "sm_active", "tensor_active", "dram_active", "own_gpus", "whole_nodes", "capex", "currency"]
+--- user_columns = ["user"]
+WITH
+held AS (
+    SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
+           sum(r.gpu_s) AS gpu_s,
+           -- the run's samples (run_sample_hour), the part of each hour inside the window
+           sum(ifNull(x.observed_gpu_s, 0) * r.part) AS covered_gpu_s,
+           sum(ifNull(x.busy_gpu_s, 0) * r.part) AS busy_gpu_s,
+           sum(ifNull(x.util_gpu_s, 0) * r.part) AS util_gpu_s,
+           sum(ifNull(x.sm_gpu_s, 0) * r.part) AS sm_gpu_s,
+           sum(ifNull(x.tensor_gpu_s, 0) * r.part) AS tensor_gpu_s,
+           sum(ifNull(x.dram_gpu_s, 0) * r.part) AS dram_gpu_s,
+           min(ifNull(x.attribution, '') = 'gpu') AS own_gpus,
+           sum(r.gpu_s / 3600 * capex_per_gpu_hour(m.node_price, i.gpus, m.amortization_years)) AS capex,
+           any(m.currency) AS currency,
+           max(r.gpus_per_node) AS gpus_per_node,
+           any(i.gpus) AS node_gpus
+    FROM (SELECT * REPLACE (gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s),
+                 overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) / nullIf(toInt64(e) - toInt64(s), 0)
+                     AS part
+          FROM run_node_hour FINAL WHERE cluster = {cluster:String}
+          AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
+          AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}) AS r
+    LEFT JOIN (SELECT hour, node, job_id, submit_ts, observed_gpu_s, busy_gpu_s, util_gpu_s, sm_gpu_s,
+                      tensor_gpu_s, dram_gpu_s, attribution
+               FROM run_sample_hour FINAL WHERE cluster = {cluster:String}
+               AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}) AS x
+        ON x.hour = r.hour AND x.node = r.node AND x.job_id = r.job_id AND x.submit_ts = r.submit_ts
+    -- the node's GPUs of every model (a row per model in the inventory)
+    LEFT JOIN (SELECT node, sum(gpus) AS gpus FROM node_inventory FINAL WHERE cluster = {cluster:String} GROUP BY node) AS i
+        ON i.node = r.node
+    LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
+    WHERE {project:String} = ''
+       OR r.account IN (SELECT account FROM dim_account WHERE project = {project:String})
+    GROUP BY job_id, submit_ts, node
+),
+per_run AS (
+    SELECT job_id, submit_ts,
+           sum(gpu_s) / 3600 AS gpu_h,
+           sum(covered_gpu_s) / 3600 AS observed_gpu_h,
+           sum(busy_gpu_s) / 3600 AS busy_gpu_h,
+           sum(util_gpu_s) / nullIf(sum(covered_gpu_s), 0) * 100 AS gpu_util_pct,
+           sum(sm_gpu_s) / nullIf(sum(covered_gpu_s), 0) AS sm_active,
+           sum(tensor_gpu_s) / nullIf(sum(covered_gpu_s), 0) AS tensor_active,
+           sum(dram_gpu_s) / nullIf(sum(covered_gpu_s), 0) AS dram_active,
+           sum(capex) AS capex,
+           any(currency) AS currency,
+           min(ifNull(gpus_per_node >= node_gpus, 0)) AS whole_nodes,
+           min(own_gpus) AS own_gpus
+    FROM held
+    GROUP BY job_id, submit_ts
+),
+runs AS (
+    SELECT job_id, submit_ts, user, account, project, state, nnodes, gpus, nodes, start_ts, end_ts
+    FROM fct_job_run
+    WHERE cluster = {cluster:String} AND ({project:String} = '' OR project = {project:String})
+      AND NOT never_ran AND gpus > 0 AND length(nodes) > 0
+      AND usage_start_ts < {to_ts:DateTime('UTC')} AND usage_end_ts > {from_ts:DateTime('UTC')}
+)
+SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, r.user AS user, r.account AS account, r.project AS project,
+       r.state AS state, r.nnodes AS nnodes, r.gpus AS gpus, r.nodes AS nodes, r.start_ts AS start_ts,
+       r.end_ts AS end_ts,
+       p.gpu_h AS gpu_h, p.observed_gpu_h AS observed_gpu_h, p.busy_gpu_h AS busy_gpu_h,
+       p.gpu_util_pct AS gpu_util_pct, p.sm_active AS sm_active, p.tensor_active AS tensor_active,
+       p.dram_active AS dram_active, p.own_gpus AS own_gpus, p.whole_nodes AS whole_nodes,
+       p.capex AS capex, p.currency AS currency
+FROM per_run AS p
+INNER JOIN runs AS r ON r.job_id = p.job_id AND r.submit_ts = p.submit_ts
+SETTINGS join_use_nulls = 1;
