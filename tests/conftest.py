@@ -354,6 +354,24 @@ def rows(wh, sql: str, **params):
     return wh.query_rows(sql, params)
 
 
+def assert_same_report(a, b, path=""):
+    """Two reports' JSON equal; floats to 1e-9 relative: the engine adds floats in whatever order its threads
+    finish, so two evaluations of one month differ in the last digits (tests/test_demo.py,
+    tests/test_demo_load_shapes.py)."""
+    if isinstance(a, float) or isinstance(b, float):
+        assert a == pytest.approx(b, rel=1e-9, abs=1e-9), path
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            assert_same_report(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_report(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, path
+
+
 # Columns that say when a row was (re)written or where in the last read it was seen, not what it says:
 # they differ between two loads of the same facts by design. etl_run_log is a log, one row per run.
 VOLATILE_COLUMNS = ("loaded_at", "refreshed_at", "synced_at", "updated_at", "applied_at", "source_line", "line_no")

@@ -13,22 +13,7 @@ import polars as pl
 import pytest
 
 from tests.conftest import DEMO_DAYS as DAYS
-
-
-def _same(a, b, path=""):
-    """Equal, floats to 1e-9: the engine adds floats in whatever order its threads finish."""
-    if isinstance(a, float) or isinstance(b, float):
-        assert a == pytest.approx(b, rel=1e-9, abs=1e-9), path
-    elif isinstance(a, dict):
-        assert a.keys() == b.keys(), path
-        for k in a:
-            _same(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
-            _same(x, y, f"{path}[{i}]")
-    else:
-        assert a == b, path
+from tests.conftest import assert_same_report
 
 
 def test_demo_twice_gives_the_same_outputs(demo_runs):
@@ -39,7 +24,7 @@ def test_demo_twice_gives_the_same_outputs(demo_runs):
         if name.startswith("monthly-") and name.endswith(".json"):
             a, b = json.loads(a), json.loads(b)
             a.pop("generated_at"), b.pop("generated_at")
-            _same(a, b, name)
+            assert_same_report(a, b, name)
         else:  # the reports say when they were made; everything else is byte for byte the same
             stamp = rb"Generated [0-9T:+-]+"
             assert re.sub(stamp, b"", a) == re.sub(stamp, b"", b), name

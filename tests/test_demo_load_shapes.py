@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from tests.conftest import DEMO_DAYS
+from tests.conftest import DEMO_DAYS, assert_same_report
 
 pytestmark = pytest.mark.slow
 
@@ -58,23 +58,6 @@ def _files(folder) -> dict[str, bytes]:
     return {str(f.relative_to(folder)): f.read_bytes() for f in sorted(folder.rglob("*")) if f.is_file()}
 
 
-def _same(a, b, path=""):
-    """Equal; floats to 1e-9 relative (the engine adds floats in whatever order its threads finish: two runs of
-    one shape differ there too, tests/test_demo.py)."""
-    if isinstance(a, float) or isinstance(b, float):
-        assert a == pytest.approx(b, rel=1e-9, abs=1e-9), path
-    elif isinstance(a, dict):
-        assert a.keys() == b.keys(), path
-        for k in a:
-            _same(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, list):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
-            _same(x, y, f"{path}[{i}]")
-    else:
-        assert a == b, path
-
-
 def test_the_backfill_loaded_what_the_nights_did(shapes):
     """The shapes were what they say: the backfill read the window's one extract and the last night's, the
     nightly path every night's; both loaded every GPU sample of the 3 days, nothing quarantined."""
@@ -100,7 +83,7 @@ def test_the_reports_are_the_same_whichever_shape_loaded_the_month(shapes):
         if name.startswith("monthly-") and name.endswith(".json"):
             x, y = json.loads(a[name]), json.loads(b[name])
             x.pop("generated_at"), y.pop("generated_at")
-            _same(x, y, name)
+            assert_same_report(x, y, name)
         elif name.endswith(".html"):
             assert INLINE_PNG.sub(b"", STAMP.sub(b"", a[name])) == INLINE_PNG.sub(b"", STAMP.sub(b"", b[name])), name
         elif not name.endswith(NOISY_CHART):
