@@ -123,14 +123,16 @@ def test_the_demos_cluster_report_evaluates_each_mart_once(api, demo):
     """Issue 30: the cluster report of the demo's October asks for 27 marts; largest_jobs includes
     job_efficiency, node_health hang_suspect_nodes (and hung_jobs, node_failures, stragglers, throttling, which
     the report asks for too), energy job_energy (and efficiency), nine of them include data_through, and
-    chargeback run_allocation_daily (the allocation it shares with the FOCUS export): 31 marts, each evaluated
-    once (50 evaluations when each include was pasted as text, 42 when only the includes were shared). The
-    demo has no September, so the month-before marts do not run."""
+    chargeback run_allocation_daily (the allocation it shares with the FOCUS export), and idle_gpu_jobs and
+    user_efficiency run_observed (each run's readings by the one attribution rule, round 5): 32 marts, each
+    evaluated once (50 evaluations when each include was pasted as text, 42 when only the includes were shared).
+    The demo has no September, so the month-before marts do not run."""
     from ops_warehouse.analytics.marts import each_mart_once
 
     with api.session() as w, each_mart_once(w) as once:  # the report's own block is this one (nested)
         report = api.monthly("2026-10")
     assert report["cluster"] == demo[2]["cluster"] and not report["previous_month_has_data"]
-    assert sum(once.evaluations.values()) == 31 and set(once.evaluations.values()) == {1}, once.evaluations
-    assert {"job_efficiency", "hang_suspect_nodes", "job_energy", "data_through", "run_allocation_daily"} <= set(
+    assert sum(once.evaluations.values()) == 32 and set(once.evaluations.values()) == {1}, once.evaluations
+    assert {"job_efficiency", "hang_suspect_nodes", "job_energy", "data_through", "run_allocation_daily",
+            "run_observed"} <= set(
         once.evaluations)
