@@ -117,7 +117,13 @@ def test_the_planted_idle_runs_are_found(site):
     polluted = readings.filter(pl.col("util") >= 5)
     assert (polluted["own_util"] < 5).all()  # their own readings idle: only another run's reading lifts them
     assert polluted.height < held_long.height / 4 and held_long.height >= 8, (polluted.height, held_long.height)
-    long = held_long.join(polluted.select("job_id"), on="job_id", how="anti")
+    # an idle run is one with an hour of its own readings a GPU (its label, or none: the one attribution rule,
+    # sql/functions/reading_is_runs.sql): a run held exactly an hour whose first seconds only the previous job's
+    # reading covers has less, and is not called idle
+    seen_hour = readings.join(held_long.select("job_id", "gpus"), on="job_id").filter(
+        pl.col("own_seen_s") / pl.col("gpus") >= 3600)
+    long = held_long.join(seen_hour.select("job_id"), on="job_id").join(
+        polluted.select("job_id"), on="job_id", how="anti")
     shared = long.filter(pl.col("gpus") < 8 * pl.col("nodes"))
     assert long.height >= 2 and shared.height >= 1  # planted idle runs of an hour or more, on shared nodes too
     found = run_mart(wh, "idle_gpu_jobs", cluster=cluster, window=(W0, W1))
@@ -135,7 +141,8 @@ def test_the_planted_idle_runs_are_found(site):
 def _idle_runs_readings(alloc: pl.DataFrame, truth) -> pl.DataFrame:
     """Per run of ``alloc`` (truth GPU allocations): the mean utilization of the dcgm readings of its GPUs, each
     reading at ts weighted by the part of [ts, ts + step) the run held (``util``), and of its own readings
-    alone, those labelled with its job id (``own_util``)."""
+    alone, those labelled with its job id (``own_util``); the seconds its own or unlabelled readings cover, all
+    its GPUs together (``own_seen_s``)."""
     raw = pl.read_parquet(truth / "runs.parquet").select(
         "job_id", pl.col("job_id_raw").cast(pl.String).alias("raw"),
         pl.from_epoch("start", "s").dt.replace_time_zone("UTC").dt.cast_time_unit("ms").alias("start_ts"))
@@ -148,9 +155,11 @@ def _idle_runs_readings(alloc: pl.DataFrame, truth) -> pl.DataFrame:
     w = (pl.min_horizontal(pl.col("ts") + pl.duration(seconds=STEP_S), "end_ts")
          - pl.max_horizontal("ts", "start_ts")).dt.total_seconds()
     own = pl.col("hpc_job") == pl.col("raw")
+    mine = own | pl.col("hpc_job").is_null() | (pl.col("hpc_job") == "")
     return dcgm.with_columns(w=w).group_by("job_id").agg(
         util=(pl.col("util") * pl.col("w")).sum() / pl.col("w").sum(),
-        own_util=(pl.col("util") * pl.col("w")).filter(own).sum() / pl.col("w").filter(own).sum())
+        own_util=(pl.col("util") * pl.col("w")).filter(own).sum() / pl.col("w").filter(own).sum(),
+        own_seen_s=pl.col("w").filter(mine).sum())
 
 
 def test_the_straggler_lemons_and_hot_nodes_on_the_scorecard(site):
