@@ -18,10 +18,9 @@ import pytest
 
 from ops_warehouse.analytics.checks import run_checks
 from ops_warehouse.analytics.marts import run_mart
-from ops_warehouse.etl.grains import refresh_capacity
-from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from tests.test_hung_and_idle_jobs import DAY, OCT
-from tests.test_per_sample_attribution import JOBS, _jobs_and_nodes, _telemetry
+# the day's site, with and without the label (a fixture of that module, used here as its own)
+from tests.test_per_sample_attribution import JOBS, site  # noqa: F401
 
 pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
 
@@ -42,17 +41,8 @@ def _duckdb_pooled_by_label(root) -> dict[str, tuple[float, float]]:
     return {j: (o, u) for j, o, u in rows}
 
 
-@pytest.fixture(params=[True, False], ids=["hpc_job label", "no label"])
-def site(request, tmp_path, cfg):
-    wh = _jobs_and_nodes(cfg, tmp_path)
-    _telemetry(tmp_path / "telemetry", request.param)
-    load_parquet_dir(wh, tmp_path, DAY, DAY, cluster="t2")
-    refresh_capacity(wh, "t2", *OCT)
-    return wh, request.param, tmp_path / "telemetry"
-
-
-def test_a_runs_utilization_in_job_efficiency_is_the_one_rules(site):
-    wh, labelled, root = site
+def test_a_runs_utilization_in_job_efficiency_is_the_one_rules(site, tmp_path):
+    (wh, labelled), root = site, tmp_path / "telemetry"  # (the site's telemetry, written into tmp_path)
     eff = run_mart(wh, "job_efficiency", cluster="t2", window=OCT)
     got = {r["job_id"]: (r["observed_gpu_h"], r["gpu_util_pct"], r["slowest_node_util_pct"], r["gpu_h"])
            for r in eff.to_dicts()}

@@ -2,13 +2,14 @@
 -- the run_node_hour grain (the run's GPU time on each node and hour, kept by the loads: sql/intermediate/
 -- run_node_hour.sql) and, for what the GPUs did, the run_sample_hour grain: the one attribution rule
 -- (sql/functions/reading_is_runs.sql; the readings of the GPUs dcgm-exporter's hpc_job label names for the
--- run, else its share of the node's), the part of each hour inside the window, as run_observed.sql reads it,
--- so that observed_gpu_h, gpu_util_pct, SM/tensor/DRAM activity, delivered compute and the per-node
--- straggler figures of a run are run_observed's, `users`' and `ops-report job`'s (law: sql/checks/
--- run_activity_agrees.sql). Energy, NIC and storage bytes stay the node-hour's rates (capacity_node_hour)
--- shared by the run's part of the node's allocated GPU time: the grain of samples carries no power or byte
--- figure (the energy of a run's labelled GPUs would be truer on a shared node; exact for whole-node jobs,
--- and right in total because unallocated GPUs do no work: their idle power is the error). Means are weighted by the run's GPU time with telemetry;
+-- run, else its share of the node's), the part of each hour inside the window, read per run and node by
+-- sql/intermediate/run_node_observed.sql, which run_observed.sql includes too: so a run's observed_gpu_h,
+-- gpu_util_pct, SM/tensor/DRAM activity, delivered compute and per-node straggler figures are run_observed's,
+-- `users`' and `ops-report job`'s (law: sql/checks/run_activity_agrees.sql). Energy, NIC and storage bytes
+-- stay the node-hour's rates (capacity_node_hour) shared by the run's part of the node's allocated GPU time:
+-- the sample grain carries no power or byte figure (a run's labelled GPUs' energy would be truer on a shared
+-- node; node share is exact for whole-node jobs and right in total, since unallocated GPUs do no work: their
+-- idle power is the error). Means are weighted by the run's GPU time with telemetry;
 -- energy in kWh; delivered compute = tensor activity × the GPU model's peak dense BF16 rate
 -- (cost_model.peak_bf16_tflops), in PFLOP. slowest_node / median_node_util_pct show stragglers: one node
 -- of a synchronous job well below its peers slows them all.
@@ -51,37 +52,20 @@ runs AS (
       AND (every_run OR has(largest, (job_id, submit_ts)))
 ),
 shared AS (
-    SELECT r.cluster AS cluster, r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
-           sum(r.gpu_s) AS gpu_s,
-           -- the run's samples (run_sample_hour), the part of each hour inside the window: run_observed's
-           sum(ifNull(x.observed_gpu_s, 0) * r.part) AS covered_gpu_s,
-           sum(ifNull(x.util_gpu_s, 0) * r.part) AS util_gpu_s,
-           sum(ifNull(x.sm_gpu_s, 0) * r.part) AS sm_gpu_s,
-           sum(ifNull(x.tensor_gpu_s, 0) * r.part) AS tensor_gpu_s,
-           sum(ifNull(x.dram_gpu_s, 0) * r.part) AS dram_gpu_s,
-           sum(r.gpu_s * r.energy_j_per_allocated) AS gpu_energy_j,
-           sum(r.gpu_s * r.nic_rx_per_capacity) AS nic_rx_bytes,
-           sum(r.gpu_s * r.nic_tx_per_capacity) AS nic_tx_bytes,
-           sum(r.gpu_s * r.read_per_capacity) AS storage_read_bytes,
-           sum(r.gpu_s * r.write_per_capacity) AS storage_write_bytes,
-           sum(ifNull(x.tensor_gpu_s, 0) * r.part * ifNull(m.peak_bf16_tflops, 0)) / 1000 AS pflop,
-           any(nullIf(r.gpu_model, '')) AS gpu_model
-    FROM (SELECT * REPLACE (gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s),
-                 overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) / nullIf(toInt64(e) - toInt64(s), 0)
-                     AS part
-          FROM run_node_hour FINAL WHERE cluster = {cluster:String}
-          AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
-          AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}
-          AND (every_run OR has(largest, (job_id, submit_ts)))) AS r
-    LEFT JOIN (SELECT hour, node, job_id, submit_ts, observed_gpu_s, util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s
-               FROM run_sample_hour FINAL WHERE cluster = {cluster:String}
-               AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
-               AND (every_run OR has(largest, (job_id, submit_ts)))) AS x
-        ON x.hour = r.hour AND x.node = r.node AND x.job_id = r.job_id AND x.submit_ts = r.submit_ts
-    LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
-    WHERE {project:String} = ''
-       OR r.account IN (SELECT account FROM dim_account WHERE project = {project:String})
-    GROUP BY cluster, job_id, submit_ts, node
+    -- the run's GPU time, samples and node-share figures per node (sql/intermediate/run_node_observed.sql,
+    -- run_observed's too: one reading of a run's activity)
+    SELECT o.cluster AS cluster, o.job_id AS job_id, o.submit_ts AS submit_ts, o.node AS node,
+           o.gpu_s AS gpu_s, o.covered_gpu_s AS covered_gpu_s, o.util_gpu_s AS util_gpu_s, o.sm_gpu_s AS sm_gpu_s,
+           o.tensor_gpu_s AS tensor_gpu_s, o.dram_gpu_s AS dram_gpu_s, o.gpu_energy_j AS gpu_energy_j,
+           o.nic_rx_bytes AS nic_rx_bytes, o.nic_tx_bytes AS nic_tx_bytes,
+           o.storage_read_bytes AS storage_read_bytes, o.storage_write_bytes AS storage_write_bytes,
+           o.tensor_gpu_s * ifNull(m.peak_bf16_tflops, 0) / 1000 AS pflop,
+           o.gpu_model AS gpu_model
+    FROM ({{intermediate run_node_observed}}) AS o
+    LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(o.gpu_model) = lower(m.gpu_model)
+    WHERE (every_run OR has(largest, (o.job_id, o.submit_ts)))
+      AND ({project:String} = ''
+           OR o.account IN (SELECT account FROM dim_account WHERE project = {project:String}))
 ),
 per_run AS (
     SELECT cluster, job_id, submit_ts,
