@@ -1,11 +1,15 @@
 -- Per job run of {project} ('' for the whole cluster): what its GPUs did inside [from_ts, to_ts), from
--- the run_node_hour grain: the run's GPU time on each node and hour, and that node's telemetry in the hour
--- (capacity_node_hour) as rates, kept up to date by the loads (sql/intermediate/run_node_hour.sql). sacct
--- does not record which GPUs of a node a job held, so the activity of a node's GPUs in an hour
--- (utilization, SM/tensor/DRAM activity, energy) is shared among the runs on it by their share of the
--- node's allocated GPU time: exact for whole-node jobs, and right in total for shared nodes because
--- unallocated GPUs do no work (their idle power is the error). NIC and storage bytes are node-level:
--- shared by the run's part of the node's GPUs. Means are weighted by the run's GPU time with telemetry;
+-- the run_node_hour grain (the run's GPU time on each node and hour, kept by the loads: sql/intermediate/
+-- run_node_hour.sql) and, for what the GPUs did, the run_sample_hour grain: the one attribution rule
+-- (sql/functions/reading_is_runs.sql; the readings of the GPUs dcgm-exporter's hpc_job label names for the
+-- run, else its share of the node's), the part of each hour inside the window, read per run and node by
+-- sql/intermediate/run_node_observed.sql, which run_observed.sql includes too: so a run's observed_gpu_h,
+-- gpu_util_pct, SM/tensor/DRAM activity, delivered compute and per-node straggler figures are run_observed's,
+-- `users`' and `ops-report job`'s (law: sql/checks/run_activity_agrees.sql). Energy, NIC and storage bytes
+-- stay the node-hour's rates (capacity_node_hour) shared by the run's part of the node's allocated GPU time:
+-- the sample grain carries no power or byte figure (a run's labelled GPUs' energy would be truer on a shared
+-- node; node share is exact for whole-node jobs and right in total, since unallocated GPUs do no work: their
+-- idle power is the error). Means are weighted by the run's GPU time with telemetry;
 -- energy in kWh; delivered compute = tensor activity × the GPU model's peak dense BF16 rate
 -- (cost_model.peak_bf16_tflops), in PFLOP. slowest_node / median_node_util_pct show stragglers: one node
 -- of a synchronous job well below its peers slows them all.
@@ -48,29 +52,20 @@ runs AS (
       AND (every_run OR has(largest, (job_id, submit_ts)))
 ),
 shared AS (
-    SELECT r.cluster AS cluster, r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
-           sum(r.gpu_s) AS gpu_s,
-           sum(r.gpu_s * r.covered_per_capacity) AS covered_gpu_s,
-           sum(r.gpu_s * r.util_per_allocated) AS util_gpu_s,
-           sum(r.gpu_s * r.sm_per_allocated) AS sm_gpu_s,
-           sum(r.gpu_s * r.tensor_per_allocated) AS tensor_gpu_s,
-           sum(r.gpu_s * r.dram_per_allocated) AS dram_gpu_s,
-           sum(r.gpu_s * r.energy_j_per_allocated) AS gpu_energy_j,
-           sum(r.gpu_s * r.nic_rx_per_capacity) AS nic_rx_bytes,
-           sum(r.gpu_s * r.nic_tx_per_capacity) AS nic_tx_bytes,
-           sum(r.gpu_s * r.read_per_capacity) AS storage_read_bytes,
-           sum(r.gpu_s * r.write_per_capacity) AS storage_write_bytes,
-           sum(r.gpu_s * r.tensor_per_allocated * ifNull(m.peak_bf16_tflops, 0)) / 1000 AS pflop,
-           any(nullIf(r.gpu_model, '')) AS gpu_model
-    FROM (SELECT * REPLACE (gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s)
-          FROM run_node_hour FINAL WHERE cluster = {cluster:String}
-          AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
-          AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}
-          AND (every_run OR has(largest, (job_id, submit_ts)))) AS r
-    LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
-    WHERE {project:String} = ''
-       OR r.account IN (SELECT account FROM dim_account WHERE project = {project:String})
-    GROUP BY cluster, job_id, submit_ts, node
+    -- the run's GPU time, samples and node-share figures per node (sql/intermediate/run_node_observed.sql,
+    -- run_observed's too: one reading of a run's activity)
+    SELECT o.cluster AS cluster, o.job_id AS job_id, o.submit_ts AS submit_ts, o.node AS node,
+           o.gpu_s AS gpu_s, o.covered_gpu_s AS covered_gpu_s, o.util_gpu_s AS util_gpu_s, o.sm_gpu_s AS sm_gpu_s,
+           o.tensor_gpu_s AS tensor_gpu_s, o.dram_gpu_s AS dram_gpu_s, o.gpu_energy_j AS gpu_energy_j,
+           o.nic_rx_bytes AS nic_rx_bytes, o.nic_tx_bytes AS nic_tx_bytes,
+           o.storage_read_bytes AS storage_read_bytes, o.storage_write_bytes AS storage_write_bytes,
+           o.tensor_gpu_s * ifNull(m.peak_bf16_tflops, 0) / 1000 AS pflop,
+           o.gpu_model AS gpu_model
+    FROM ({{intermediate run_node_observed}}) AS o
+    LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(o.gpu_model) = lower(m.gpu_model)
+    WHERE (every_run OR has(largest, (o.job_id, o.submit_ts)))
+      AND ({project:String} = ''
+           OR o.account IN (SELECT account FROM dim_account WHERE project = {project:String}))
 ),
 per_run AS (
     SELECT cluster, job_id, submit_ts,

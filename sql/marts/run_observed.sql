@@ -22,38 +22,20 @@
 --- user_columns = ["user"]
 WITH
 held AS (
-    SELECT r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
-           sum(r.gpu_s) AS gpu_s,
-           -- the run's samples (run_sample_hour), the part of each hour inside the window
-           sum(ifNull(x.observed_gpu_s, 0) * r.part) AS covered_gpu_s,
-           sum(ifNull(x.busy_gpu_s, 0) * r.part) AS busy_gpu_s,
-           sum(ifNull(x.util_gpu_s, 0) * r.part) AS util_gpu_s,
-           sum(ifNull(x.sm_gpu_s, 0) * r.part) AS sm_gpu_s,
-           sum(ifNull(x.tensor_gpu_s, 0) * r.part) AS tensor_gpu_s,
-           sum(ifNull(x.dram_gpu_s, 0) * r.part) AS dram_gpu_s,
-           min(ifNull(x.attribution, '') = 'gpu') AS own_gpus,
-           sum(r.gpu_s / 3600 * capex_per_gpu_hour(m.node_price, i.gpus, m.amortization_years)) AS capex,
-           any(m.currency) AS currency,
-           max(r.gpus_per_node) AS gpus_per_node,
-           any(i.gpus) AS node_gpus
-    FROM (SELECT * REPLACE (gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s),
-                 overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) / nullIf(toInt64(e) - toInt64(s), 0)
-                     AS part
-          FROM run_node_hour FINAL WHERE cluster = {cluster:String}
-          AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}
-          AND e > {from_ts:DateTime('UTC')} AND s < {to_ts:DateTime('UTC')}) AS r
-    LEFT JOIN (SELECT hour, node, job_id, submit_ts, observed_gpu_s, busy_gpu_s, util_gpu_s, sm_gpu_s,
-                      tensor_gpu_s, dram_gpu_s, attribution
-               FROM run_sample_hour FINAL WHERE cluster = {cluster:String}
-               AND hour >= toStartOfHour({from_ts:DateTime('UTC')}) AND hour < {to_ts:DateTime('UTC')}) AS x
-        ON x.hour = r.hour AND x.node = r.node AND x.job_id = r.job_id AND x.submit_ts = r.submit_ts
+    -- the run's GPU time and samples per node (sql/intermediate/run_node_observed.sql, job_efficiency's too)
+    SELECT o.job_id AS job_id, o.submit_ts AS submit_ts, o.node AS node, o.gpu_s AS gpu_s,
+           o.covered_gpu_s AS covered_gpu_s, o.busy_gpu_s AS busy_gpu_s, o.util_gpu_s AS util_gpu_s,
+           o.sm_gpu_s AS sm_gpu_s, o.tensor_gpu_s AS tensor_gpu_s, o.dram_gpu_s AS dram_gpu_s,
+           o.own_gpus AS own_gpus,
+           o.gpu_s / 3600 * capex_per_gpu_hour(m.node_price, i.gpus, m.amortization_years) AS capex,
+           m.currency AS currency, o.gpus_per_node AS gpus_per_node, i.gpus AS node_gpus
+    FROM ({{intermediate run_node_observed}}) AS o
     -- the node's GPUs of every model (a row per model in the inventory)
     LEFT JOIN (SELECT node, sum(gpus) AS gpus FROM node_inventory FINAL WHERE cluster = {cluster:String} GROUP BY node) AS i
-        ON i.node = r.node
-    LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
+        ON i.node = o.node
+    LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(o.gpu_model) = lower(m.gpu_model)
     WHERE {project:String} = ''
-       OR r.account IN (SELECT account FROM dim_account WHERE project = {project:String})
-    GROUP BY job_id, submit_ts, node
+       OR o.account IN (SELECT account FROM dim_account WHERE project = {project:String})
 ),
 per_run AS (
     SELECT job_id, submit_ts,
