@@ -12,7 +12,7 @@ rounded: the order-free value a float sum can reach).
 from __future__ import annotations
 
 import math
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import polars as pl
 import pytest
@@ -21,7 +21,7 @@ from ops_warehouse.analytics.marts import run_file
 from ops_warehouse.migrations import warehouse_cost_model
 from tests.sites import SMALL_WEEK, open_site, small_week
 
-UTC = timezone.utc
+pytestmark = pytest.mark.slow  # a generated site: docs/testing.md
 EVALUATIONS = 6
 
 
