@@ -23,18 +23,25 @@
 --- columns = ["project_key", "runs", "gpu_h", "gpu_kwh", "rest_kwh", "it_kwh", "facility_kwh", "kg_co2e", "kwh_per_gpu_h", "kg_co2e_per_gpu_h", "delivered_pflop_days", "facility_kwh_per_pflop_day", "gpu_counter_share", "node_power_measured_share", "carbon_hourly_share"]
 --- export = 25
 WITH
-jobs AS (SELECT project, gpu_h, gpu_kwh, gpu_counter_kwh, rest_kwh, it_kwh, facility_kwh, kg_co2e, node_power,
-                carbon_hourly_kwh
+-- Each run's figures taken to fixed point (Decimal, 1e-12 of the unit) and summed as Decimal, converted to Float64
+-- after: a Float64 sum depends on the order the engine's threads hand in their parts (it_kwh 26482.3362598351
+-- in one evaluation, 26482.33625983511 in the next); a Decimal sum is exact, so in any order the same
+jobs AS (SELECT project, toDecimal128(gpu_h, 12) AS gpu_h, toDecimal128(gpu_kwh, 12) AS gpu_kwh,
+                toDecimal128(gpu_counter_kwh, 12) AS gpu_counter_kwh, toDecimal128(rest_kwh, 12) AS rest_kwh,
+                toDecimal128(it_kwh, 12) AS it_kwh, toDecimal128(facility_kwh, 12) AS facility_kwh,
+                toDecimal128(kg_co2e, 12) AS kg_co2e, node_power,
+                toDecimal128(carbon_hourly_kwh, 12) AS carbon_hourly_kwh
          FROM ({{mart job_energy}})),
 sums AS (
     SELECT if(grouping(project) = 1, '', project) AS project_key,
-           count() AS n_runs, sum(j.gpu_h) AS t_gpu_h, sum(j.gpu_kwh) AS t_gpu_kwh,
-           sum(j.rest_kwh) AS t_rest_kwh, sum(j.it_kwh) AS t_it_kwh, sum(j.facility_kwh) AS t_facility_kwh,
+           count() AS n_runs, toFloat64(sum(j.gpu_h)) AS t_gpu_h, toFloat64(sum(j.gpu_kwh)) AS t_gpu_kwh,
+           toFloat64(sum(j.rest_kwh)) AS t_rest_kwh, toFloat64(sum(j.it_kwh)) AS t_it_kwh,
+           toFloat64(sum(j.facility_kwh)) AS t_facility_kwh,
            if(countIf(j.kg_co2e IS NULL AND j.it_kwh > 0) > 0 OR countIf(j.kg_co2e IS NOT NULL) = 0, NULL,
-              sum(ifNull(j.kg_co2e, 0))) AS t_kg_co2e,
-           sum(j.carbon_hourly_kwh) / nullIf(sum(j.facility_kwh), 0) AS carbon_hourly_share,
-           sum(j.gpu_counter_kwh) / nullIf(sum(j.gpu_kwh), 0) AS gpu_counter_share,
-           sumIf(j.gpu_h, j.node_power = 'measured') / nullIf(sum(j.gpu_h), 0) AS node_power_measured_share
+              toFloat64(sum(ifNull(j.kg_co2e, 0)))) AS t_kg_co2e,
+           toFloat64(sum(j.carbon_hourly_kwh)) / nullIf(t_facility_kwh, 0) AS carbon_hourly_share,
+           toFloat64(sum(j.gpu_counter_kwh)) / nullIf(t_gpu_kwh, 0) AS gpu_counter_share,
+           toFloat64(sumIf(j.gpu_h, j.node_power = 'measured')) / nullIf(t_gpu_h, 0) AS node_power_measured_share
     FROM jobs AS j
     GROUP BY GROUPING SETS ((), (project))
 ),

@@ -29,6 +29,9 @@
 --- export = 28
 WITH
 sums AS (
+    -- A campaign's GPU-hours are its whole GPU-seconds ÷ 3600 (campaigns.sql): summed as those integers and
+    -- divided after, since a Float64 sum depends on the order the engine's threads hand in their parts and
+    -- changed in the last digits from one evaluation to the next (docs/sql.md: sum exact units, then convert)
     SELECT if(grouping(project) = 1, '', project) AS project_key,
            count() AS n_campaigns,
            countIf(c.ettr IS NULL) AS n_unknown,
@@ -38,19 +41,19 @@ sums AS (
                AS t_ettr,
            sumIf(c.gpus * c.productive_s, c.ettr IS NOT NULL)
                / nullIf(sumIf(c.gpus * c.wall_s, c.ettr IS NOT NULL), 0) AS t_ettr_all,
-           sum(c.gpu_h) AS t_gpu_h,
-           sum(ifNull(c.lost_gpu_h, 0)) AS t_lost,
+           sum(toInt64(round(c.gpu_h * 3600))) / 3600 AS t_gpu_h,
+           sum(toInt64(round(ifNull(c.lost_gpu_h, 0) * 3600))) / 3600 AS t_lost,
            -- (the campaigns whose loss is known, as t_lost: the causes add up to it)
-           sum(ifNull(c.lost_hang_gpu_h, 0)) AS t_hang,
-           sum(ifNull(c.lost_node_fail_gpu_h, 0)) AS t_node_fail,
-           sum(ifNull(c.lost_failed_gpu_h, 0)) AS t_failed,
-           sum(ifNull(c.lost_timeout_gpu_h, 0)) AS t_timeout,
-           sum(ifNull(c.lost_other_gpu_h, 0)) AS t_other,
+           sum(toInt64(round(ifNull(c.lost_hang_gpu_h, 0) * 3600))) / 3600 AS t_hang,
+           sum(toInt64(round(ifNull(c.lost_node_fail_gpu_h, 0) * 3600))) / 3600 AS t_node_fail,
+           sum(toInt64(round(ifNull(c.lost_failed_gpu_h, 0) * 3600))) / 3600 AS t_failed,
+           sum(toInt64(round(ifNull(c.lost_timeout_gpu_h, 0) * 3600))) / 3600 AS t_timeout,
+           sum(toInt64(round(ifNull(c.lost_other_gpu_h, 0) * 3600))) / 3600 AS t_other,
            sum(c.initial_wait_s) / 3600 AS t_initial_wait,
            sum(c.restart_wait_s) / 3600 AS t_restart,
            sum(c.restart_startup_s) / 3600 AS t_startup,
            sum(c.restarts) AS t_restarts,
-           sum(c.restart_startup_gpu_h) AS t_overhead_gpu
+           sum(toInt64(round(c.restart_startup_gpu_h * 3600))) / 3600 AS t_overhead_gpu
     FROM ({{mart campaigns}}) AS c
     GROUP BY GROUPING SETS ((), (project))
 )

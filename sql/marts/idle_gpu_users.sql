@@ -28,22 +28,25 @@ grouped AS (
            if(grouping(project) = 1, '', project) AS project_key,
            if(grouping(user) = 1, '', user) AS user_key,
            count() AS runs,
-           sum(run_gpu_h) AS gpu_h,
-           sumIf(run_gpu_h, attribution = 'whole nodes') AS whole_node_gpu_h,
-           sumIf(run_gpu_h, attribution != 'whole nodes') AS shared_gpu_h,
-           sum(run_capex) AS capex,
+           -- the runs' figures taken to fixed point and summed as Decimal (exact, so in any order the same),
+           -- converted after: a Float64 sum depends on the order the engine's threads hand in their parts
+           sum(toDecimal128(run_gpu_h, 12)) AS d_gpu_h,
+           sumIf(toDecimal128(run_gpu_h, 12), attribution = 'whole nodes') AS d_whole_node_gpu_h,
+           sumIf(toDecimal128(run_gpu_h, 12), attribution != 'whole nodes') AS d_shared_gpu_h,
+           sum(toDecimal128(run_capex, 12)) AS d_capex,
            any(currency) AS currency,
            argMin(job_id, (-run_gpu_h, start_ts)) AS worst_job_id
     FROM jobs
     GROUP BY GROUPING SETS ((), (project), (project, user))
 )
-SELECT level, project_key AS project, user_key AS user, runs, gpu_h, whole_node_gpu_h, shared_gpu_h,
-       capex, currency,
+SELECT level, project_key AS project, user_key AS user, runs, toFloat64(d_gpu_h) AS gpu_h,
+       toFloat64(d_whole_node_gpu_h) AS whole_node_gpu_h, toFloat64(d_shared_gpu_h) AS shared_gpu_h,
+       toFloat64(d_capex) AS capex, currency,
        if(level = 'all', NULL,
-          gpu_h / nullIf(sumIf(gpu_h, level = 'project') OVER (PARTITION BY project_key), 0))
+          gpu_h / nullIf(toFloat64(sumIf(d_gpu_h, level = 'project') OVER (PARTITION BY project_key)), 0))
            AS share_of_project,
        if(level = 'user',
-          row_number() OVER (PARTITION BY project_key, level = 'user' ORDER BY gpu_h DESC, user_key), 0)
+          row_number() OVER (PARTITION BY project_key, level = 'user' ORDER BY d_gpu_h DESC, user_key), 0)
            AS rank_in_project,
        worst_job_id
 FROM grouped

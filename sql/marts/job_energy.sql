@@ -65,11 +65,17 @@ priced AS (
     FROM shared
 ),
 per_run AS (
-    SELECT job_id, submit_ts, any(gpu_model) AS gpu_model, sum(gpu_s) / 3600 AS gpu_h,
-           sum(ifNull(counter_j, 0)) AS counter_j, sum(ifNull(power_j, 0)) AS power_j, sum(ifNull(rest_j, 0)) AS rest_j,
+    -- The energies summed as Decimal (millijoules: each node-hour's share taken to the mJ, then added exactly),
+    -- converted to kWh after: a Float64 sum depends on the order the engine's threads hand in their parts, and
+    -- gave figures that changed in the last digits from one evaluation to the next (docs/sql.md)
+    SELECT job_id, submit_ts, min(gpu_model) AS gpu_model, sum(gpu_s) / 3600 AS gpu_h,
+           toFloat64(sum(toDecimal128(ifNull(counter_j, 0), 3))) AS counter_j,
+           toFloat64(sum(toDecimal128(ifNull(power_j, 0), 3))) AS power_j,
+           toFloat64(sum(toDecimal128(ifNull(rest_j, 0), 3))) AS rest_j,
            min(node_measured) AS all_measured, max(node_measured) AS any_measured,
            -- Σ IT energy (J) × the hour's intensity (g/kWh); the energy of the node-hours priced hourly
-           sum(it_j * ifNull(g_per_kwh, 0)) AS it_j_g, sumIf(it_j, hourly = 1) AS hourly_it_j,
+           toFloat64(sum(toDecimal128(it_j * ifNull(g_per_kwh, 0), 3))) AS it_j_g,
+           toFloat64(sumIf(toDecimal128(it_j, 3), hourly = 1)) AS hourly_it_j,
            count() AS n_hours, sum(hourly) AS n_hourly, countIf(g_per_kwh IS NOT NULL) AS n_priced,
            countIf(g_per_kwh IS NULL AND it_j > 0) AS n_unpriced_energy
     FROM priced
@@ -93,5 +99,5 @@ FROM per_run AS r
 INNER JOIN (SELECT job_id, submit_ts, user, account, project, gpus FROM fct_job_run
             WHERE cluster = {cluster:String}) AS j ON j.job_id = r.job_id AND j.submit_ts = r.submit_ts
 LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(nullIf(r.gpu_model, '')) = lower(m.gpu_model)
-ORDER BY it_kwh DESC, job_id
+ORDER BY it_kwh DESC, job_id, submit_ts
 SETTINGS join_use_nulls = 1;

@@ -44,32 +44,35 @@ SELECT
     sum(reserved_gpu_s) / 3600 AS reserved_gpu_h,
     sum(reserved_idle_gpu_s) / 3600 AS reserved_idle_gpu_h,
     sum(free_gpu_s) / 3600 AS free_gpu_h,
-    sum(allocated_idle_s) / 3600 AS allocated_idle_gpu_h,
-    sum(allocated_observed_gpu_s) / 3600 AS allocated_observed_gpu_h,
+    toFloat64(sum(allocated_idle_s)) / 3600 AS allocated_idle_gpu_h,
+    toFloat64(sum(allocated_observed_gpu_s)) / 3600 AS allocated_observed_gpu_h,
     allocated_gpu_h / nullIf(available_gpu_h, 0) AS utilization,
-    sum(busy_gpu_s) / 3600 AS busy_gpu_h,
-    sum(covered_gpu_s) / 3600 AS telemetry_gpu_h,
-    sum(gpu_energy_j) / 3.6e6 AS gpu_energy_kwh,
+    toFloat64(sum(busy_gpu_s)) / 3600 AS busy_gpu_h,
+    toFloat64(sum(covered_gpu_s)) / 3600 AS telemetry_gpu_h,
+    toFloat64(sum(gpu_energy_j)) / 3.6e6 AS gpu_energy_kwh,
     max(idle_util_pct) AS idle_util_pct,
     -- how the observed time was attributed to the runs (run_sample_hour): the share by the runs' own GPUs
     -- (dcgm-exporter's hpc_job label), the rest by their share of the node's samples (the whole window's)
     -- (the other jobs' readings in a labelled run's time, migration 0024, are seen time by the label too)
-    (SELECT sumIf(observed_gpu_s + other_job_gpu_s, attribution = 'gpu')
-                / nullIf(sum(observed_gpu_s + other_job_gpu_s), 0)
+    (SELECT toFloat64(sumIf(toDecimal128(observed_gpu_s + other_job_gpu_s, 6), attribution = 'gpu'))
+                / nullIf(toFloat64(sum(toDecimal128(observed_gpu_s + other_job_gpu_s, 6))), 0)
      FROM run_sample_hour FINAL
      WHERE cluster = {cluster:String} AND hour >= {from_ts:DateTime('UTC')} AND hour < {to_ts:DateTime('UTC')})
         AS observed_own_gpu_share
 -- each node's sums over the window first, then its levels: the ARRAY JOIN below repeats 114 rows a few times,
 -- not a year's million node-hours (7x faster over a year: docs/benchmarks.md, Grafana). The idle part is
--- taken per node-hour (allocated_idle_gpu_s is not linear), then summed.
+-- taken per node-hour (allocated_idle_gpu_s is not linear), then summed. The telemetry's fractional seconds and
+-- joules are summed as Decimal (to the µs and µJ, exactly, in any order) and converted after: a Float64 sum
+-- depends on the order the engine's threads hand in their parts (docs/sql.md: sum exact units, then convert).
 FROM (SELECT c.node AS node, c.gpu_model AS gpu_model, c.partition AS partition,
              sum(c.capacity_gpu_s) AS capacity_gpu_s, sum(c.down_gpu_s) AS down_gpu_s,
              sum(c.drained_gpu_s) AS drained_gpu_s, sum(c.allocated_gpu_s) AS allocated_gpu_s,
              sum(c.reserved_gpu_s) AS reserved_gpu_s, sum(c.reserved_idle_gpu_s) AS reserved_idle_gpu_s,
              sum(c.free_gpu_s) AS free_gpu_s,
-             sum(allocated_idle_gpu_s(c.allocated_observed_gpu_s, c.busy_gpu_s)) AS allocated_idle_s,
-             sum(c.allocated_observed_gpu_s) AS allocated_observed_gpu_s, sum(c.busy_gpu_s) AS busy_gpu_s,
-             sum(c.covered_gpu_s) AS covered_gpu_s, sum(c.gpu_energy_j) AS gpu_energy_j,
+             sum(toDecimal128(allocated_idle_gpu_s(c.allocated_observed_gpu_s, c.busy_gpu_s), 6)) AS allocated_idle_s,
+             sum(toDecimal128(c.allocated_observed_gpu_s, 6)) AS allocated_observed_gpu_s,
+             sum(toDecimal128(c.busy_gpu_s, 6)) AS busy_gpu_s,
+             sum(toDecimal128(c.covered_gpu_s, 6)) AS covered_gpu_s, sum(toDecimal128(c.gpu_energy_j, 6)) AS gpu_energy_j,
              max(c.idle_util_pct) AS idle_util_pct
       FROM capacity_node_hour AS c FINAL
       WHERE c.cluster = {cluster:String} AND c.hour >= {from_ts:DateTime('UTC')} AND c.hour < {to_ts:DateTime('UTC')}
@@ -86,9 +89,10 @@ FROM (SELECT c.node AS node, c.gpu_model AS gpu_model, c.partition AS partition,
              sum(r.gpus_per_node * overlap_s(r.s, r.e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}))
                  AS allocated_gpu_s,
              CAST(NULL AS Nullable(Float64)) AS reserved_gpu_s, CAST(NULL AS Nullable(Float64)) AS reserved_idle_gpu_s,
-             CAST(NULL AS Nullable(Float64)) AS free_gpu_s, CAST(NULL AS Nullable(Float64)) AS allocated_idle_s,
-             CAST(NULL AS Nullable(Float64)) AS allocated_observed_gpu_s, CAST(NULL AS Nullable(Float64)) AS busy_gpu_s,
-             CAST(NULL AS Nullable(Float64)) AS covered_gpu_s, CAST(NULL AS Nullable(Float64)) AS gpu_energy_j,
+             CAST(NULL AS Nullable(Float64)) AS free_gpu_s, CAST(NULL AS Nullable(Decimal128(6))) AS allocated_idle_s,
+             CAST(NULL AS Nullable(Decimal128(6))) AS allocated_observed_gpu_s,
+             CAST(NULL AS Nullable(Decimal128(6))) AS busy_gpu_s,
+             CAST(NULL AS Nullable(Decimal128(6))) AS covered_gpu_s, CAST(NULL AS Nullable(Decimal128(6))) AS gpu_energy_j,
              CAST(NULL AS Nullable(Float64)) AS idle_util_pct
       FROM run_node_hour AS r FINAL
       WHERE r.cluster = {cluster:String} AND r.hour >= toStartOfHour({from_ts:DateTime('UTC')})

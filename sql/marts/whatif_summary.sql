@@ -37,9 +37,13 @@ nodes AS (
                              coalesce(n.retired_ts, {to_ts:DateTime('UTC')})) > 0) AS n_nodes,
            sum(n.gpus * overlap_s({from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}, n.in_service_ts,
                                   coalesce(n.retired_ts, {to_ts:DateTime('UTC')}))) / 3600 AS cap_h,
-           sum(n.gpus * overlap_s({from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}, n.in_service_ts,
-                                  coalesce(n.retired_ts, {to_ts:DateTime('UTC')})) / 3600
-               * ifNull(capex_per_gpu_hour(m.node_price, n.gpus, m.amortization_years), 0)) AS capex_total
+           -- each node's capex taken to fixed point (Decimal, 1e-12 of the currency) and summed as Decimal: a
+           -- Float64 sum depends on the order the engine's threads hand in their parts, and the unchanged
+           -- replay's capex less itself (added_capex) came out 8e-11 in one run, 0 in another
+           toFloat64(sum(toDecimal128(n.gpus * overlap_s({from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')},
+                                                         n.in_service_ts, coalesce(n.retired_ts, {to_ts:DateTime('UTC')}))
+                                      / 3600 * ifNull(capex_per_gpu_hour(m.node_price, n.gpus, m.amortization_years), 0),
+                                      12))) AS capex_total
     FROM whatif_node AS n
     LEFT JOIN (SELECT * FROM cost_model FINAL) AS m ON lower(m.gpu_model) = lower(n.gpu_model)
     GROUP BY scenario
