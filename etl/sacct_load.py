@@ -160,7 +160,7 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
                 if gone is not None:  # the replaced runs' hours, also past where the history now ends
                     refresh_capacity(wh, "", gone[0], gone[1] + timedelta(hours=1))
             if zone is not None and before != zone:  # (``before``: the source's last mark, read above)
-                set_zone(wh, result.source, zone, last=before)
+                set_zone(wh, result.source, zone)
         except BaseException:
             undo.take_back(grains_touched)
             raise
@@ -184,12 +184,11 @@ def last_zone(wh, source: str) -> str | None:
     return rows[0][0][len(_ZONE):-len(f": {source}")]
 
 
-def set_zone(wh, source: str, zone: str, last: str | None | bool = False) -> None:
-    """Mark ``source`` loaded in ``zone``, unless it was last (``last``: its last zone, when the caller read it)."""
-    if (last_zone(wh, source) if last is False else last) != zone:
-        wh.command("INSERT INTO etl_watermark (source, watermark_ts, updated_at) "
-                   "VALUES ({s:String}, {t:DateTime('UTC')}, now64(3))",
-                   {"s": f"{_ZONE}{zone}: {source}", "t": _MARK_TS})
+def set_zone(wh, source: str, zone: str) -> None:
+    """Mark ``source`` loaded in ``zone``; the caller has read its last mark (``last_zone``) and it differs."""
+    wh.command("INSERT INTO etl_watermark (source, watermark_ts, updated_at) "
+               "VALUES ({s:String}, {t:DateTime('UTC')}, now64(3))",
+               {"s": f"{_ZONE}{zone}: {source}", "t": _MARK_TS})
 
 
 def _load_sacct(wh, path: Path, result: LoadResult, *, fmt: str, delimiter: str, fields: list[str] | None,
