@@ -47,20 +47,22 @@ def child(kind: str, data: str, wh: str, days: int) -> dict:
 
         # the grains' refresh timed apart: issue 50 asks >= 0.8 of the engine for the load, >= 0.5 with it
         refresh = telemetry_load.refresh_hourly
-        refresh_s = [0.0]
+        refresh_s = [0.0, 0.0]  # wall, CPU
 
         def timed_refresh(*args, **kw):
-            t_r = time.perf_counter()
+            t_r, c_r = time.perf_counter(), time.process_time()
             try:
                 return refresh(*args, **kw)
             finally:
                 refresh_s[0] += time.perf_counter() - t_r
+                refresh_s[1] += time.process_time() - c_r
 
         telemetry_load.refresh_hourly = timed_refresh
         c = telemetry_load.load_parquet_dir(w, data, d0, d1, cluster="bench")
         seconds = time.perf_counter() - t
         return {"seconds": seconds, "load_s": seconds - refresh_s[0], "refresh_s": refresh_s[0],
-                "cpu_s": time.process_time() - cpu, "rows": c["gpu_rows"], "peak_rss_mb": peak_rss_mb()}
+                "cpu_s": time.process_time() - cpu, "load_cpu_s": time.process_time() - cpu - refresh_s[1],
+                "rows": c["gpu_rows"], "peak_rss_mb": peak_rss_mb()}
     elif kind == "ceiling":
         rows = _ceiling(w, data)
         return {"seconds": time.perf_counter() - t, "cpu_s": time.process_time() - cpu, "rows": rows,

@@ -319,6 +319,14 @@ def _edge_seed(kind: str, series: str) -> str:
     return f"SELECT {', '.join(cols)} FROM ({seed})"
 
 
+# the threads of a statement that writes a sample table from the stage. One: the engine runs a window over
+# series on several threads by scattering every row to a thread by its series' hash, and the threads' sorted
+# streams then reach the MergeTree writer interleaved, which sorts the whole block again; on one thread the
+# rows come out in the table's order and the writer skips its sort. gpu_sample's statement costs a third less
+# CPU so (a 32-node day: 0.35 -> 0.22 s), node_sample's a sixth (docs/benchmarks.md, issue 50 round 6); the
+# wall time of these statements grows where cores sit idle (at most the threads' share of them).
+_TABLE_THREADS = 1
+
 # the most staged rows one statement orders at once (a node's series are never split): ~250 MB of sorting a group
 GROUP_ROWS = 500_000
 
@@ -550,7 +558,8 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                     # days (an OpenMetrics file of months) is one block of as many partitions
                     wh.client.command(sql.replace("{{input}}", rows).rstrip(";"),
                                       parameters={**params, "step_s": step, "kind": kind},
-                                      settings={"optimize_on_insert": 0, "max_partitions_per_insert_block": 0})
+                                      settings={"optimize_on_insert": 0, "max_partitions_per_insert_block": 0,
+                                                "max_threads": _TABLE_THREADS})
             # the load's counts and whether any value was rejected, in one scan of the stage; a GPU's keys only
             # say whether any GPU and time came twice (then repeated_samples finds them exactly), so they are
             # counted as 64-bit digests: a set of the (name, GPU, time) tuples cost 6 times as much (0.29 s
