@@ -20,8 +20,8 @@ def groups(includes: Mapping[Hashable, Sequence[Hashable]],
     """The marts of ``includes`` (mart -> the marts it includes, each a key of ``includes`` or of ``placed``)
     in groups that share no include: [(the handle the group must run on, or None: any), its marts in the
     order of ``includes``], largest group first (ties: first met first). ``placed``: the marts already
-    evaluated, with their handles. A group including tables of two handles runs on the first's (the other's
-    tables are inlined there: the same figures, evaluated again)."""
+    evaluated, with their handles. A group including tables of two handles runs on the lower-numbered one (the
+    other's tables are inlined there: the same figures, evaluated again)."""
     parent = {k: k for k in includes}
 
     def root(k):

@@ -24,7 +24,7 @@ def test_groups_keep_includers_with_their_includes_and_follow_placed_tables():
     includes = {"a": [], "b": ["a"], "c": ["b", "a"], "d": [], "e": ["d"], "f": ["t1"], "g": []}
     got = groups(includes, {"t1": 1})
     assert got == [(None, ["a", "b", "c"]), (None, ["d", "e"]), (1, ["f"]), (None, ["g"])]
-    # a group reading tables of two handles runs on the first's (the other's included mart is inlined there)
+    # a group reading tables of two handles runs on the lower-numbered one (the other's included mart is inlined there)
     assert groups({"x": ["t0", "t1"]}, {"t0": 0, "t1": 1}) == [(0, ["x"])]
 
 
