@@ -13,7 +13,9 @@ as_of_by_cluster behind the views fct_job_run and cluster_as_of) are kept up to 
 
 from __future__ import annotations
 
+import itertools
 import re
+import threading
 import weakref
 from collections import Counter
 from contextlib import contextmanager
@@ -22,6 +24,7 @@ from functools import lru_cache
 
 import polars as pl
 from ops_warehouse.analytics import declarations
+from ops_warehouse.analytics.mart_schedule import groups
 from ops_warehouse.sqlfiles import mart_query, sql_query
 
 # The parameters some marts take beyond the window and the project, with the report's values (the report
@@ -38,19 +41,29 @@ def mart_sql(name: str) -> str:
 
 
 class _Evaluated:
-    """The marts evaluated so far in one :func:`each_mart_once` block: a temporary table of the session per
-    mart and parameters, and how many times each mart was evaluated (included ones and the ones asked for)."""
+    """The marts evaluated so far in one :func:`each_mart_once` block: a temporary table per mart and
+    parameters, the handle whose session holds it, the rows read ahead for the marts asked for
+    (:func:`evaluate_ahead`), and how many times each mart was evaluated (included ones and the ones asked
+    for). ``handles``: how many engine handles :func:`evaluate_ahead` may use; the block's own beyond the
+    first are opened once and closed with the block."""
 
-    def __init__(self):
+    def __init__(self, wh, handles: int):
         self.tables: dict[tuple, str] = {}
+        self.on: dict[tuple, object] = {}
+        self.frames: dict[tuple, pl.DataFrame] = {}
         self.evaluations: Counter[str] = Counter()
+        self.handles = [wh]
+        self.most_handles = handles
+        self.asked: list[tuple[str, dict]] | None = None  # recording what a report asks for (asked_for)
+        self._numbers = itertools.count()
+        self._lock = threading.Lock()
 
 
 _ONCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @contextmanager
-def each_mart_once(wh):
+def each_mart_once(wh, handles: int = 2):
     """Inside the block, a mart asked for (:func:`run_mart`) or included by another query (``{{mart name}}``) is
     evaluated once per parameters into a temporary table of the session (nothing is written to the
     warehouse, as for the what-if's tables) and every reader reads that table: a report or the laws evaluate
@@ -58,26 +71,30 @@ def each_mart_once(wh):
     (a GROUPING SETS total row survives a reader of none of its aggregates). Outside a block, a run_mart
     or run_file call whose query includes a mart runs in a block of its own. The marts over the what-if's own temporary tables are
     always inlined (those tables change from one replay to the next). Yields the block's evaluation counts
-    (``.evaluations``: mart → times); nested blocks share the outer one."""
+    (``.evaluations``: mart → times); nested blocks share the outer one. ``handles``: how many engine handles
+    :func:`evaluate_ahead` spreads the marts over (1: all on ``wh``, one after the other)."""
     if wh in _ONCE:
         yield _ONCE[wh]
         return
-    state = _ONCE[wh] = _Evaluated()
+    state = _ONCE[wh] = _Evaluated(wh, handles)
     try:
         yield state
     finally:
         del _ONCE[wh]
-        for table in state.tables.values():
+        for key, table in state.tables.items():
             try:
-                wh.command(f"DROP TEMPORARY TABLE IF EXISTS {table}")
+                state.on[key].command(f"DROP TEMPORARY TABLE IF EXISTS {table}")
             except Exception:  # the session is gone (a closed engine): so are its temporary tables
                 pass
+        for handle in state.handles[1:]:
+            handle.close()
 
 
-def _text(wh, relpath: str, params: dict) -> str:
-    """The query of ``relpath`` for ``params``: includes inlined, or, inside :func:`each_mart_once`, the included
-    marts read from their tables (evaluated first, in dependency order, when not yet)."""
-    state = _ONCE.get(wh)
+def _text(wh, relpath: str, params: dict, state: "_Evaluated | None" = None) -> str:
+    """The query of ``relpath`` for ``params``: includes inlined, or, inside :func:`each_mart_once` (``state``:
+    the block of ``wh``, or of the handle's warehouse for a second handle), the included marts read from
+    their tables (evaluated first on ``wh``, in dependency order, when not yet)."""
+    state = state or _ONCE.get(wh)
     if state is None:
         return sql_query(relpath)
 
@@ -85,7 +102,8 @@ def _text(wh, relpath: str, params: dict) -> str:
         if _reads_whatif(name):
             return None  # inlined
         table = _table(wh, state, name, {**params, "project": ""} if whole_cluster else params)
-        return f"SELECT * EXCEPT {_ROW} FROM {table}"
+        # (None: a table of another handle's session, which this one cannot read: inlined)
+        return None if table is None else f"SELECT * EXCEPT {_ROW} FROM {table}"
 
     return sql_query(relpath, included)
 
@@ -108,22 +126,107 @@ def _parameter_names(name: str) -> frozenset[str]:
     return declarations.named(name)
 
 
-def _table(wh, state: "_Evaluated", name: str, params: dict) -> str:
-    """The temporary table holding mart ``name``'s result for ``params``, evaluated on first use. The key is
-    the parameters the mart names, so a mart asked for by the report and included by another mart (hung_jobs,
-    by node_health and by campaigns) with the same window, project and settings is one evaluation."""
+def _key(name: str, params: dict) -> tuple[tuple, dict]:
+    """The key of mart ``name``'s result for ``params`` (the parameters the mart names, so a mart asked for by
+    the report and included by another mart, hung_jobs by node_health and by campaigns, with the same window,
+    project and settings is one evaluation), and the parameters it runs with (its scope's project)."""
     params = {**params, "project": _scoped(declarations.mart(name), params.get("project", ""))}
-    key = (name, tuple(sorted((k, repr(params.get(k))) for k in _parameter_names(name))))
+    return (name, tuple(sorted((k, repr(params.get(k))) for k in _parameter_names(name)))), params
+
+
+def _table(wh, state: "_Evaluated", name: str, params: dict) -> str | None:
+    """The temporary table holding mart ``name``'s result for ``params``, evaluated on handle ``wh`` on first
+    use; None when it is a table of another handle (whose session alone can read it)."""
+    key, params = _key(name, params)
     if key not in state.tables:
-        sql = _text(wh, f"marts/{name}.sql", params)
-        table = f"_mart_{name}_{len(state.tables)}"
+        sql = _text(wh, f"marts/{name}.sql", params, state)
+        with state._lock:  # (two handles evaluate at once: evaluate_ahead)
+            table = f"_mart_{name}_{next(state._numbers)}"
         # rowNumberInAllBlocks() over the mart's output keeps its ORDER BY (a stateful function: the engine
         # keeps the sort under it)
         wh.command(f"CREATE TEMPORARY TABLE {table} ENGINE = Memory AS "
                    f"SELECT *, rowNumberInAllBlocks() AS {_ROW} FROM ({sql})", _bound(sql, params))
-        state.tables[key] = table
-        state.evaluations[name] += 1
-    return state.tables[key]
+        with state._lock:
+            state.tables[key], state.on[key] = table, wh
+            state.evaluations[name] += 1
+    return state.tables[key] if state.on[key] is wh else None
+
+
+def _read(handle, table: str) -> pl.DataFrame:
+    return _frame(handle.query_arrow(f"SELECT * EXCEPT {_ROW} FROM {table} ORDER BY {_ROW}"))
+
+
+@contextmanager
+def asked_for(wh):
+    """Inside an :func:`each_mart_once` block, record the marts :func:`run_mart` is asked for instead of
+    evaluating them (each call gets an empty frame): what a report will ask for, found by asking as it does,
+    for :func:`evaluate_ahead`. Yields the list of (mart, parameters)."""
+    state = _ONCE[wh]
+    state.asked = asked = []
+    try:
+        yield asked
+    finally:
+        state.asked = None
+
+
+def evaluate_ahead(wh, asked: list[tuple[str, dict]]) -> None:
+    """Evaluate the marts ``asked`` (:func:`asked_for`) and every mart they include, not yet evaluated in this
+    :func:`each_mart_once` block, over the block's handles at once (analytics/mart_schedule.py: a group of
+    marts joined by includes on one handle), and read the rows of the ones asked for; :func:`run_mart` then
+    hands those rows back. One handle (``each_mart_once(wh, handles=1)``, or a single group): on ``wh``, one
+    after the other."""
+    state = _ONCE[wh]
+    includes: dict[tuple, list[tuple]] = {}
+    what: dict[tuple, tuple[str, dict]] = {}
+
+    def visit(name: str, params: dict) -> tuple:
+        key, params = _key(name, params)
+        if key in includes or key in state.tables:
+            return key
+        found: list[tuple[str, bool]] = []
+        sql_query(f"marts/{name}.sql", lambda n, whole: found.append((n, whole)) or "SELECT 1")
+        what[key] = (name, params)
+        includes[key] = []  # (a cycle is refused by the loader before this)
+        includes[key] = [visit(n, {**params, "project": ""} if whole else params)
+                         for n, whole in found if not _reads_whatif(n)]
+        return key
+
+    wanted = {visit(name, params): None for name, params in asked if not _reads_whatif(name)}
+    wanted = [k for k in wanted if k not in state.frames]
+    handle_index = {id(h): i for i, h in enumerate(state.handles)}
+    todo = groups(includes, {k: handle_index[id(state.on[k])] for k in state.tables})
+    if len(todo) > 1 and len(state.handles) < state.most_handles:
+        state.handles.append(wh.another_handle())
+    if len(state.handles) == 1:
+        todo = [(0, [k for _, keys in todo for k in keys])]
+    free = [keys for at, keys in todo if at is None]
+    pinned = {i: [keys for at, keys in todo if at == i] for i in range(len(state.handles))}
+    lock, failed = threading.Lock(), []
+
+    def work(i: int) -> None:
+        handle = state.handles[i]
+        try:
+            while True:
+                with lock:
+                    keys = pinned[i].pop(0) if pinned[i] else free.pop(0) if free else None
+                if keys is None:
+                    return
+                for key in keys:
+                    name, params = what[key]
+                    table = _table(handle, state, name, params)
+                    if key in wanted and table is not None:
+                        state.frames[key] = _read(handle, table)
+        except BaseException as e:  # raised again by the caller's thread
+            failed.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(1, len(state.handles))]
+    for t in threads:
+        t.start()
+    work(0)
+    for t in threads:
+        t.join()
+    if failed:
+        raise failed[0]
 
 
 def _scoped(m: declarations.Mart, project: str) -> str:
@@ -166,11 +269,19 @@ def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], 
             return run_file(wh, f"marts/{name}.sql", cluster=cluster, window=window, project=project, **params)
         with each_mart_once(wh):
             return run_mart(wh, name, cluster=cluster, window=window, project=project, **params)
+    if state.asked is not None:  # a report saying what it will ask for (asked_for)
+        if not _reads_whatif(name):
+            state.asked.append((name, _params(wh, cluster, window, project, params)))
+        return pl.DataFrame()
     if _reads_whatif(name):  # the what-if's marts read tables that change between replays: never kept
         state.evaluations[name] += 1
         return run_file(wh, f"marts/{name}.sql", cluster=cluster, window=window, project=project, **params)
-    table = _table(wh, state, name, _params(wh, cluster, window, project, params))
-    return _frame(wh.query_arrow(f"SELECT * EXCEPT {_ROW} FROM {table} ORDER BY {_ROW}"))
+    key, p = _key(name, _params(wh, cluster, window, project, params))
+    if key in state.frames:  # read ahead (evaluate_ahead)
+        return state.frames[key]
+    if _table(wh, state, name, p) is None:  # a table of another handle: read there
+        return _read(state.on[key], state.tables[key])
+    return _read(wh, state.tables[key])
 
 
 def run_file(wh, relpath: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",

@@ -22,7 +22,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
 from ops_warehouse.analytics import declarations
-from ops_warehouse.analytics.marts import PARAMETERS, each_mart_once
+from ops_warehouse.analytics.marts import PARAMETERS, asked_for, each_mart_once, evaluate_ahead
 from ops_warehouse.analytics.periods import Period, history_span, last_complete_month, month_window, resolve_cluster
 from ops_warehouse.analytics.pseudonyms import pseudonym_key, pseudonymize
 from ops_warehouse.analytics.whatif import whatif_report
@@ -134,15 +134,27 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
     # report's own parameters where it declares them. Declared user columns are pseudonymized on request.
     given = {"behind_ratio": behind_ratio, "top_jobs": top_jobs}
     key = pseudonym_key(wh) if anonymize_users else None
-    frames: dict[str, tuple[pl.DataFrame, pl.DataFrame | None]] = {}
+    calls = []  # (mart, its API method, its keywords, whether for the month, for the month before)
     for name in declarations.reported():
         m = declarations.mart(name)
         fn = getattr(api, name)
         kw = _keywords(fn, {k: given[k] for k in m.parameters if k in given})
         if m.scope == "project":
             kw["project"] = proj
-        now = pl.DataFrame() if m.project_only and project is None else run(name, fn, per, **kw)
-        before = run(name, fn, prev, **kw) if m.previous and has_prev else None
+        calls.append((name, fn, kw, not (m.project_only and project is None), m.previous and has_prev))
+    # every mart the report asks for, asked once to learn the evaluations (the API's own arguments), then
+    # evaluated over two engine handles at once (analytics/marts.py: evaluate_ahead); the calls below read them
+    step("marts evaluated")
+    with asked_for(wh) as asked:
+        for name, fn, kw, now, before in calls:
+            for period in (per,) * now + (prev,) * before:
+                fn(period, **kw)
+    evaluate_ahead(wh, asked)
+    frames: dict[str, tuple[pl.DataFrame, pl.DataFrame | None]] = {}
+    for name, fn, kw, now, before in calls:
+        m = declarations.mart(name)
+        now = run(name, fn, per, **kw) if now else pl.DataFrame()
+        before = run(name, fn, prev, **kw) if before else None
         if key is not None and m.user_columns:
             now, before = (None if df is None else pseudonymize(df, key, m.user_columns) for df in (now, before))
         frames[name] = (now, before)

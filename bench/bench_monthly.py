@@ -7,6 +7,7 @@ computed by DuckDB and by pandas over Parquet, in one run.
     .venv/bin/python bench/bench_monthly.py --ab MART=OLD.sql [--ab-param runs_limit=15]
     .venv/bin/python bench/bench_monthly.py --statements ["query_plan_enable_optimizations = 0" ...]
     .venv/bin/python bench/bench_monthly.py --two-handles   # the report's independent marts on two engine handles
+    .venv/bin/python bench/bench_monthly.py --handles --repeat 5  # the report's marts on one handle and on two
 
 The month is prepared once and kept (default workdir ~/.cache/ops-warehouse/bench-monthly-n<nodes>-d<days>):
 the 1,024-GPU month took over 25 minutes to generate and load on a loaded 2-core machine, the 256-GPU one 11
@@ -249,7 +250,7 @@ def child_statements(work: Path, settings: list[str], rounds: int = 3) -> dict:
 
     out = {}
     wh = _open(work)
-    with each_mart_once(wh):
+    with each_mart_once(wh, handles=1):  # (the capture sees one handle's statements)
         stmts = _report_statements(wh, work)
         variants = {"default": "", **{x: x for x in settings}}
         best = {v: {} for v in variants}
@@ -285,7 +286,7 @@ def child_two_handles(work: Path, rounds: int = 3) -> dict:
 
     passes = []
     wh = _open(work)
-    with each_mart_once(wh):
+    with each_mart_once(wh, handles=1):  # (the capture sees one handle's statements)
         stmts = _report_statements(wh, work)
         leaves = [(t, s, p) for t, s, p in stmts if "_mart_" not in s.replace("_mart_row", "")]
         second = clickhouse_connect.get_client(dsn=f"chdb://{work / 'warehouse'}")  # as the warehouse opens its own
@@ -311,6 +312,37 @@ def child_two_handles(work: Path, rounds: int = 3) -> dict:
                            "rows_differ": [k for k in one if one[k] != two[k]]})
         second.close()
     return {"independent_statements": len(leaves), "of": len(stmts), "passes": passes}
+
+
+def child_handles(work: Path, rounds: int = 5) -> dict:
+    """The report's statistics with its marts on one engine handle, then scheduled over two (what it ships:
+    analytics/marts.py evaluate_ahead), interleaved, ``rounds`` rounds in one child: wall and CPU seconds
+    (best and median) of each, and whether the report's JSON (generated_at blanked) is the same byte for byte
+    in every run."""
+    import statistics
+
+    from ops_warehouse.analytics.api import Connection
+    from ops_warehouse.analytics.marts import each_mart_once
+    from ops_warehouse.analytics.monthly import monthly_report
+    from ops_warehouse.reports.monthly_render import to_json
+
+    wh = _open(work)
+    cluster = (work / "cluster").read_text()
+    runs: dict[int, list[tuple[float, float]]] = {1: [], 2: []}
+    texts = set()
+    for _ in range(rounds):
+        for handles in (1, 2):
+            t, c = time.perf_counter(), time.process_time()
+            with each_mart_once(wh, handles=handles):
+                r = monthly_report(Connection(wh), month=START.date(), cluster=cluster)
+            runs[handles].append((time.perf_counter() - t, time.process_time() - c))
+            texts.add(to_json({**r, "generated_at": None}))
+    out = {}
+    for handles, got in runs.items():
+        wall, cpu = [g[0] for g in got], [g[1] for g in got]
+        out[f"handles_{handles}"] = {"best_s": round(min(wall), 3), "median_s": round(statistics.median(wall), 3),
+                                     "best_cpu_s": round(min(cpu), 3), "median_cpu_s": round(statistics.median(cpu), 3)}
+    return {**out, "rounds": rounds, "same_json_every_run": len(texts) == 1}
 
 
 DUCK = """
@@ -501,6 +533,9 @@ def main() -> None:
     ap.add_argument("--two-handles", action="store_true",
                     help="only this: the report's independent mart statements on one engine handle, then split "
                          "over two handles in two threads, interleaved, in one child")
+    ap.add_argument("--handles", action="store_true",
+                    help="only this: the report's statistics with its marts on one handle and over two (as shipped), "
+                         "interleaved, --repeat rounds (at least 3) in one child; and whether the JSON stays the same")
     ap.add_argument("--child")
     a = ap.parse_args()
     a.workdir = a.workdir or Path.home() / ".cache" / "ops-warehouse" / f"bench-monthly-n{a.nodes}-d{a.days}"
@@ -509,6 +544,9 @@ def main() -> None:
         return
     if a.statements is not None:
         print(json.dumps(child_statements(a.workdir, a.statements), indent=1))
+        return
+    if a.handles:
+        print(json.dumps(child_handles(a.workdir, max(a.repeat, 3)), indent=1))
         return
     if a.two_handles:
         print(json.dumps(child_two_handles(a.workdir), indent=1))

@@ -127,6 +127,20 @@ class Warehouse:
         engine.turn.let_waiting_go()
         engine.client = _open_chdb(self.embedded_path)
 
+    def another_handle(self) -> "Warehouse":
+        """A second client on this warehouse, with its own session: a temporary table is its handle's, so two
+        handles evaluate two sets of marts at once (analytics/marts.py: evaluate_ahead). On the embedded engine
+        a second chDB handle on the same path (one engine, shared by both: no second turn); on a server a
+        second HTTP session. Closed by its caller; the engine stays open while this Warehouse is."""
+        import clickhouse_connect
+
+        if self.embedded:
+            # the client's own path: the warehouse, or the scratch engine a read-only reader attaches it to
+            client = clickhouse_connect.get_client(dsn=f"chdb://{self.client.path}")
+        else:
+            client = _server_client(self.dsn, self.cfg)
+        return Warehouse(client, self.dsn, self.cfg, self.embedded_path)
+
     def query_arrow(self, sql: str, params: dict | None = None):
         return self.client.query_arrow(sql, parameters=params or {})
 
@@ -268,28 +282,7 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True, cr
                 raise
         client = engine.client
     elif dsn.startswith(("http://", "https://", "clickhouse://", "clickhouses://")):
-        secret = dsn_secret(dsn)
-        if secret:  # a DSN is printed in messages and labels: its password would be too (core/dsn.py)
-            raise OpsError(f"the warehouse DSN {redact(dsn)} holds {secret}: put the password in "
-                           "OPS_WAREHOUSE_PASSWORD or the config's [warehouse] password (a chmod 600 file)")
-        parts = urlsplit(dsn)
-        kwargs = {}
-        if parts.scheme in ("https", "clickhouses"):
-            # clickhouse-connect infers TLS from the port, not the scheme: https://host/db would go to 8123 in
-            # clear, password included. The scheme decides here (default port 8443).
-            kwargs["secure"] = True
-        password = os.environ.get("OPS_WAREHOUSE_PASSWORD") or cfg.warehouse_password
-        if not parts.password and password:
-            kwargs["password"] = password
-        import clickhouse_connect  # 0.2 s: imported when a warehouse is opened, not by `import ops_warehouse`
-
-        try:
-            client = clickhouse_connect.get_client(dsn=dsn, **kwargs)
-        except Exception as e:
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            if password:
-                first = first.replace(password, "***")
-            raise OpsError(f"cannot reach warehouse {redact(dsn)}: {first}") from None
+        client = _server_client(dsn, cfg)
         readonly = getattr(client.server_settings.get("readonly"), "value", "0")
         if cfg.deployment == "cluster" and str(readonly).strip() in ("0", ""):
             # inserts through Distributed tables reach every shard before the insert returns, so the grain
@@ -311,6 +304,33 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True, cr
             wh.close()
             raise
     return wh
+
+
+def _server_client(dsn: str, cfg: Config):
+    """A clickhouse-connect client of the server ``dsn`` names (a session of its own), refused in one line
+    without its password where it cannot be reached."""
+    secret = dsn_secret(dsn)
+    if secret:  # a DSN is printed in messages and labels: its password would be too (core/dsn.py)
+        raise OpsError(f"the warehouse DSN {redact(dsn)} holds {secret}: put the password in "
+                       "OPS_WAREHOUSE_PASSWORD or the config's [warehouse] password (a chmod 600 file)")
+    parts = urlsplit(dsn)
+    kwargs = {}
+    if parts.scheme in ("https", "clickhouses"):
+        # clickhouse-connect infers TLS from the port, not the scheme: https://host/db would go to 8123 in
+        # clear, password included. The scheme decides here (default port 8443).
+        kwargs["secure"] = True
+    password = os.environ.get("OPS_WAREHOUSE_PASSWORD") or cfg.warehouse_password
+    if not parts.password and password:
+        kwargs["password"] = password
+    import clickhouse_connect  # 0.2 s: imported when a warehouse is opened, not by `import ops_warehouse`
+
+    try:
+        return clickhouse_connect.get_client(dsn=dsn, **kwargs)
+    except Exception as e:
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        if password:
+            first = first.replace(password, "***")
+        raise OpsError(f"cannot reach warehouse {redact(dsn)}: {first}") from None
 
 
 def bring_up_to_date(wh: Warehouse) -> list[str]:

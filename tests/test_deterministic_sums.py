@@ -147,3 +147,35 @@ def test_idle_gpu_users_is_the_same_every_evaluation_and_its_runs_summed(week):
 def test_utilization_is_the_same_every_evaluation(week):
     wh, cluster = week
     _same_bytes(_evaluations(wh, cluster, "utilization"))
+
+
+
+def test_efficiency_is_the_same_however_its_grain_lies_in_parts(tmp_path_factory):
+    """The report's efficiency (and energy's delivered PFLOP, which reads it) summed Float64 products of the
+    run_node_hour grain's rates, whose last digits moved with the order the rows came in: two runs of
+    bench_monthly's month gave observed_gpu_h 172181.007 and 172181.00700000004. Here the same rows are laid
+    out in five parts instead of one (each row inserted again in one of four parts: FINAL keeps one of each,
+    so the figures may not move) and the mart's values must stay the same to the bit; its GPU-hours against
+    the grain's rows added in Python with math.fsum."""
+    wh = open_site(small_week(tmp_path_factory), tmp_path_factory.mktemp("efficiency-parts"))
+    try:
+        cluster = wh.query_rows("SELECT any(cluster) FROM run_node_hour")[0][0]
+        one_part = _evaluations(wh, cluster, "efficiency")
+        _same_bytes(one_part)
+        for k in range(4):
+            wh.command(f"INSERT INTO run_node_hour SELECT * FROM run_node_hour FINAL "
+                       f"WHERE cityHash64(node, hour) % 4 = {k}")
+        assert wh.query_rows("SELECT uniqExact(_part) FROM run_node_hour")[0][0] == 5
+        _same_bytes([one_part[0], *_evaluations(wh, cluster, "efficiency")])
+        t0, t1 = SMALL_WEEK
+        rows = wh.query_rows(
+            "SELECT gpus_per_node * (least(e, {t1:DateTime('UTC')}) - greatest(s, {t0:DateTime('UTC')})), "
+            "covered_per_capacity FROM run_node_hour FINAL WHERE cluster = {c:String} AND "
+            "account IN (SELECT account FROM dim_account) AND e > {t0:DateTime('UTC')} AND s < {t1:DateTime('UTC')}",
+            {"c": cluster, "t0": t0, "t1": t1})
+        assert len(rows) > 1000  # a week of node-hours: a sum with digits to lose
+        total = one_part[0].filter(pl.col("project_key") == "").row(0, named=True)
+        assert total["gpu_h"] == pytest.approx(math.fsum(g for g, _ in rows) / 3600, rel=1e-12)
+        assert total["observed_gpu_h"] == pytest.approx(math.fsum(g * c for g, c in rows) / 3600, rel=1e-9)
+    finally:
+        wh.close()

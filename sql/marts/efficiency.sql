@@ -25,16 +25,27 @@ used AS (
     SELECT
         if(grouping(d.project) = 1, '', d.project) AS project_key,
         sum(r.gpu_s) / 3600 AS gpu_h,
-        sum(r.gpu_s * r.covered_per_capacity) / 3600 AS observed_gpu_h,
-        sum(r.gpu_s * r.util_per_allocated) / nullIf(sum(r.gpu_s * r.covered_per_capacity), 0) * 100 AS gpu_util_pct,
-        sum(r.gpu_s * r.sm_per_allocated) / nullIf(sum(r.gpu_s * r.covered_per_capacity), 0) AS sm_active,
-        sum(r.gpu_s * r.tensor_per_allocated) / nullIf(sum(r.gpu_s * r.covered_per_capacity), 0) AS tensor_active,
-        sum(r.gpu_s * r.dram_per_allocated) / nullIf(sum(r.gpu_s * r.covered_per_capacity), 0) AS dram_active,
-        sum(r.gpu_s * r.energy_j_per_allocated) / 3.6e6 AS gpu_energy_kwh,
-        sum(r.gpu_s * r.nic_rx_per_capacity) AS nic_rx_bytes, sum(r.gpu_s * r.nic_tx_per_capacity) AS nic_tx_bytes,
-        sum(r.gpu_s * r.read_per_capacity) AS storage_read_bytes,
-        sum(r.gpu_s * r.write_per_capacity) AS storage_write_bytes,
-        sum(r.gpu_s * r.tensor_per_allocated * ifNull(m.peak_bf16_tflops, 0)) / 1000 AS delivered_pflop
+        -- (each product to fixed point, then summed: a Float64 sum changes in its last digits with the order the
+        -- engine's threads add it in, docs/sql.md "Sums"; accurateCastOrNull, not toDecimal128: the engine also
+        -- converts the value under a NULL rate, NaN where the grain divided by zero, which toDecimal128 refuses)
+        toFloat64(sum(accurateCastOrNull(r.gpu_s * r.covered_per_capacity, 'Decimal(38, 9)')))
+            / 3600 AS observed_gpu_h,
+        toFloat64(sum(accurateCastOrNull(r.gpu_s * r.util_per_allocated, 'Decimal(38, 9)')))
+            / nullIf(observed_gpu_h, 0) / 36 AS gpu_util_pct,
+        toFloat64(sum(accurateCastOrNull(r.gpu_s * r.sm_per_allocated, 'Decimal(38, 9)')))
+            / nullIf(observed_gpu_h, 0) / 3600 AS sm_active,
+        toFloat64(sum(accurateCastOrNull(r.gpu_s * r.tensor_per_allocated, 'Decimal(38, 9)')))
+            / nullIf(observed_gpu_h, 0) / 3600 AS tensor_active,
+        toFloat64(sum(accurateCastOrNull(r.gpu_s * r.dram_per_allocated, 'Decimal(38, 9)')))
+            / nullIf(observed_gpu_h, 0) / 3600 AS dram_active,
+        toFloat64(sum(accurateCastOrNull(r.gpu_s * r.energy_j_per_allocated, 'Decimal(38, 9)')))
+            / 3.6e6 AS gpu_energy_kwh,
+        toFloat64(sum(accurateCastOrNull(r.gpu_s * r.nic_rx_per_capacity, 'Decimal(38, 9)'))) AS nic_rx_bytes,
+        toFloat64(sum(accurateCastOrNull(r.gpu_s * r.nic_tx_per_capacity, 'Decimal(38, 9)'))) AS nic_tx_bytes,
+        toFloat64(sum(accurateCastOrNull(r.gpu_s * r.read_per_capacity, 'Decimal(38, 9)'))) AS storage_read_bytes,
+        toFloat64(sum(accurateCastOrNull(r.gpu_s * r.write_per_capacity, 'Decimal(38, 9)'))) AS storage_write_bytes,
+        toFloat64(sum(accurateCastOrNull(r.gpu_s * r.tensor_per_allocated * ifNull(m.peak_bf16_tflops, 0), 'Decimal(38, 9)')))
+            / 1000 AS delivered_pflop
     -- (Nullable: no GPU time at all is none, as the sum over no runs)
     FROM (SELECT * REPLACE (toNullable(gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')})) AS gpu_s)
           FROM run_node_hour FINAL WHERE cluster = {cluster:String}
