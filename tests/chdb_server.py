@@ -113,6 +113,10 @@ def _user(headers, params) -> str:
 def make_handler(engine: Engine):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # a response is two writes (the headers, then the body): with Nagle's algorithm on, the body waited for
+        # the client's delayed ACK of the headers, ~40 ms a request (55-75 ms against 2.5-4 ms for a small
+        # SELECT through clickhouse-connect, docs/benchmarks.md issue 51 round 6), dozens of them a load
+        disable_nagle_algorithm = True
 
         def log_message(self, *args):  # quiet: the tests read the product's output, not ours
             pass

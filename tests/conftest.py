@@ -51,6 +51,8 @@ def require(available: bool, what: str):
 def pytest_configure(config):
     config.addinivalue_line("markers", "both_forms: run the test on the embedded warehouse and on a ClickHouse "
                                        "server (the `form` parameter)")
+    config.addinivalue_line("markers", "embedded_only(why): in a both_forms module, a test whose code path has no "
+                                       "server branch (names, declarations, rendering): the embedded form only")
     config.addinivalue_line("markers", "real_component(what, missing=False): the test needs a real component "
                                        "(tests/conftest.py: require); such a test is also slow")
     config.addinivalue_line("markers", "slow: builds a generated site, runs the demo or a live service, or takes "
@@ -150,7 +152,10 @@ def pytest_generate_tests(metafunc):
     # module scope: a module may build one warehouse per form for all its tests (a module-scoped fixture that
     # takes `form`, with warehouse_config), and its tests run form by form
     if "form" in metafunc.fixturenames and metafunc.definition.get_closest_marker("both_forms"):
-        metafunc.parametrize("form", ["embedded", "server"], scope="module")
+        # a test that takes nothing from the form but its transport, which the module's others read through the
+        # server, runs once (its node id keeps `[embedded]`: CI's times and the forms' summary still find it)
+        only = metafunc.definition.get_closest_marker("embedded_only")
+        metafunc.parametrize("form", ["embedded"] if only else ["embedded", "server"], scope="module")
 
 
 _FORMS: dict[str, dict[str, int]] = {}

@@ -388,6 +388,7 @@ def test_what_the_report_shows_is_computed_in_the_marts(scenario):
     assert "3 * fault_events" in sql_text("marts/node_health.sql")
 
 
+@pytest.mark.embedded_only("the report's lists and the export's files against the marts' names")
 def test_one_name_per_statistic(scenario, tmp_path):
     """A statistic has one name (sql/README.md): each list of the report and each file of the export is
     named after its mart (sql/marts/<name>.sql) and the API function that runs it."""
@@ -487,6 +488,7 @@ def test_every_declared_mart_is_an_api_method_as_its_declaration_says(name, tmp_
     assert set(m.filters) <= set(kw), (name, sorted(m.filters), sorted(kw))
 
 
+@pytest.mark.embedded_only("a declaration read by the report, compared with the API's rows through the same connection")
 def test_a_mart_declared_for_the_report_is_in_it_without_python(scenario, monkeypatch):
     """A new statistic reaches the report by its declaration alone (`report = true`): here job_efficiency,
     which the report does not list, declared so; the project's report then holds its rows as the API gives
@@ -504,6 +506,7 @@ def test_a_mart_declared_for_the_report_is_in_it_without_python(scenario, monkey
         assert r["job_efficiency"] == want and len(want) >= 3, (project, len(want))
 
 
+@pytest.mark.embedded_only("the report's order and months from the declarations")
 def test_the_report_reads_what_the_declarations_say(scenario, monkeypatch):
     """The report's marts, their places and their months are the declarations' (`report = N`,
     `previous = true`), no list in Python: declared so, job_sizes moves to the head of the report and brings
@@ -535,6 +538,7 @@ loaded = sorted(m for m in sys.modules if m.split(".")[0] == "matplotlib")
 print(json.dumps({"files": files, "links": text.count("]("), "matplotlib": loaded[:1]}))"""
 
 
+@pytest.mark.embedded_only("the renderers in a fresh interpreter, given the report")
 def test_json_and_terminal_markdown_draw_no_chart(scenario, tmp_path):
     """The charts are drawn for the formats that show them, after the figures: the Markdown printed on the
     terminal links none and the JSON holds none, so neither draws one nor loads the chart library
@@ -551,6 +555,7 @@ def test_json_and_terminal_markdown_draw_no_chart(scenario, tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["monthly-t1-A-2026-10.json"]
 
 
+@pytest.mark.embedded_only("docs/sql.md's example: a declaration, a section, an export file")
 def test_the_docs_new_statistic_end_to_end(scenario, monkeypatch, tmp_path):
     """docs/sql.md's example, as written there: partition_hours.sql (its SQL and declaration), added to the
     installed marts for this test. The API serves it by name, the report holds it, the export writes it,

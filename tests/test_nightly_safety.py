@@ -3,9 +3,11 @@
 it: nothing lost, nothing doubled. Compared as content checksums of every table (tests/conftest.py).
 
 The input is the generator's: three days before today on 16 nodes (sacct output, dcgm/NIC/Lustre/IPMI
-day files, the inventory, node events and a reservation), loaded through `ops-report` in a subprocess as
-cron runs it. The same checks against a real Slurm (the sacct and slurmdbd sources) are in
-tests/test_slurm_live.py."""
+day files, the inventory, node events and a reservation), loaded through `ops-report`: in a subprocess
+where the process is the point (the load killed, the clean run it is timed against, the output under cron
+and on a terminal), in this process (tests/cli_runner.py `cli`: the same `main()`) for the runs that only
+load (the reruns, a kill's rerun to the end), a second or more of start-up less each. The same checks
+against a real Slurm (the sacct and slurmdbd sources) are in tests/test_slurm_live.py."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import polars as pl
 import pytest
 
 from tests.conftest import warehouse_checksums
-from tests.cli_runner import OPS, ops
+from tests.cli_runner import OPS, cli, ops
 
 pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
 
@@ -34,7 +36,7 @@ NODES = 16
 @pytest.fixture(scope="module")
 def gen(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("gen")
-    ops("generate", "--out", str(out), "--start", FIRST_DAY.isoformat(), "--days", "3", "--jobs-per-day", "1000",
+    cli("generate", "--out", str(out), "--start", FIRST_DAY.isoformat(), "--days", "3", "--jobs-per-day", "1000",
         "--nodes", str(NODES), "--metrics-step", "300", "--seed", "11")
     return out
 
@@ -56,8 +58,8 @@ def test_repeated_runs_and_backfills_leave_every_table_identical(gen, tmp_path):
     twice: after the first load no table changes."""
     wh = tmp_path / "wh"
     env = nightly_config(tmp_path / "ops.toml", wh, gen, ("telemetry", "capacity"))
-    ops("etl", "sacct", str(gen / "sacct" / "sacct.psv"), env=env)
-    first = ops("etl", "nightly", env=env).stdout
+    cli("etl", "sacct", str(gen / "sacct" / "sacct.psv"), env=env)
+    first = cli("etl", "nightly", env=env).stdout
     assert first.count(": ok ") == 2 and f"{FIRST_DAY}..{LAST_DAY}" in first, first
     once = warehouse_checksums(wh)
     # the load is complete: as many GPU samples as the day files hold, every job run of the sacct output
@@ -76,7 +78,7 @@ def test_repeated_runs_and_backfills_leave_every_table_identical(gen, tmp_path):
         ("backfill of one day in it", ("etl", "nightly", "--from", str(LAST_DAY), "--to", str(LAST_DAY))),
         ("the sacct file again", ("etl", "sacct", str(gen / "sacct" / "sacct.psv"))),
     ]:
-        ops(*args, env=env)
+        cli(*args, env=env)
         now = warehouse_checksums(wh)
         changed += [f"{what}: {t}" for t in once if now.get(t) != once[t]]
     assert not changed
@@ -147,7 +149,7 @@ def test_sigkill_at_random_points_then_a_rerun_equals_a_clean_run(gen, tmp_path,
             if attempt < 3:
                 shutil.rmtree(crashed)
                 at_s = 0.8 * startup_s + (at_s - 0.8 * startup_s) / 2
-        ops(*args, env=env)
+        cli(*args, env=env)  # the rerun to the end: a load like any other, in this process
         assert warehouse_checksums(crashed) == want, f"killed at {at_s:.2f} s"
         assert not [d for d in (crashed / "staging").glob("*")], "a killed run's staging folder was left"
         shutil.rmtree(crashed)

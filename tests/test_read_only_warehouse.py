@@ -16,10 +16,10 @@ import subprocess
 
 import pytest
 
-from tests.cli_runner import OPS, ops
+from tests.cli_runner import OPS, cli
 from tests.conftest import LIVE, require, warehouse_checksums
 
-pytestmark = pytest.mark.slow  # seven ops-report processes
+pytestmark = pytest.mark.slow  # three ops-report processes in a read-only mount
 
 
 def _can_mount_read_only() -> bool:
@@ -46,7 +46,7 @@ def read_only(wh, *args, env=None) -> subprocess.CompletedProcess:
 @needs_mount
 def test_a_read_only_warehouse_reads_as_the_writable_one_and_refuses_loads(tmp_path):
     wh = tmp_path / "wh"
-    ops("--warehouse", f"chdb://{wh}", "etl", "sacct", "--cluster", "r1", str(LIVE / "sacct.psv"), env=ENV)
+    cli("--warehouse", f"chdb://{wh}", "etl", "sacct", "--cluster", "r1", str(LIVE / "sacct.psv"), env=ENV)
     before = warehouse_checksums(wh)
     assert before["slurm_job_run"][0] == 15  # the file's 15 job runs (JobIDRaw without a '.')
     dsn = f"chdb://{wh}"
@@ -54,14 +54,15 @@ def test_a_read_only_warehouse_reads_as_the_writable_one_and_refuses_loads(tmp_p
     scratch.mkdir()
     tmp_env = {"TMPDIR": str(scratch)}
     summary = ("summary", "--from", "2026-11-29", "--to", "2026-11-30", "--format", "json")
-    writable = ops("--warehouse", dsn, *summary, env=ENV)
+    # the writable side in this process (`cli`, the same main()); the read-only side a process in its own mount
+    writable = cli("--warehouse", dsn, *summary, env=ENV)
     p = read_only(wh, "--warehouse", dsn, *summary, env=tmp_env)
     assert p.returncode == 0 and p.stderr.strip() == "", p.stderr
     assert json.loads(p.stdout) == json.loads(writable.stdout)
     (row,) = json.loads(p.stdout)
     assert (row["jobs_ended"], row["jobs_started"]) == (15, 15)  # all 15 runs ended 2026-11-29 (the file)
     monthly = ("monthly", "--cluster", "--month", "2026-11", "--format", "json")
-    a, b = (json.loads(r.stdout) for r in (ops("--warehouse", dsn, *monthly, env=ENV),
+    a, b = (json.loads(r.stdout) for r in (cli("--warehouse", dsn, *monthly, env=ENV),
                                              read_only(wh, "--warehouse", dsn, *monthly, env=tmp_env)))
     a.pop("generated_at", None), b.pop("generated_at", None)
     assert a == b
@@ -73,6 +74,6 @@ def test_a_read_only_warehouse_reads_as_the_writable_one_and_refuses_loads(tmp_p
     assert "Code:" not in p.stderr and "read-only file system" in lines[0], lines
     assert warehouse_checksums(wh) == before
     # a report opens the warehouse before it makes its --out: none made where there is nothing to read
-    p = ops("--warehouse", f"chdb://{tmp_path / 'none'}", "monthly", "--cluster", "--out", str(tmp_path / "out"),
+    p = cli("--warehouse", f"chdb://{tmp_path / 'none'}", "monthly", "--cluster", "--out", str(tmp_path / "out"),
             env=ENV, check=False)
     assert p.returncode == 2 and "no warehouse at" in p.stderr and not (tmp_path / "out").exists(), p.stderr

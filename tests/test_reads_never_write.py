@@ -11,6 +11,9 @@ capacity = 2 nodes x 8 GPUs x 4.5 h = 72 GPU-h, allocated = 16 + 14 = 30 GPU-h, 
 A second load adds
   J3  n1, 8 GPUs, 2026-10-01 04:00 .. 06:00 COMPLETED        16 GPU-h
 and moves the as-of time to 06:00: capacity 2 x 8 x 6 = 96, allocated 46, with no refresh asked for.
+
+The commands run in this process (tests/cli_runner.py `cli`: the same `main()`, each opening and closing the
+warehouse as its own process would): what is written is the question here, not the process.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import ops_warehouse as ow
 from ops_warehouse.config import Config
 from ops_warehouse.warehouse import close_embedded, open_warehouse
 from tests.conftest import table_checksums
-from tests.cli_runner import ops
+from tests.cli_runner import cli
 
 pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
 
@@ -58,8 +61,8 @@ def site(tmp_path):
                                 job(2, "n2", 4, "2026-10-01T01:00:00", "2026-10-01T04:30:00", 12600)]) + "\n")
     dsn = f"chdb://{tmp_path / 'wh'}"
     env = {"OPS_CONFIG": "", "OPS_WAREHOUSE": ""}
-    ops("--warehouse", dsn, "etl", "sacct", "--cluster", "r1", "--timezone", "UTC", str(first), env=env)
-    ops("--warehouse", dsn, "etl", "capacity", "--inventory", str(inv), "--cluster", "r1", env=env)
+    cli("--warehouse", dsn, "etl", "sacct", "--cluster", "r1", "--timezone", "UTC", str(first), env=env)
+    cli("--warehouse", dsn, "etl", "capacity", "--inventory", str(inv), "--cluster", "r1", env=env)
     return tmp_path, dsn, env
 
 
@@ -68,13 +71,13 @@ def test_the_loads_keep_the_grain_and_reports_only_read(site):
     cap, alloc, refreshed, before = grain_state(base / "wh")
     assert (cap, alloc) == (pytest.approx(72), pytest.approx(30))
     # a report, a summary and every mart through the API: nothing written
-    ops("--warehouse", dsn, "monthly", "--cluster", "--month", "2026-10", "--format", "json", "--out",
+    cli("--warehouse", dsn, "monthly", "--cluster", "--month", "2026-10", "--format", "json", "--out",
         str(base / "out"), env=env)
     report = json.loads(next((base / "out").glob("*.json")).read_text())
     util = next(u for u in report["utilization"] if u["level"] == "cluster")
     assert (util["capacity_gpu_h"], util["allocated_gpu_h"]) == (pytest.approx(72), pytest.approx(30))
     assert util["utilization"] == pytest.approx(30 / 72)
-    ops("--warehouse", dsn, "summary", "--from", "2026-10-01", "--to", "2026-10-01", "--format", "json", env=env)
+    cli("--warehouse", dsn, "summary", "--from", "2026-10-01", "--to", "2026-10-01", "--format", "json", env=env)
     api = ow.connect(dsn)
     try:
         for name in ("utilization", "idle_capacity", "utilization_daily", "cost", "chargeback", "reservations",
@@ -91,6 +94,6 @@ def test_a_later_load_moves_the_grain_without_being_asked(site):
     base, dsn, env = site
     later = base / "sacct-2.psv"
     later.write_text("\n".join([HEADER, job(3, "n1", 8, "2026-10-01T04:00:00", "2026-10-01T06:00:00", 7200)]) + "\n")
-    ops("--warehouse", dsn, "etl", "sacct", "--cluster", "r1", "--timezone", "UTC", str(later), env=env)
+    cli("--warehouse", dsn, "etl", "sacct", "--cluster", "r1", "--timezone", "UTC", str(later), env=env)
     cap, alloc, _, _ = grain_state(base / "wh")
     assert (cap, alloc) == (pytest.approx(96), pytest.approx(46))
