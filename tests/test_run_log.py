@@ -163,11 +163,18 @@ def test_sacct_stopped_by_sigterm_is_undone_and_logged(big_sacct, tmp_path):
 def test_nightly_stopped_by_sigterm_is_undone_and_logged(big_sacct, tmp_path):
     """The same for `etl nightly` (what cron's `timeout` stops), its sacct source mid-load: the site's sacct
     command prints the big file twice (~170 MB, 10-20 s of load) and leaves behind a process that sends the
-    nightly run SIGTERM 4 s later, when the load is under way (its output names no point to wait for: a
-    nightly run under cron prints a step's line at its start and end, and progress only every 10 s)."""
+    nightly run SIGTERM once the load is under way: when the command has exited (the nightly spools its output
+    to a file, then loads it) and the nightly process has spent 3 more CPU-seconds. A CPU clock, not a wall
+    one: a fixed 4 s from the command's start landed before the first chunk on a loaded machine (read 0).
+    (Its output names no point to wait for: a nightly run under cron prints a step's line at its start and
+    end, and progress only every 10 s.)"""
     wh = tmp_path / "wh"
-    env = nightly_with_sacct_script(tmp_path, wh, "(sleep 4; kill -TERM $PPID) </dev/null >/dev/null 2>&1 &\n"
-                                    f"cat '{big_sacct}'\ntail -n +2 '{big_sacct}'\n")
+    killer = ("(while kill -0 $$ 2>/dev/null; do sleep 0.05; done\n"
+              " cpu() { awk '{print $14 + $15}' /proc/$PPID/stat; }\n"
+              " t0=$(cpu); hz=$(getconf CLK_TCK)\n"
+              " while [ $(( $(cpu) - t0 )) -lt $(( 3 * hz )) ]; do sleep 0.05; done\n"
+              " kill -TERM $PPID) </dev/null >/dev/null 2>&1 &\n")
+    env = nightly_with_sacct_script(tmp_path, wh, killer + f"cat '{big_sacct}'\ntail -n +2 '{big_sacct}'\n")
     before = warehouse_checksums(wh)
     p = ops("etl", "nightly", "--from", "2026-10-01", "--to", "2026-10-01", env=env, check=False)
     assert p.returncode == 143 and "Traceback" not in p.stderr, (p.stdout, p.stderr)
