@@ -4,7 +4,7 @@ git REV, on the same two reports (the cluster's and project A's month), in one c
     .venv/bin/python bench/bench_charts.py --before REV [--workdir DIR] [--rounds 5] [--repeat 3]
 
 The reports are those of bench_monthly.py's prepared month (its --workdir, default the 256-GPU month kept
-under ~/.cache/ops-warehouse/bench-monthly-n32-d31): made once and kept beside it (charts-reports.pkl;
+under ~/.cache/ops-warehouse/bench-monthly-n32-d31-<checkout>): made once and kept beside it (charts-reports.pkl;
 --fresh makes them again), so that this bench measures drawing only.
 
 1. warm, in one process: every chart of both reports drawn by the old module and by the new one in turn
@@ -31,9 +31,12 @@ import time
 from datetime import date
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from month_cache import month_workdir  # noqa: E402  bench/month_cache.py
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-DEFAULT_WORK = Path.home() / ".cache" / "ops-warehouse" / "bench-monthly-n32-d31"
+DEFAULT_WORK = month_workdir(32, 31)
 PROJECTS = {f"proj{c}": c.upper() for c in "abcdef"}
 
 

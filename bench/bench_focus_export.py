@@ -2,7 +2,7 @@
 chargeback it restates (the mart chargeback alone, through the same engine), back to back in one process on a
 copy of one warehouse, so that the shared machine's load falls on both alike.
 
-    .venv/bin/python bench/bench_focus_export.py --warehouse ~/.cache/ops-warehouse/bench-monthly-n32-d31/warehouse
+    .venv/bin/python bench/bench_focus_export.py --warehouse ~/.cache/ops-warehouse/bench-monthly-n32-d31-<checkout>/warehouse
                                                 [--month 2026-10] [--repeat 3]
 
 Prints one RESULT line per repetition and the best of each: focus_s (export_focus: mart, Parquet, CSV,

@@ -5,7 +5,7 @@ the engine's bare read of the same samples, measured in one command (issue 52, e
 
 --site: a generated site of tests/test_job_report.py's planted module (default: the newest cached
 job-plants-* under ~/.cache/ops-warehouse/test-sites); --month: bench/bench_monthly.py's prepared month (default
-~/.cache/ops-warehouse/bench-monthly-n32-d31; '' skips it). Each part runs in a fresh child on a copy (peak RSS
+~/.cache/ops-warehouse/bench-monthly-n32-d31-<checkout>; '' skips it). Each part runs in a fresh child on a copy (peak RSS
 is the child's own, bench/peak_rss.py):
 
 1. job: job_report (the four marts in one each_mart_once block) for 5 planted jobs; then run_gpus alone as
@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from month_cache import month_workdir  # noqa: E402  bench/month_cache.py
 
 OCT = (datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, tzinfo=timezone.utc))
 
@@ -158,7 +159,7 @@ def main() -> None:
     cache = Path.home() / ".cache" / "ops-warehouse"
     sites = sorted((cache / "test-sites").glob("job-plants-*[0-9a-f]"), key=lambda p: p.stat().st_mtime)
     ap.add_argument("--site", default=str(sites[-1]) if sites else "")
-    ap.add_argument("--month", default=str(cache / "bench-monthly-n32-d31"))
+    ap.add_argument("--month", default=str(month_workdir(32, 31)))
     ap.add_argument("--old-run-gpus", default="")
     ap.add_argument("--project", default="A")
     ap.add_argument("--rounds", type=int, default=3)

@@ -9,7 +9,8 @@ computed by DuckDB and by pandas over Parquet, in one run.
     .venv/bin/python bench/bench_monthly.py --two-handles   # the report's independent marts on two engine handles
     .venv/bin/python bench/bench_monthly.py --handles --repeat 5  # the report's marts on one handle and on two
 
-The month is prepared once and kept (default workdir ~/.cache/ops-warehouse/bench-monthly-n<nodes>-d<days>):
+The month is prepared once and kept (default workdir ~/.cache/ops-warehouse/bench-monthly-n<nodes>-d<days>-<checkout>,
+bench/month_cache.py: one per checkout, so two worktrees never rebuild each other's month):
 the 1,024-GPU month took over 25 minutes to generate and load on a loaded 2-core machine, the 256-GPU one 11
 (31,015 job runs either way: the job mix is the same, the telemetry a quarter).
 
@@ -45,6 +46,7 @@ import sys
 import time
 from datetime import date, datetime, timezone
 from pathlib import Path
+from month_cache import month_workdir  # bench/month_cache.py
 from peak_rss import peak_rss_mb  # bench/peak_rss.py (benches run as scripts from bench/)
 
 START = datetime(2026, 10, 1, tzinfo=timezone.utc)
@@ -517,7 +519,7 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=32)
     ap.add_argument("--days", type=int, default=31)
     ap.add_argument("--workdir", type=Path, help="where the month is prepared and kept (default: "
-                    "~/.cache/ops-warehouse/bench-monthly-n<nodes>-d<days>)")
+                    "~/.cache/ops-warehouse/bench-monthly-n<nodes>-d<days>-<checkout>)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each child; the fastest counts")
     ap.add_argument("--ab", metavar="MART=OLD.sql",
                     help="only this: the mart's shipped SQL against an older text of it (a file), interleaved in "
@@ -538,7 +540,7 @@ def main() -> None:
                          "interleaved, --repeat rounds (at least 3) in one child; and whether the JSON stays the same")
     ap.add_argument("--child")
     a = ap.parse_args()
-    a.workdir = a.workdir or Path.home() / ".cache" / "ops-warehouse" / f"bench-monthly-n{a.nodes}-d{a.days}"
+    a.workdir = a.workdir or month_workdir(a.nodes, a.days)
     if a.profile:
         print(json.dumps(run("profile", a.workdir), indent=1))
         return
