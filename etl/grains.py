@@ -91,7 +91,7 @@ def refresh_pending(wh) -> list[tuple[datetime, datetime]]:
     _compact(wh, tuple(sorted(written | getattr(wh, "_compact_pending", set()))))
     wh._compact_pending = set()
     if rows:  # deleted, not overwritten: a load run again leaves etl_watermark as the first run did
-        # as a patch part (migration 0025): as a mutation it waited 0.02-1 s a night for the background scheduler
+        # as a patch part (migration 0026): as a mutation it waited 0.02-1 s a night for the background scheduler
         patch = {"lightweight_delete_mode": "lightweight_update"} if wh.embedded else {}
         wh.client.command("DELETE FROM etl_watermark WHERE source IN {s:Array(String)}",
                           parameters={"s": [r[0] for r in rows]}, settings=patch)

@@ -277,7 +277,7 @@ def _pending(wh) -> list[tuple]:
 
 
 def test_the_blocks_pending_hours_go_without_a_mutation(files, cfg):
-    """The block's end deletes its pending records as a patch part (migration 0025), not as a mutation: a
+    """The block's end deletes its pending records as a patch part (migration 0026), not as a mutation: a
     mutation waited 0.02-1 s a night for the engine's background scheduler (docs/benchmarks.md, "Issue 50",
     round 6). Twice, the same hours: the second night's record of the same first hour must not find the first
     one's, deleted (its span would grow), and the records stay deleted in a warehouse opened again."""
