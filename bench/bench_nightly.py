@@ -1,7 +1,7 @@
 """Benchmark: the demo's nightly loads (issue 50, item 4) against the engine's bare INSERT ... SELECT of the same files.
 
     .venv/bin/python bench/bench_nightly.py [--days 31] [--site DIR] [--separate]
-        [--against REV | --before-migration NAME] [--side-by-side] [--workdir DIR]
+        [--against REV | --before-migration NAME | --before-python PY] [--side-by-side] [--workdir DIR]
 
 The demo's site (114 nodes, ~900 jobs a day, 5-minute telemetry, nightly sacct extracts; generated unless
 --site names one already generated) is loaded night by night as `ops-report demo` loads it
@@ -16,14 +16,19 @@ the grains' SQL (sql/intermediate/) as it was at git revision REV, in the same c
 is the same: a change to the grains' SQL measured before and after on a loaded machine. With
 --before-migration NAME (e.g. 0023_sample_day_partitions.sql), also the loads on a warehouse whose schema stops
 before that migration (it and the ones after it left out: the tables as they were), every table compared: a
-change of the schema measured before and after. --side-by-side runs the two at the same time (each then has
-about half the machine: only their ratio means anything). --workdir keeps the warehouses (product/, against/).
+change of the schema measured before and after. With --before-python PY (another checkout's venv python,
+e.g. a worktree of main), also the loads by that checkout's code (this file's child run by PY: its
+ops_warehouse), right after this one's, every table compared: a change of the Python measured before and after
+in one command. --side-by-side runs the two at the same time (each then has about half the machine: only their
+ratio means anything). --workdir keeps the warehouses (product/, against/). Each child reports its process's
+CPU seconds (the engine runs in it: its threads count), steadier than the wall on a shared machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import shutil
 import subprocess
 import sys
@@ -85,11 +90,18 @@ def child_product(site: str, wh: str, separate: bool, sql_dir: str | None = None
 
     w = open_warehouse(Config(dsn=f"chdb://{wh}"))
     cluster = _cluster(Path(site))
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _cpu_s()
     n = load_nights(w, Path(site), cluster, one_refresh_a_night=not separate)
     seconds = time.perf_counter() - t
-    return {"seconds": seconds, "rss_mb": peak_rss_mb(), **n,
+    cpu_s = _cpu_s() - c
+    return {"seconds": seconds, "cpu_s": cpu_s, "rss_mb": peak_rss_mb(), **n,
             "checksums": {k: list(v) for k, v in table_checksums(w).items()}}
+
+
+def _cpu_s() -> float:
+    """This process's CPU seconds so far, user and system, every thread (the embedded engine's included)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def child_engine(site: str, wh: str) -> dict:
@@ -105,7 +117,7 @@ def child_engine(site: str, wh: str) -> dict:
     nights = sorted((site_p / "sacct" / "nightly").glob("*.psv"))
     families = sorted(p.name for p in (site_p / "telemetry").iterdir() if p.is_dir() and p.name != "openmetrics")
     made: set[str] = set()
-    t = time.perf_counter()
+    t, c = time.perf_counter(), _cpu_s()
     for f in nights:
         todo = [("sacct", f"file('{f}', 'CSVWithNames') SETTINGS format_csv_delimiter = '|', "
                  "input_format_csv_use_best_effort_in_schema_inference = 0")]
@@ -118,20 +130,21 @@ def child_engine(site: str, wh: str) -> dict:
             else:
                 s.query(f"INSERT INTO b.{table} SELECT * FROM {src}")
     seconds = time.perf_counter() - t
+    cpu_s = _cpu_s() - c
     rows = {tbl: int(s.query(f"SELECT count() FROM b.{tbl}", "CSV").bytes().strip()) for tbl in sorted(made)}
     s.close()
-    return {"seconds": seconds, "rss_mb": peak_rss_mb(), "rows": rows}
+    return {"seconds": seconds, "cpu_s": cpu_s, "rss_mb": peak_rss_mb(), "rows": rows}
 
 
 def run(kind: str, site: Path, wh: Path, separate: bool = False, sql_dir: Path | None = None,
-        before_migration: str | None = None) -> dict:
-    return _wait(_start(kind, site, wh, separate, sql_dir, before_migration))
+        before_migration: str | None = None, python: str | None = None) -> dict:
+    return _wait(_start(kind, site, wh, separate, sql_dir, before_migration, python))
 
 
 def _start(kind: str, site: Path, wh: Path, separate: bool = False, sql_dir: Path | None = None,
-           before_migration: str | None = None):
+           before_migration: str | None = None, python: str | None = None):
     shutil.rmtree(wh, ignore_errors=True)
-    args = [sys.executable, __file__, "--child", kind, "--site", str(site), "--wh", str(wh)]
+    args = [python or sys.executable, __file__, "--child", kind, "--site", str(site), "--wh", str(wh)]
     args += ["--separate"] if separate else []
     args += ["--before-migration", before_migration] if before_migration else []
     return subprocess.Popen(args + (["--sql-dir", str(sql_dir)] if sql_dir else []), stdout=subprocess.PIPE,
@@ -166,6 +179,8 @@ def main() -> None:
     ap.add_argument("--against", metavar="REV", help="also the loads with sql/intermediate/ as at git revision REV")
     ap.add_argument("--before-migration", metavar="NAME",
                     help="also the loads with the schema before this migration (e.g. 0023_sample_day_partitions.sql)")
+    ap.add_argument("--before-python", metavar="PY",
+                    help="also the loads by another checkout's code: its venv's python (e.g. a worktree of main)")
     ap.add_argument("--side-by-side", action="store_true",
                     help="with --against or --before-migration: the two loads at the same time")
     ap.add_argument("--workdir", type=Path)
@@ -194,19 +209,23 @@ def main() -> None:
         print(f"site {site}: {nights} nights (sacct extract + telemetry day each); product and engine back to "
               f"back in this command, each in its own process")
         engine = run("engine", site, work / "engine")
-        if a.against and a.before_migration:
-            raise SystemExit("--against and --before-migration: one at a time")
-        label = a.against or (a.before_migration and f"schema before {a.before_migration}")
+        if sum(map(bool, (a.against, a.before_migration, a.before_python))) > 1:
+            raise SystemExit("--against, --before-migration and --before-python: one at a time")
+        label = (a.against or (a.before_migration and f"schema before {a.before_migration}")
+                 or (a.before_python and f"code of {a.before_python}"))
         if label and a.side_by_side:  # both at once: a machine whose load changes weighs on both alike
             old_sql = _checkout_grains_sql(a.against, work / "sql-before") if a.against else None
             pair = [_start("product", site, work / "product"),
-                    _start("product", site, work / "against", sql_dir=old_sql, before_migration=a.before_migration)]
+                    _start("product", site, work / "against", sql_dir=old_sql, before_migration=a.before_migration,
+                           python=a.before_python)]
             product, against = (_wait(p) for p in pair)
         else:
             product = run("product", site, work / "product")
-        print(f"engine INSERT ... SELECT of the files: {engine['seconds']:7.1f} s, peak RSS {engine['rss_mb']:.0f} MB "
+        print(f"engine INSERT ... SELECT of the files: {engine['seconds']:7.1f} s, {engine['cpu_s']:7.1f} CPU-s, "
+              f"peak RSS {engine['rss_mb']:.0f} MB "
               f"({', '.join(f'{t} {n:,}' for t, n in engine['rows'].items())} rows)")
-        print(f"demo's nightly loads:                 {product['seconds']:7.1f} s, peak RSS {product['rss_mb']:.0f} MB "
+        print(f"demo's nightly loads:                 {product['seconds']:7.1f} s, {product['cpu_s']:7.1f} CPU-s, "
+              f"peak RSS {product['rss_mb']:.0f} MB "
               f"({product['jobs']:,} job-run records, {product['gpu_rows']:,} GPU samples)")
         ratio = engine["seconds"] / product["seconds"]
         extra = ""
@@ -225,21 +244,24 @@ def main() -> None:
                 before = against
             else:
                 old_sql = _checkout_grains_sql(a.against, work / "sql-before") if a.against else None
-                before = run("product", site, work / "against", sql_dir=old_sql, before_migration=a.before_migration)
+                before = run("product", site, work / "against", sql_dir=old_sql, before_migration=a.before_migration,
+                             python=a.before_python)
             # (schema_migrations differs by construction: it records the fingerprints of the grains' SQL)
             same = all(before["checksums"].get(k) == v for k, v in product["checksums"].items()
                        if k != "schema_migrations")
             what = f"grains' SQL of {a.against}" if a.against else label
             print(f"the same loads, {what}{' (side by side)' * a.side_by_side}: "
-                  f"{before['seconds']:7.1f} s, peak RSS "
+                  f"{before['seconds']:7.1f} s, {before['cpu_s']:7.1f} CPU-s, peak RSS "
                   f"{before['rss_mb']:.0f} MB; every table the same: {same}")
             if not same:
                 diff = [k for k in product["checksums"] if product["checksums"][k] != before["checksums"].get(k)
                         and k != "schema_migrations"]
                 raise SystemExit(f"the two loads differ in {', '.join(diff)}")
-            extra += (f" against={a.against or 'before:' + a.before_migration} against_s={before['seconds']:.1f} "
+            tag = a.against or (a.before_migration and "before:" + a.before_migration) or "python:" + a.before_python
+            extra += (f" against={tag} against_s={before['seconds']:.1f} against_cpu_s={before['cpu_s']:.1f} "
                       f"against_rss_mb={before['rss_mb']:.0f} same_tables={same}")
         print(f"RESULT nightly product_s={product['seconds']:.1f} engine_s={engine['seconds']:.1f} "
+              f"product_cpu_s={product['cpu_s']:.1f} engine_cpu_s={engine['cpu_s']:.1f} "
               f"rss_mb={product['rss_mb']:.0f} nights={nights}{extra} ratio={ratio:.3f} goal=<=40s")
     finally:
         if not a.workdir:

@@ -17,6 +17,7 @@ import argparse
 import collections
 import re
 import resource
+import sys
 import shutil
 import tempfile
 import time
@@ -29,12 +30,29 @@ def _cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def _caller() -> str:
+    """The innermost two functions of the package that led to this engine call (the warehouse's wrappers and
+    the helpers that only pass a statement on left out), e.g. ``grains._refresh_hours<grains.refresh_pending``."""
+    names, f = [], sys._getframe(2)
+    while f is not None and len(names) < 2:
+        mod = f.f_globals.get("__name__", "")
+        if mod.startswith("ops_warehouse.") and not mod.endswith(".warehouse"):
+            name = f"{mod.rsplit('.', 1)[-1]}.{f.f_code.co_name}"
+            if f.f_code.co_name == "_run_file":
+                name += f"({f.f_locals.get('name')})"
+            names.append(name)
+        f = f.f_back
+    return "<".join(names) or "?"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--site", type=Path, required=True)
     ap.add_argument("--night", type=int, default=6, help="the night profiled (1-based; at least 2)")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--by-caller", action="store_true",
+                    help="also the calls grouped by who made them (the innermost two functions of the package)")
     a = ap.parse_args()
     from ops_warehouse.cli.demo import load_nights
     from ops_warehouse.config import Config
@@ -70,6 +88,7 @@ def main() -> None:
         with one_refresh(wh):
             night(nights[a.night - 2])
         stats: dict[str, list] = collections.defaultdict(lambda: [0, 0.0, 0.0])
+        callers: dict[str, list] = collections.defaultdict(lambda: [0, 0.0, 0.0])
         client = wh.client
         for meth in ("command", "query", "query_arrow", "raw_query", "raw_insert", "insert_arrow"):
             fn = getattr(client, meth, None)
@@ -83,10 +102,11 @@ def main() -> None:
                 finally:
                     sql = args[0] if args and isinstance(args[0], str) else _meth
                     key = f"{phase[0]:9s} " + re.sub(r"'[^']*'", "'?'", " ".join(sql.split()))[:100]
-                    s = stats[key]
-                    s[0] += 1
-                    s[1] += time.perf_counter() - t
-                    s[2] += _cpu_s() - c
+                    dw, dc = time.perf_counter() - t, _cpu_s() - c
+                    for s in (stats[key], callers[f"{phase[0]:9s} {_caller()}"]):
+                        s[0] += 1
+                        s[1] += dw
+                        s[2] += dc
 
             setattr(client, meth, timed)
         phase[0] = "sacct"
@@ -103,6 +123,10 @@ def main() -> None:
         print(f"{'wall s':>7} {'CPU s':>7} {'calls':>5}  phase     statement")
         for k, (n, w, c) in sorted(stats.items(), key=lambda kv: -kv[1][2])[:a.top]:
             print(f"{w:7.3f} {c:7.3f} {n:5d}  {k}")
+        if a.by_caller:
+            print(f"{'wall s':>7} {'CPU s':>7} {'calls':>5}  phase     caller")
+            for k, (n, w, c) in sorted(callers.items(), key=lambda kv: -kv[1][2]):
+                print(f"{w:7.3f} {c:7.3f} {n:5d}  {k}")
         wh.close()
     finally:
         if not a.workdir:

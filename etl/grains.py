@@ -84,12 +84,17 @@ def refresh_pending(wh) -> list[tuple[datetime, datetime]]:
             spans[-1] = (spans[-1][0], max(spans[-1][1], w1))
         else:
             spans.append((w0, w1))
+    written: set[str] = set()
     for w0, w1 in spans:
-        _refresh_hours(wh, w0, w1)
-    _compact(wh, tuple(sorted(getattr(wh, "_compact_pending", ()))))
+        written |= _refresh_hours(wh, w0, w1, compact=False)
+    # the grains just written and the tables the block's loads left to merge, in one look at system.parts
+    _compact(wh, tuple(sorted(written | getattr(wh, "_compact_pending", set()))))
     wh._compact_pending = set()
     if rows:  # deleted, not overwritten: a load run again leaves etl_watermark as the first run did
-        wh.command("DELETE FROM etl_watermark WHERE source IN {s:Array(String)}", {"s": [r[0] for r in rows]})
+        # as a patch part (migration 0026): as a mutation it waited 0.02-1 s a night for the background scheduler
+        patch = {"lightweight_delete_mode": "lightweight_update"} if wh.embedded else {}
+        wh.client.command("DELETE FROM etl_watermark WHERE source IN {s:Array(String)}",
+                          parameters={"s": [r[0] for r in rows]}, settings=patch)
     return spans
 
 
@@ -132,11 +137,13 @@ def _reading(files: list[str], decl: dict, changed: tuple[str, ...]) -> list[str
 
 
 def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None = None,
-                   changed: tuple[str, ...] | None = None) -> None:
+                   changed: tuple[str, ...] | None = None, compact: bool = True) -> set[str]:
+    """Refresh the hourly grains' hours [w0, w1); returns the tables written (``compact``: merged here, else
+    the caller merges them with others in one look at system.parts)."""
     threshold = wh.cfg.idle_util_pct if idle_util_pct is None else idle_util_pct
     w0, w1 = _hour(w0), _ceil_hour(w1)
     if w1 <= w0:
-        return
+        return set()
     # from the hour before, where the loaded history has it: a run in it is named by the labels of the hour
     # after it too (run_sample_hour's 'gpu' attribution looks an hour either side), so the samples a load
     # brings change the hour before them; never before the history's first month (the grid starts there)
@@ -168,7 +175,10 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
         for f in files:
             if decl[f].get("unit") != "hour":
                 _run_file(wh, f, {**params, "from_ts": c0, "to_ts": c1})
-    _compact(wh, tuple(t for f in files for t in decl[f]["writes"]))
+    written = {t for f in files for t in decl[f]["writes"]}
+    if compact:
+        _compact(wh, tuple(sorted(written)))
+    return written
 
 
 def rebuild_stale(wh) -> tuple[str, ...]:
@@ -397,7 +407,7 @@ def _refresh_as_of(wh) -> None:
     """as_of_by_cluster: how far each cluster's job history reaches (sql/intermediate/cluster_as_of.sql)."""
     for stmt in sql_statements("intermediate/as_of_by_cluster.sql"):
         wh.command(stmt)
-    _compact_jobs(wh, "as_of_by_cluster")
+    _compact_later(wh, "as_of_by_cluster")
 
 
 def _refresh_job_run(wh, first_ts: datetime) -> None:
@@ -406,13 +416,14 @@ def _refresh_job_run(wh, first_ts: datetime) -> None:
     for lo, hi in _job_ranges(wh, first_ts):
         for stmt in sql_statements("intermediate/job_run.sql"):
             wh.command(stmt, {"from_ts": first_ts, "every": int(first_ts.year < 2000), "job_lo": lo, "job_hi": hi})
-    _compact_jobs(wh, "job_run")
+    _compact_later(wh, "job_run")
 
 
-def _compact_jobs(wh, table: str) -> None:
-    """``_compact`` of a table every job load writes (job_run, as_of_by_cluster); inside ``one_refresh`` once, when
-    its hours are refreshed (its end, or a report waiting): the 31 nightly files of the demo loaded in one block
-    merged job_run's month after each file, 0.06 s of a file's 0.6 s (docs/benchmarks.md, "Issue 50", round 5)."""
+def _compact_later(wh, table: str) -> None:
+    """``_compact`` of a table every load writes (job_run, as_of_by_cluster, gpu_day); inside ``one_refresh`` once,
+    when its hours are refreshed (its end, or a report waiting): the 31 nightly files of the demo loaded in one block
+    merged job_run's month after each file, 0.06 s of a file's 0.6 s (docs/benchmarks.md, "Issue 50", round 5);
+    a night's refresh looks at system.parts once for all of them and the grains it writes (round 6)."""
     if getattr(wh, "_grains_deferred", False):
         wh._compact_pending = getattr(wh, "_compact_pending", set()) | {table}
         return
@@ -437,7 +448,7 @@ def _job_ranges(wh, first_ts: datetime) -> list[tuple[str, str]]:
 def _refresh_gpu_day(wh, w0: datetime, w1: datetime) -> None:
     for stmt in sql_statements("intermediate/gpu_day.sql"):
         wh.command(stmt, {"from_ts": w0, "to_ts": w1})
-    _compact(wh, ("gpu_day",))
+    _compact_later(wh, "gpu_day")  # (inside one_refresh, with the block's other merges at its end)
 
 
 def _build_gpu_day(wh) -> None:

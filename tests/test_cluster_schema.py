@@ -178,8 +178,8 @@ def _storage(p: Parsed) -> tuple[str, list[Node], Node | None]:
 
 
 def replay(statements: list[Parsed], tables: dict[str, Table] | None = None) -> dict[str, Table]:
-    """The tables after these statements, from their parse: CREATE TABLE, ALTER ... ADD COLUMN,
-    EXCHANGE TABLES, DROP TABLE."""
+    """The tables after these statements, from their parse: CREATE TABLE, ALTER ... ADD COLUMN (a MODIFY
+    SETTING changes neither columns nor engine), EXCHANGE TABLES, DROP TABLE."""
     tables = copy.deepcopy(tables or {})
     for p in statements:
         t = p.tree
@@ -195,6 +195,8 @@ def replay(statements: list[Parsed], tables: dict[str, Table] | None = None) -> 
                 tables[t.name] = Table(t.name, engine, args, list(tables[as_table].columns), as_table=as_table)
         elif t.kind == "AlterQuery":
             for cmd in t.find("AlterCommand"):
+                if cmd.name == "MODIFY_SETTING":  # (a table setting: its columns and engine as they were)
+                    continue
                 assert cmd.name == "ADD_COLUMN", p.text
                 col, *after = cmd.children  # the column, then the one it goes AFTER (else: at the end)
                 cols = tables[t.name].columns

@@ -269,3 +269,69 @@ def test_a_refresh_deletes_old_rows_only_where_some_are_not_written_again(files)
     grains.refresh_history(wh)
     assert len(deletes) == 1
     assert _sample_rows(wh) == {**by_hand, (11, "n9", "ghost"): 10.0}
+
+
+def _pending(wh) -> list[tuple]:
+    return wh.query_rows("SELECT source, watermark_ts FROM etl_watermark FINAL "
+                         "WHERE startsWith(source, 'grains pending')")
+
+
+def test_the_blocks_pending_hours_go_without_a_mutation(files, cfg):
+    """The block's end deletes its pending records as a patch part (migration 0026), not as a mutation: a
+    mutation waited 0.02-1 s a night for the engine's background scheduler (docs/benchmarks.md, "Issue 50",
+    round 6). Twice, the same hours: the second night's record of the same first hour must not find the first
+    one's, deleted (its span would grow), and the records stay deleted in a warehouse opened again."""
+    wh, d = files
+    for night in (1, 2):
+        spans = _recording(wh, "run_sample_hour")
+        with grains.one_refresh(wh):
+            assert load_sacct(wh, d / "sacct.psv").quarantined == 0
+            load_parquet_dir(wh, d / "telemetry", DAY, DAY, cluster="t2")
+        # the first night builds the loaded history (its first month's start to the hour after the as-of time,
+        # 2026-10-05 19:xx); the second refreshes the telemetry day's hours and the hour before, to the same end:
+        # had it found the first night's records, deleted, it would start at October 1 again
+        first = datetime(2026, 10, 1 if night == 1 else 4, 0 if night == 1 else 23, tzinfo=timezone.utc)
+        assert spans == [(first, datetime(2026, 10, 5, 20, tzinfo=timezone.utc))], (night, spans)
+        assert _pending(wh) == [], night
+        assert wh.query_rows("SELECT count() FROM system.mutations WHERE database = currentDatabase() "
+                             "AND table = 'etl_watermark'")[0][0] == 0, night
+        assert _hours(wh) == _expected()
+    wh.close()
+    close_embedded()
+    again = open_warehouse(cfg)
+    try:
+        assert _pending(again) == []
+        assert grains.refresh_pending(again) == []
+    finally:
+        again.close()
+
+
+def test_a_nights_refresh_drops_its_staging_at_once_and_looks_at_the_parts_once(files):
+    """The night's staged tables go in one DROP each time (run_sample_hour's seven, before and after its
+    statements; before: one statement a table, 16 DROPs a night), and the merges the block owes (job_run and
+    as_of_by_cluster from the sacct load, gpu_day from the telemetry day, the hourly grains from the refresh)
+    are found in one look at system.parts (before: three), every partition of them left in one part."""
+    wh, d = files
+    sent: list[str] = []
+    for name in ("command", "query"):
+        real = getattr(wh.client, name)
+
+        def call(sql, *a, _real=real, **k):
+            sent.append(" ".join(sql.split()))
+            return _real(sql, *a, **k)
+
+        setattr(wh.client, name, call)
+    with grains.one_refresh(wh):
+        assert load_sacct(wh, d / "sacct.psv").quarantined == 0
+        load_parquet_dir(wh, d / "telemetry", DAY, DAY, cluster="t2")
+    drops = [s for s in sent if re.match(r"DROP TEMPORARY TABLE (IF EXISTS )?_(rsh|rt)_", s)]
+    # run_sample_hour: the leftovers, _rsh_g once read, the rest at its end; run_telemetry: _rt_runs before, after
+    assert len(drops) == 5, drops
+    assert sum(s.startswith("SELECT table, partition_id") and "system.parts" in s for s in sent) == 1
+    merged = ("job_run", "as_of_by_cluster", "gpu_day", "run_sample_hour", "capacity_node_hour", "run_node_hour",
+              "run_telemetry")
+    parts = wh.query_rows("SELECT table, partition_id, count() FROM system.parts WHERE database = currentDatabase() "
+                          "AND active AND table IN {t:Array(String)} GROUP BY table, partition_id", {"t": list(merged)})
+    assert {t for t, _, _ in parts} == set(merged)
+    assert [p for p in parts if p[2] > 1] == []
+    assert _hours(wh) == _expected()
