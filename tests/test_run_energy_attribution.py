@@ -159,3 +159,17 @@ def test_a_hand_made_energy_row_breaks_the_law(site):
     assert over["key"] == "n1 2026-10-05 10:00", rows
     # the node-hour drew the runs' own and the idle step read at 10:00, no run's: a megajoule over, less that
     assert over["off_by"] == pytest.approx(1e6 - IDLE_STEP_J, rel=1e-9)
+
+
+def test_a_refresh_ending_inside_the_runs_gives_the_same_energy(site):
+    """A night's refresh whose window ends while the runs hold the node (here 10:00 .. 12:00, whose last hour
+    is 11:00): the step read at 11:00 belongs to the 10:00 rows of the grain and is counted, for the rest, in
+    the hour it is read in. Were it left out of 11:00's labelled energy, 11:00 would hold a 168 kJ rest (the
+    runs' own step, 4 × 600 W + 4 × 100 W for 60 s) shared a second time: 3001 84 kJ over 4.804 kWh."""
+    wh, labelled = site
+    refresh_capacity(wh, "t2", at("10:00"), at("12:00"))
+    want = LABELLED_KWH if labelled else {"3001": NODE_SHARE_KWH, "3002": NODE_SHARE_KWH}
+    got = {r["job_id"]: r["gpu_kwh"] for r in run_mart(wh, "job_energy", cluster="t2", window=OCT).to_dicts()}
+    assert got == pytest.approx(want)
+    [law] = run_checks(wh, cluster="t2", window=OCT, names=["run_energy_within_node"])
+    assert law.status == "holds", law.rows.to_dicts()

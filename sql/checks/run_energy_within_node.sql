@@ -28,10 +28,13 @@ grain AS (
           FROM run_sample_hour FINAL
           WHERE cluster = {cluster:String} AND hour >= w0 AND hour < w1 AND attribution = 'gpu'
           UNION ALL
-          SELECT node, hour + toIntervalHour(1) AS hour, next_hour_energy_j, other_next_hour_j, 0.
-          FROM run_sample_hour FINAL
-          WHERE cluster = {cluster:String} AND hour >= w0 - toIntervalHour(1) AND hour < w1 - toIntervalHour(1)
-            AND attribution = 'gpu')
+          -- (the shifted hour under another name inside: the engine reads a SELECT's alias in its WHERE)
+          SELECT node, read_hour AS hour, own_j, other_j, 0.
+          FROM (SELECT node, hour + toIntervalHour(1) AS read_hour, next_hour_energy_j AS own_j,
+                       other_next_hour_j AS other_j
+                FROM run_sample_hour FINAL
+                WHERE cluster = {cluster:String} AND hour >= w0 - toIntervalHour(1)
+                  AND hour < w1 - toIntervalHour(1) AND attribution = 'gpu'))
     GROUP BY node, hour
 ),
 runs AS (

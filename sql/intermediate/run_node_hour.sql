@@ -38,9 +38,12 @@ labelled AS (
                  gpu_counter_energy_j - next_hour_counter_j AS c
           FROM run_sample_hour FINAL WHERE hour >= w0 AND hour < w1 AND attribution = 'gpu'
           UNION ALL
-          SELECT cluster, node, hour + toIntervalHour(1) AS hour, next_hour_energy_j AS j, next_hour_counter_j AS c
-          FROM run_sample_hour FINAL
-          WHERE hour >= w0 - toIntervalHour(1) AND hour < w1 - toIntervalHour(1) AND attribution = 'gpu')
+          -- (the shifted hour under another name inside: the engine reads a SELECT's alias in its WHERE)
+          SELECT cluster, node, read_hour AS hour, j, c
+          FROM (SELECT cluster, node, hour + toIntervalHour(1) AS read_hour, next_hour_energy_j AS j,
+                       next_hour_counter_j AS c
+                FROM run_sample_hour FINAL
+                WHERE hour >= w0 - toIntervalHour(1) AND hour < w1 - toIntervalHour(1) AND attribution = 'gpu'))
     GROUP BY cluster, node, hour
 ),
 fresh_rates AS (
