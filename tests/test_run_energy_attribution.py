@@ -158,7 +158,7 @@ def test_a_hand_made_energy_row_breaks_the_law(site):
     [over] = [r for r in rows if r["figure"].startswith("Σ labelled runs")]
     assert over["key"] == "n1 2026-10-05 10:00", rows
     # the node-hour drew the runs' own and the idle step read at 10:00, no run's: a megajoule over, less that
-    assert over["off_by"] == pytest.approx(1e6 - IDLE_STEP_J, rel=1e-9)
+    assert over["off_by"] == pytest.approx((1e6 - IDLE_STEP_J) / 3.6e6, rel=1e-9)  # kWh
 
 
 def test_a_refresh_ending_inside_the_runs_gives_the_same_energy(site):

@@ -8,8 +8,9 @@
 -- why: the energy counter's steps are counted once per node-hour by capacity_node_hour (gpu_hour) and split
 --   among the runs by the one attribution rule (sql/functions/reading_is_runs.sql); more than the node drew is
 --   a step counted for two runs or twice, and a run-level sum off the node's is a grain written by another
---   version of the SQL, or a hand-made row. To 1e-6 of the node-hour's energy (it is rounded to the mJ).
--- Rows: section, key (node and hour), figure, value, bound, off_by (J). Node-hours capacity_node_hour has
+--   version of the SQL, or a hand-made row. In kWh, to law_breaks' 1e-6 kWh (3.6 J: under 1e-6 of a busy
+--   node-hour's energy; capacity_node_hour rounds it to the mJ).
+-- Rows: section, key (node and hour), figure, value, bound, off_by (kWh). Node-hours capacity_node_hour has
 --   telemetry for (the hours that ended by the cut).
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
@@ -43,24 +44,28 @@ runs AS (
     WHERE cluster = {cluster:String} AND hour >= w0 AND hour < w1
     GROUP BY node, hour
 ),
-compared AS (
+within AS (
     SELECT 'run_sample_hour vs capacity_node_hour' AS section,
            concat(n.node, ' ', formatDateTime(n.hour, '%F %H:00')) AS key,
            'Σ labelled runs'' own + other jobs'' GPU energy ≤ node-hour GPU energy' AS figure,
-           ifNull(g.own_j, 0) + ifNull(g.other_j, 0) AS value, n.energy_j AS bound
+           (ifNull(g.own_j, 0) + ifNull(g.other_j, 0)) / 3.6e6 AS value, n.energy_j / 3.6e6 AS bound
     FROM node AS n LEFT JOIN grain AS g ON g.node = n.node AND g.hour = n.hour
-    UNION ALL
-    SELECT 'run_node_hour vs capacity_node_hour',
-           concat(n.node, ' ', formatDateTime(n.hour, '%F %H:00')),
-           'Σ runs'' GPU energy (own, read in the hour its steps end in, + the rest) = node-hour GPU energy',
-           r.energy_j - ifNull(g.own_piece_j, 0) + ifNull(g.own_j, 0), n.energy_j
+),
+agrees AS (
+    SELECT 'run_node_hour vs capacity_node_hour' AS section,
+           concat(n.node, ' ', formatDateTime(n.hour, '%F %H:00')) AS key,
+           'Σ runs'' GPU energy (own, read in the hour its steps end in, + the rest) = node-hour GPU energy' AS figure,
+           (r.energy_j - ifNull(g.own_piece_j, 0) + ifNull(g.own_j, 0)) / 3.6e6 AS value, n.energy_j / 3.6e6 AS bound
     FROM node AS n
     INNER JOIN runs AS r ON r.node = n.node AND r.hour = n.hour
     LEFT JOIN grain AS g ON g.node = n.node AND g.hour = n.hour
     WHERE n.allocated_gpu_s > 0
 )
-SELECT section, key, figure, value, bound, value - bound AS off_by
-FROM compared
-WHERE if(figure LIKE '%≤%', value > bound * (1 + 1e-6) + 1e-3, abs(value - bound) > abs(bound) * 1e-6 + 1e-3)
+SELECT * FROM (
+    SELECT section, key, figure, value, bound, value - bound AS off_by FROM within
+    WHERE law_breaks_le(value, bound)
+    UNION ALL
+    SELECT section, key, figure, value, bound, value - bound AS off_by FROM agrees
+    WHERE law_breaks_eq(value, bound))
 ORDER BY section, abs(off_by) DESC, key, figure
 SETTINGS join_use_nulls = 1;
