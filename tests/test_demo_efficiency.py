@@ -266,3 +266,59 @@ def test_each_planted_case_reads_its_planted_figure_however_short(demo):
                 # the others at work (a run of a few minutes, under one step, averages in the readings of its
                 # start: the 31-day demo's 1012175, 261 s, reads 25 % on its working GPUs, as DuckDB does)
                 assert min(v for k, v in by_gpu.items() if k != (case["node"], case["gpu"])) > 30, run["job_id"]
+
+
+def test_a_runs_gpu_energy_on_shared_nodes_is_its_own_gpus_counters(demo):
+    """Round 6 (a run's GPU energy by the one attribution rule): for every finished run of the demo that shares
+    a node-hour with another run and whose GPUs the hpc_job label names in each of its node-hours, the GPU energy
+    run_sample_hour gives it (what job_efficiency and job_energy take, with the node-hour's rest) = DuckDB's
+    over the raw Parquet: each counter step [ts - step, ts) (its value less the GPU's previous one, or the whole
+    value after a reset) of the run's GPUs read at a reading its label or no label names, counted for the part
+    of the step inside [Start, End). And the energy mart's GPU kWh stays the node-hours' the runs held (the old
+    node share's total: capacity_node_hour's GPU energy of every node-hour with GPU time allocated) plus only
+    the runs' last steps, read after their end in hours nobody held the node."""
+    from ops_warehouse.analytics.api import connect
+
+    data, con, *_ = demo
+    con.execute(f"""
+        CREATE OR REPLACE VIEW steps AS
+        SELECT Hostname AS node, gpu::INT AS gpu, timestamp AS ts, coalesce(hpc_job, '') AS job,
+               CASE WHEN prev IS NULL THEN NULL WHEN c < prev THEN c ELSE c - prev END / 1000.0 AS e_j
+        FROM (SELECT *, DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION::DOUBLE AS c,
+                     lag(DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION::DOUBLE) OVER (PARTITION BY Hostname, gpu
+                                                                             ORDER BY timestamp) AS prev
+              FROM dcgm);
+        CREATE OR REPLACE VIEW own AS
+        SELECT h.raw, sum(s.e_j * (epoch(least(s.ts, h.t1)) - epoch(greatest(s.ts - INTERVAL {STEP_S} SECOND, h.t0)))
+                          / {STEP_S}) AS own_j
+        FROM held AS h
+        JOIN steps AS s ON s.node = h.node AND s.gpu = h.gpu::INT AND s.ts > h.t0
+         AND s.ts - INTERVAL {STEP_S} SECOND < h.t1 AND (s.job = h.raw OR s.job = '')
+        GROUP BY h.raw;
+    """)
+    # by sacct's JobID (the product's job_id), runs of a job id that ran once (a requeued job's share the raw id)
+    want = dict(con.execute("SELECT r.job_id, o.own_j FROM own AS o JOIN runs AS r ON r.raw = o.raw "
+                            "WHERE r.raw IN (SELECT raw FROM runs GROUP BY raw HAVING count(*) = 1)").fetchall())
+    finished = {r[0] for r in con.execute(
+        f"SELECT job_id FROM runs WHERE t1 < TIMESTAMP '{END:%Y-%m-%d}' "
+        "AND raw IN (SELECT raw FROM runs GROUP BY raw HAVING count(*) = 1)").fetchall()}
+    wh = connect(f"chdb://{data.parent / 'warehouse'}")
+    try:
+        got = wh.sql("""
+            WITH r AS (SELECT job_id, node, hour, attribution, gpu_energy_j FROM run_sample_hour FINAL),
+            shared AS (SELECT node, hour FROM r GROUP BY node, hour HAVING uniqExact(job_id) > 1)
+            SELECT job_id, sum(ifNull(gpu_energy_j, 0)) AS own_j, min(attribution = 'gpu') AS labelled,
+                   max((node, hour) IN (SELECT node, hour FROM shared)) AS on_shared
+            FROM r GROUP BY job_id HAVING labelled AND on_shared""")
+        totals = wh.sql("""
+            SELECT (SELECT sum(gpu_energy_j) FROM capacity_node_hour FINAL WHERE allocated_gpu_s > 0
+                    AND hour >= '2026-10-01 00:00:00' AND hour < '2026-11-01 00:00:00') / 3.6e6 AS before_kwh""")
+        energy = wh.mart("energy", "2026-10").filter(pl.col("project_key") == "").row(0, named=True)
+    finally:
+        wh.close()
+    runs = {r["job_id"]: r["own_j"] for r in got.to_dicts() if r["job_id"] in finished}
+    assert len(runs) >= 50, len(runs)
+    assert runs == pytest.approx({j: want.get(j, 0.0) for j in runs}, rel=1e-6, abs=1e-3)
+    before = totals["before_kwh"][0]
+    # the runs' last steps, read after their end (at most a step of each run on each node), are now theirs
+    assert before <= energy["gpu_kwh"] <= before * 1.005, (before, energy["gpu_kwh"])

@@ -4,11 +4,19 @@
 --              spread evenly over its nodes, one row per node and hour it held; [s, e) is the part of the
 --              hour it held the node
 --   telemetry  the node's row of capacity_node_hour for the hour, as rates a run's GPU-seconds there are
---              multiplied by: the node's activity and energy per GPU-second allocated on it (runs sharing a
---              node share its activity by their allocation: exact for whole-node jobs, right in total for
---              shared nodes because unallocated GPUs do no work), its telemetry coverage and NIC/storage bytes
+--              multiplied by: the node's activity per GPU-second allocated on it (runs sharing a node share
+--              its activity by their allocation: exact for whole-node jobs, right in total for shared nodes
+--              because unallocated GPUs do no work), its telemetry coverage and NIC/storage bytes
 --              per GPU-second of its capacity (node-level counters, shared by the run's part of the GPUs),
 --              and its mean GPU utilization (node_util: stragglers)
+--   energy     the run's GPU energy per its GPU-second there (energy_j_per_allocated, counter_j_per_allocated
+--              of it from counters; it_j_per_allocated adds the rest of the node's, shared by allocation):
+--              a run whose hpc_job label names its GPUs has its own (run_sample_hour's gpu_energy_j, by the
+--              one attribution rule, migration 0025) and the node-hour's rest, capacity_node_hour's GPU energy
+--              less the labelled runs' (their readings' steps counted in the hour each is read in, as
+--              gpu_hour counts them: the idle GPUs', the unlabelled readings', another job's), goes to the
+--              other runs there by their GPU time, or where every run there is labelled, to all of them by
+--              their GPU time, as the whole node-hour's went before: the node-hours' sums do not move
 --   replaced   the hours' rows are written again; a row of these hours the fan-out no longer produces (a
 --              run shortened, moved, or no longer holding GPUs) is written deleted (is_deleted = 1), so FINAL
 --              shows what a clean refresh would
@@ -17,12 +25,28 @@
 --- unit = "hour"
 --- grain = "hourly"
 --- writes = ["run_node_hour"]
---- reads = ["run_fanout", "capacity_node_hour"]
+--- reads = ["run_fanout", "capacity_node_hour", "run_sample_hour"]
 INSERT INTO run_node_hour
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
     toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1,
-fresh AS (
+-- the labelled runs' GPU energy per node-hour, counted in the hour each step is read in (gpu_hour's, hence
+-- capacity_node_hour's): a row's steps less those read in the next hour, and the previous hour's rows' those
+labelled AS (
+    SELECT cluster, node, hour, sum(j) AS own_j, sum(c) AS own_c
+    FROM (SELECT cluster, node, hour, ifNull(gpu_energy_j, 0) - next_hour_energy_j AS j,
+                 gpu_counter_energy_j - next_hour_counter_j AS c
+          FROM run_sample_hour FINAL WHERE hour >= w0 AND hour < w1 AND attribution = 'gpu'
+          UNION ALL
+          -- (the shifted hour under another name inside: the engine reads a SELECT's alias in its WHERE)
+          SELECT cluster, node, read_hour AS hour, j, c
+          FROM (SELECT cluster, node, hour + toIntervalHour(1) AS read_hour, next_hour_energy_j AS j,
+                       next_hour_counter_j AS c
+                FROM run_sample_hour FINAL
+                WHERE hour >= w0 - toIntervalHour(1) AND hour < w1 - toIntervalHour(1) AND attribution = 'gpu'))
+    GROUP BY cluster, node, hour
+),
+fresh_rates AS (
     SELECT f.cluster AS cluster, f.hour AS hour, f.node AS node, f.job_id AS job_id, f.submit_ts AS submit_ts,
            f.account AS account, f.reservation AS reservation, toUInt32(f.run_node_count) AS run_node_count,
            toFloat64(f.gpus_per_node) AS gpus_per_node,
@@ -34,9 +58,15 @@ fresh AS (
            c.sm_gpu_s / nullIf(c.allocated_gpu_s, 0) AS sm_per_allocated,
            c.tensor_gpu_s / nullIf(c.allocated_gpu_s, 0) AS tensor_per_allocated,
            c.dram_gpu_s / nullIf(c.allocated_gpu_s, 0) AS dram_per_allocated,
-           c.gpu_energy_j / nullIf(c.allocated_gpu_s, 0) AS energy_j_per_allocated,
-           c.gpu_counter_energy_j / nullIf(c.allocated_gpu_s, 0) AS counter_j_per_allocated,
-           c.it_energy_j / nullIf(c.allocated_gpu_s, 0) AS it_j_per_allocated,
+           -- the run's own GPU energy where the label names its GPUs; the node-hour's rest after the labelled
+           -- runs' (never below 0: a step read after the cut, which capacity_node_hour leaves out)
+           ifNull(x.attribution = 'gpu', 0) AS is_labelled,
+           if(is_labelled, ifNull(x.gpu_energy_j, 0), 0) AS own_j,
+           if(is_labelled, x.gpu_counter_energy_j, 0) AS own_c,
+           greatest(0., c.gpu_energy_j - ifNull(l.own_j, 0)) AS rest_j,
+           greatest(0., c.gpu_counter_energy_j - ifNull(l.own_c, 0)) AS rest_c,
+           c.allocated_gpu_s AS allocated_gpu_s,
+           (c.it_energy_j - c.gpu_energy_j) / nullIf(c.allocated_gpu_s, 0) AS rest_of_node_j_per_allocated,
            node_energy_measured(c.node_power_w_avg, c.node_covered_s) AS node_power_measured,
            c.nic_rx_bytes / nullIf(c.capacity_gpu_s, 0) AS nic_rx_per_capacity,
            c.nic_tx_bytes / nullIf(c.capacity_gpu_s, 0) AS nic_tx_per_capacity,
@@ -58,6 +88,23 @@ fresh AS (
                FROM capacity_node_hour FINAL WHERE hour >= w0 AND hour < w1
                GROUP BY cluster, node, hour) AS c
         ON c.cluster = f.cluster AND c.node = f.node AND c.hour = f.hour
+    LEFT JOIN (SELECT cluster, node, hour, job_id, submit_ts, attribution, gpu_energy_j, gpu_counter_energy_j
+               FROM run_sample_hour FINAL WHERE hour >= w0 AND hour < w1) AS x
+        ON x.cluster = f.cluster AND x.node = f.node AND x.hour = f.hour AND x.job_id = f.job_id
+       AND x.submit_ts = f.submit_ts
+    LEFT JOIN labelled AS l ON l.cluster = f.cluster AND l.node = f.node AND l.hour = f.hour
+),
+-- the rest per GPU-second: to the unlabelled runs of the node-hour by their GPU time, or where none is, to
+-- every run by its GPU time (of the node's allocated GPU time)
+fresh AS (
+    SELECT *,
+           if(unlabelled_gpu_s > 0, if(is_labelled, 0., 1. / unlabelled_gpu_s), 1. / nullIf(allocated_gpu_s, 0))
+               AS rest_share,
+           own_j / nullIf(gpu_s, 0) + rest_j * rest_share AS energy_j_per_allocated,
+           own_c / nullIf(gpu_s, 0) + rest_c * rest_share AS counter_j_per_allocated,
+           energy_j_per_allocated + rest_of_node_j_per_allocated AS it_j_per_allocated
+    FROM (SELECT *, sum(if(is_labelled, 0., gpu_s)) OVER (PARTITION BY cluster, node, hour) AS unlabelled_gpu_s
+          FROM fresh_rates)
 ),
 gone AS (
     SELECT cluster, hour, node, job_id, submit_ts

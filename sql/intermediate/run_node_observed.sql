@@ -8,8 +8,10 @@
 --   covered_gpu_s   of those, the GPU-seconds the samples' steps covered; busy_gpu_s those at or over the
 --                   idle threshold; util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s the activities × time
 --   own_gpus        1 when the label named the run's GPUs in every node-hour
---   gpu_energy_j, nic_*_bytes, storage_*_bytes  the node-hour's rates shared by the run's part of the node's
---                   allocated GPU time: the sample grain carries no power or byte figure
+--   gpu_energy_j    the run's GPU energy (run_node_hour's energy_j_per_allocated: a labelled run's own GPUs'
+--                   counters, run_sample_hour's, and a share of the node-hour's rest)
+--   nic_*_bytes, storage_*_bytes  the node-hour's rates shared by the run's part of the node's allocated GPU
+--                   time: the sample grain carries no byte figure
 --   gpu_model       the node's (capacity_node_hour; NULL where it has no capacity row)
 -- An included query (kind "include", as run_fanout): nothing creates or runs it on its own.
 --- [model]

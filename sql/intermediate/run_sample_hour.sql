@@ -31,6 +31,12 @@
 --   other      'gpu' rows keep apart the readings another job's label names (other_job_gpu_s,
 --   jobs'      other_job_busy_gpu_s, migration 0024): not the run's figures, but the GPU was allocated to it
 --   readings   and seen, so capacity_node_hour's allocated observed and busy time add them
+--   energy     'gpu' rows carry the run's GPU energy by the same rule (migration 0025): the energy counter's
+--              steps of its readings, each [ts - step_s, ts) (the counter's step ends at the reading, as
+--              run_gpus reads it), cut at the hours and counted for the part the run held; the steps another
+--              job's label names kept apart (other_job_energy_j); the parts read at the next hour's samples
+--              said (next_hour_*: gpu_hour counts a step in the hour it ends in). 'node share' rows carry none:
+--              run_node_hour shares the node-hour's rest (capacity_node_hour's GPU energy less the 'gpu' runs')
 -- busy ≤ observed ≤ allocated in every row by construction (observed + other_job_gpu_s ≤ allocated). Rows are
 -- written only where samples exist: in the
 -- node-hours of the window that samples' steps cover, the old rows the refresh does not write again are
@@ -50,7 +56,8 @@
 -- holds tens of millions of samples: kept in memory, they would be held beside the joins' own tables).
 -- (the staged tables a refresh killed in this session left, dropped in one statement: each is a round trip
 -- and a plan, 13 of a night's ~100 statements when dropped one by one)
-DROP TEMPORARY TABLE IF EXISTS _rsh_fan, _rsh_g, _rsh_piece, _rsh_ident, _rsh_own_piece, _rsh_touched, _rsh_new;
+DROP TEMPORARY TABLE IF EXISTS _rsh_fan, _rsh_g, _rsh_piece, _rsh_ident, _rsh_own_piece, _rsh_touched, _rsh_new,
+    _rsh_epiece, _rsh_energy, _rsh_gh;
 
 -- fan: the window's fan-out, each run's part [hs, he) of each node-hour
 CREATE TEMPORARY TABLE _rsh_fan ENGINE = Memory AS
@@ -65,7 +72,9 @@ WITH
     toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1
 SELECT cluster, node, gpu, ts, addSeconds(ts, step_s) AS te, hpc_job, gpu_util_pct IS NOT NULL AS has_util,
        toFloat64(ifNull(gpu_util_pct, 0)) AS util_pct, toFloat64(ifNull(sm_active, 0)) AS sm,
-       toFloat64(ifNull(tensor_active, 0)) AS tensor, toFloat64(ifNull(dram_active, 0)) AS dram
+       toFloat64(ifNull(tensor_active, 0)) AS tensor, toFloat64(ifNull(dram_active, 0)) AS dram,
+       -- the energy counter's step ends at the reading: [es, ts) (migration 0025)
+       subtractSeconds(ts, step_s) AS es, energy_j, power_w
 FROM gpu_sample FINAL
 PREWHERE ts >= w0 - toIntervalHour(1) AND ts < w1 + toIntervalHour(1);
 
@@ -108,7 +117,34 @@ INNER JOIN labels AS l ON l.cluster = f.cluster AND l.node = f.node AND l.hour =
 WHERE arrayExists(t -> t >= f.run_start_ts AND t < f.run_end_ts, l.tss)
 GROUP BY cluster, hour, node, job_id, submit_ts, gpu;
 
-DROP TEMPORARY TABLE _rsh_g;
+-- the energy of each GPU-hour (the hour a counter's step ends in, gpu_hour's) as capacity_node_hour counts it:
+-- its counters' steps, and for a GPU-hour without a counter its mean power × each reading's step
+CREATE TEMPORARY TABLE _rsh_gh ENGINE = Memory AS
+SELECT cluster, node, gpu, toStartOfHour(ts) AS th, countIf(energy_j IS NOT NULL) > 0 AS has_counter,
+       avg(power_w) AS power_avg
+FROM _rsh_g
+GROUP BY cluster, node, gpu, th;
+
+-- each reading's counter step [es, ts) cut at the hours of the window: [ps, pe), its energy e_j (c_j of it from
+-- the counter; NULL where the GPU-hour has neither a counter nor a power), nxt where the step is read in a
+-- later hour than the piece's (the law and run_node_hour's rest count it in the hour it is read in)
+CREATE TEMPORARY TABLE _rsh_epiece ENGINE = MergeTree ORDER BY tuple() AS
+WITH
+    toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
+    toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1
+SELECT cluster, node, gpu, hpc_job, hour, greatest(es, hour) AS ps, least(ts, hour + 3600) AS pe, step, e_j, c_j,
+       toStartOfHour(ts) > hour AS nxt
+FROM (SELECT g.cluster AS cluster, g.node AS node, g.gpu AS gpu, g.hpc_job AS hpc_job, g.es AS es, g.ts AS ts,
+             toFloat64(toInt64(g.ts) - toInt64(g.es)) AS step,
+             if(h.has_counter, toFloat64(ifNull(g.energy_j, 0)), h.power_avg * step) AS e_j,
+             if(h.has_counter, toFloat64(ifNull(g.energy_j, 0)), 0.) AS c_j
+      FROM _rsh_g AS g
+      INNER JOIN _rsh_gh AS h ON h.cluster = g.cluster AND h.node = g.node AND h.gpu = g.gpu
+                              AND h.th = toStartOfHour(g.ts))
+ARRAY JOIN hours_touched(es, ts) AS hour
+WHERE hour >= w0 AND hour < w1 AND step > 0;
+
+DROP TEMPORARY TABLE _rsh_g, _rsh_gh;
 
 -- each identified GPU's step pieces, with the part of each that the run held (o); mine: whether the reading is
 -- the run's, not one another job's label names (reading_is_runs: run_gpus' rule, so `users` and `ops-report
@@ -123,6 +159,27 @@ SELECT i.cluster AS cluster, i.hour AS hour, i.node AS node, i.job_id AS job_id,
 FROM _rsh_ident AS i
 INNER JOIN _rsh_piece AS p ON p.cluster = i.cluster AND p.node = i.node AND p.hour = i.hour AND p.gpu = i.gpu
 WHERE p.pe > i.hs AND p.ps < i.he;
+
+-- a 'gpu' run's GPU energy per node-hour (migration 0025): the counter steps of the readings the rule gives it
+-- (reading_is_runs, as its other figures), each step's energy spread evenly over it and counted for the part the
+-- run held; the steps of readings another job's label names kept apart (not the run's: the node-hour's rest).
+-- Not scaled by the allocation's spread over the GPUs (k): joules drawn by the GPUs the label names
+CREATE TEMPORARY TABLE _rsh_energy ENGINE = Memory AS
+SELECT cluster, hour, node, job_id, submit_ts,
+       if(countIf(mine AND part_j IS NOT NULL) = 0, NULL, sum(if(mine, ifNull(part_j, 0), 0))) AS own_j,
+       sum(if(mine, part_c, 0)) AS own_c,
+       sum(if(mine, 0, ifNull(part_j, 0))) AS other_j,
+       sum(if(mine AND nxt, ifNull(part_j, 0), 0)) AS next_j,
+       sum(if(mine AND nxt, part_c, 0)) AS next_c,
+       sum(if(NOT mine AND nxt, ifNull(part_j, 0), 0)) AS other_next_j
+FROM (SELECT i.cluster AS cluster, i.hour AS hour, i.node AS node, i.job_id AS job_id, i.submit_ts AS submit_ts,
+             reading_is_runs(e.hpc_job, i.raw_id) AS mine, e.nxt AS nxt,
+             e.e_j * toFloat64(overlap_s(e.ps, e.pe, i.hs, i.he)) / e.step AS part_j,
+             e.c_j * toFloat64(overlap_s(e.ps, e.pe, i.hs, i.he)) / e.step AS part_c
+      FROM _rsh_ident AS i
+      INNER JOIN _rsh_epiece AS e ON e.cluster = i.cluster AND e.node = i.node AND e.hour = i.hour AND e.gpu = i.gpu
+      WHERE e.pe > i.hs AND e.ps < i.he)
+GROUP BY cluster, hour, node, job_id, submit_ts;
 
 -- the rows of the window, staged, so that the old rows are deleted only where some are not written again: a
 -- lightweight DELETE of the touched node-hours' rows rewrote the row mask of the month's part every night,
@@ -197,12 +254,15 @@ shared AS (
           FROM (SELECT *, sum(ao) OVER (PARTITION BY cluster, node, hour, ts) AS h FROM held_at WHERE ao > 0))
     GROUP BY cluster, hour, node, job_id, submit_ts
 )
-SELECT cluster, hour, node, job_id, submit_ts, 'gpu', seen * k, busy_s * k, util_s * k, sm_s * k, tensor_s * k,
-       dram_s * k, other_s * k, other_busy_s * k, {idle_util_pct:Float64}, now64(3)
-FROM own
+SELECT o.cluster, o.hour, o.node, o.job_id, o.submit_ts, 'gpu', o.seen * o.k, o.busy_s * o.k, o.util_s * o.k,
+       o.sm_s * o.k, o.tensor_s * o.k, o.dram_s * o.k, o.other_s * o.k, o.other_busy_s * o.k, e.own_j, e.own_c,
+       e.other_j, e.next_j, e.next_c, e.other_next_j, {idle_util_pct:Float64}, now64(3)
+FROM own AS o
+LEFT JOIN _rsh_energy AS e ON e.cluster = o.cluster AND e.hour = o.hour AND e.node = o.node AND e.job_id = o.job_id
+                          AND e.submit_ts = o.submit_ts
 UNION ALL
 SELECT cluster, hour, node, job_id, submit_ts, 'node share', seen, busy_s, util_s, sm_s, tensor_s, dram_s, 0., 0.,
-       {idle_util_pct:Float64}, now64(3)
+       CAST(NULL AS Nullable(Float64)), 0., 0., 0., 0., 0., {idle_util_pct:Float64}, now64(3)
 FROM shared;
 
 -- a guard (etl/grains.py runs the statement after a SELECT only where it returns true): whether an old row of
@@ -224,8 +284,10 @@ WHERE hour >= toDateTime({from_ts:DateTime('UTC')}, 'UTC') AND hour < toDateTime
         AND ts < toDateTime({to_ts:DateTime('UTC')}, 'UTC'));
 
 INSERT INTO run_sample_hour (cluster, hour, node, job_id, submit_ts, attribution, observed_gpu_s, busy_gpu_s,
-    util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s, other_job_gpu_s, other_job_busy_gpu_s, idle_util_pct,
-    refreshed_at)
+    util_gpu_s, sm_gpu_s, tensor_gpu_s, dram_gpu_s, other_job_gpu_s, other_job_busy_gpu_s, gpu_energy_j,
+    gpu_counter_energy_j, other_job_energy_j, next_hour_energy_j, next_hour_counter_j, other_next_hour_j,
+    idle_util_pct, refreshed_at)
 SELECT * FROM _rsh_new;
 
-DROP TEMPORARY TABLE IF EXISTS _rsh_fan, _rsh_piece, _rsh_ident, _rsh_own_piece, _rsh_touched, _rsh_new;
+DROP TEMPORARY TABLE IF EXISTS _rsh_fan, _rsh_piece, _rsh_ident, _rsh_own_piece, _rsh_touched, _rsh_new, _rsh_epiece,
+    _rsh_energy;

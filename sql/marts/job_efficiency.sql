@@ -5,11 +5,11 @@
 -- run, else its share of the node's), the part of each hour inside the window, read per run and node by
 -- sql/intermediate/run_node_observed.sql, which run_observed.sql includes too: so a run's observed_gpu_h,
 -- gpu_util_pct, SM/tensor/DRAM activity, delivered compute and per-node straggler figures are run_observed's,
--- `users`' and `ops-report job`'s (law: sql/checks/run_activity_agrees.sql). Energy, NIC and storage bytes
--- stay the node-hour's rates (capacity_node_hour) shared by the run's part of the node's allocated GPU time:
--- the sample grain carries no power or byte figure (a run's labelled GPUs' energy would be truer on a shared
--- node; node share is exact for whole-node jobs and right in total, since unallocated GPUs do no work: their
--- idle power is the error). Means are weighted by the run's GPU time with telemetry;
+-- `users`' and `ops-report job`'s (law: sql/checks/run_activity_agrees.sql). GPU energy by the same rule
+-- (run_node_hour's energy_j_per_allocated: a labelled run's own GPUs' counters, from run_sample_hour, and a
+-- share of the node-hour's rest; law run_energy_within_node); NIC and storage bytes stay the node-hour's
+-- rates shared by the run's part of the node's allocated GPU time (the sample grain carries no byte figure).
+-- Means are weighted by the run's GPU time with telemetry;
 -- energy in kWh; delivered compute = tensor activity × the GPU model's peak dense BF16 rate
 -- (cost_model.peak_bf16_tflops), in PFLOP. slowest_node / median_node_util_pct show stragglers: one node
 -- of a synchronous job well below its peers slows them all.

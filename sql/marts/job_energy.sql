@@ -8,12 +8,14 @@
 --                reports no power: node_power 'missing')
 -- Both formed once per node-hour by the capacity grain's refresh (capacity_node_hour: gpu_energy_j,
 -- gpu_counter_energy_j, node_power_w_avg, it_energy_j; migration 0020), for the hours that ended by the cut.
--- A run's part of both is its share of the node's allocated GPU time in the hour (run_node_hour.gpu_s ÷
--- capacity_node_hour.allocated_gpu_s), as the efficiency marts share the GPUs' activity: the energy of a node's
--- unallocated GPUs is shared by the runs on it (they held the node), and a node-hour with no run is nobody's
--- (energy.sql counts it as idle). run_node_hour keeps the node-hour's energy per allocated GPU-second
--- (energy_j_per_allocated, counter_j_per_allocated, it_j_per_allocated), so the share is the run's GPU-seconds
--- in the window × those rates.
+-- A run's GPU part by the one attribution rule (round 6, run_node_hour): where dcgm-exporter's hpc_job label
+-- names its GPUs, their counters' steps over its time (run_sample_hour's gpu_energy_j), and a share of the
+-- node-hour's rest (its unallocated GPUs', the unlabelled readings'), taken by the runs no label names there
+-- by their GPU time, else by all its runs; a run no label names, its share of the node's allocated GPU time.
+-- The rest of the node's energy is shared by allocated GPU time: the energy of a node's unallocated GPUs goes
+-- to the runs on it (they held the node), and a node-hour with no run is nobody's (energy.sql counts it as
+-- idle). run_node_hour keeps the run's energy per GPU-second of it in the node-hour (energy_j_per_allocated,
+-- counter_j_per_allocated, it_j_per_allocated), so its part is its GPU-seconds in the window × those rates.
 -- Columns: job_id, submit_ts, user, account, project, gpus, gpu_model, gpu_h (in the window);
 --   gpu_kwh (gpu_counter_kwh of it from counters), rest_kwh (the rest of its nodes), it_kwh = gpu_kwh + rest_kwh;
 --   facility_kwh   it_kwh × the GPU model's PUE (cost_model: [cost.<model>] pue)
