@@ -88,6 +88,16 @@ def _telemetry(root, labelled: bool):
 
 @pytest.fixture(params=[True, False], ids=["hpc_job label", "no label"])
 def site(request, tmp_path, cfg):
+    return _build(tmp_path, cfg, request.param), request.param
+
+
+@pytest.fixture
+def labelled_site(tmp_path, cfg):
+    """The site with dcgm-exporter's hpc_job label: the only form whose rows carry a run's own energy."""
+    return _build(tmp_path, cfg, True)
+
+
+def _build(tmp_path, cfg, labelled: bool):
     from ops_warehouse.warehouse import open_warehouse
 
     cfg.projects = {"proja": "A", "projb": "B"}
@@ -97,10 +107,10 @@ def site(request, tmp_path, cfg):
                                             "n1,h100,8,gpu,r1,2025-01-01\n")
     assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
     load_capacity(wh, inventory=tmp_path / "inventory.csv", cluster="t2")
-    _telemetry(tmp_path / "telemetry", request.param)
+    _telemetry(tmp_path / "telemetry", labelled)
     load_parquet_dir(wh, tmp_path, DAY, DAY, cluster="t2")
     refresh_capacity(wh, "t2", *OCT)
-    return wh, request.param
+    return wh
 
 
 def _duckdb_own_j(root) -> dict[str, float]:
@@ -144,10 +154,8 @@ def test_a_runs_gpu_energy_on_a_shared_node_is_its_own_gpus(site, tmp_path):
     assert [law.status for law in laws] == ["holds", "holds"], [law.rows.to_dicts() for law in laws]
 
 
-def test_a_hand_made_energy_row_breaks_the_law(site):
-    wh, labelled = site
-    if not labelled:
-        pytest.skip("the unlabelled runs' rows carry no energy of their own")
+def test_a_hand_made_energy_row_breaks_the_law(labelled_site):
+    wh = labelled_site
     # 3001's 10:00 row given a megajoule its GPUs did not draw: more than the node-hour drew
     wh.command("INSERT INTO run_sample_hour SELECT * REPLACE (gpu_energy_j + 1e6 AS gpu_energy_j, "
                "now64(3) + 1 AS refreshed_at) FROM run_sample_hour FINAL WHERE cluster = 't2' AND job_id = '3001' "
