@@ -16,7 +16,7 @@ from ops_warehouse.analytics.marts import each_mart_once
 from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.reports.monthly_render import to_json
 from ops_warehouse.warehouse import Warehouse
-from tests.test_monthly_scenario import ALLOCATED, AVAILABLE, CAPACITY, _sacct, scenario_warehouse
+from tests.test_monthly_scenario import ALLOCATED, AVAILABLE, CAPACITY, _sacct, scenario  # noqa: F401  (the module-scoped scenario warehouse, one per form)
 
 
 def test_groups_keep_includers_with_their_includes_and_follow_placed_tables():
@@ -28,14 +28,6 @@ def test_groups_keep_includers_with_their_includes_and_follow_placed_tables():
     assert groups({"x": ["t0", "t1"]}, {"t0": 0, "t1": 1}) == [(0, ["x"])]
 
 
-@pytest.fixture(scope="module")
-def scenario(form, tmp_path_factory, request):
-    from ops_warehouse.warehouse import close_embedded
-
-    wh = scenario_warehouse(form, tmp_path_factory.mktemp(f"two-handles-{form}"), tmp_path_factory, request)
-    yield wh
-    wh.close()
-    close_embedded()
 
 
 def _reports(wh, handles: int, monkeypatch) -> tuple[list[dict], list[tuple], dict]:

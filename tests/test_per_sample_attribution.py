@@ -45,9 +45,11 @@ JOBS = [(3001, "proja", "alice", "n1", range(0, 4), "10:00", "12:00", 90.0),
         (3003, "proja", "alice", "n2", range(0, 8), "14:30", "15:00", 90.0)]
 
 
-def _sacct(path):
+def write_sacct(path, jobs=JOBS):
+    """sacct lines of ``jobs`` ((id, account, user, node, GPUs, start, end, a figure), one node each), as
+    `sacct -P` prints them: tests/test_run_energy_attribution.py writes its own jobs with it."""
     lines = [HEAD]
-    for jid, acct, user, node, gpus, s, e, _ in JOBS:
+    for jid, acct, user, node, gpus, s, e, _ in jobs:
         s, e, n = at(s), at(e), len(gpus)
         submit = (s - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S")
         tres = f"billing={14 * n},cpu={14 * n},gres/gpu={n},mem=100G,node=1"
@@ -79,6 +81,11 @@ def _telemetry(root, labelled: bool):
         if labelled:
             row["hpc_job"] = job
         rows.append(row)
+    write_dcgm_day(root, rows)
+
+
+def write_dcgm_day(root, rows: list[dict]) -> None:
+    """The day's dcgm-exporter readings (one dict a GPU and minute) as the day file load_parquet_dir reads."""
     (root / "dcgm").mkdir(parents=True, exist_ok=True)
     pl.DataFrame(rows).with_columns(pl.col("timestamp").dt.cast_time_unit("ms")).write_parquet(
         root / "dcgm" / f"{DAY}.parquet")
@@ -90,7 +97,7 @@ def _jobs_and_nodes(cfg, tmp_path):
 
     cfg.projects = {"proja": "A", "projb": "B"}
     wh = open_warehouse(cfg)
-    _sacct(tmp_path / "sacct.psv")
+    write_sacct(tmp_path / "sacct.psv")
     (tmp_path / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
                                             "n1,h100,8,gpu,r1,2025-01-01\nn2,h100,8,gpu,r1,2025-01-01\n")
     assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0

@@ -33,7 +33,8 @@ from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.grains import refresh_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
-from tests.test_hung_and_idle_jobs import DAY, HEAD, OCT, at
+from tests.test_hung_and_idle_jobs import DAY, OCT, at
+from tests.test_per_sample_attribution import write_dcgm_day, write_sacct
 
 pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
 
@@ -45,18 +46,6 @@ OWN_J = {"3001": 4 * 600.0 * 7200, "3002": 4 * 100.0 * 7200}
 IDLE_STEP_J = 8 * IDLE_W * 60  # the step read at 10:00, in a node-hour the runs held, shared by GPU time
 LABELLED_KWH = {j: (e + IDLE_STEP_J / 2) / 3.6e6 for j, e in OWN_J.items()}
 NODE_SHARE_KWH = (9_940_800 + 10_080_000) / 2 / 3.6e6
-
-
-def _sacct(path):
-    lines = [HEAD]
-    for jid, acct, user, node, gpus, s, e, _ in JOBS:
-        s, e, n = at(s), at(e), len(gpus)
-        submit = (s - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S")
-        tres = f"billing={14 * n},cpu={14 * n},gres/gpu={n},mem=100G,node=1"
-        lines.append(f"{jid}|{jid}|t2|gpu|normal|{acct}|{acct}|1|{user}|1|{submit}|{submit}|"
-                     f"{s:%Y-%m-%dT%H:%M:%S}|{e:%Y-%m-%dT%H:%M:%S}|{int((e - s).total_seconds())}|2880|0:0|"
-                     f"COMPLETED|1|{14 * n}|{14 * n}|100G|{tres}|{tres}|{node}|||job{jid}")
-    path.write_text("\n".join(lines) + "\n")
 
 
 def _holder(t, gpu):
@@ -81,9 +70,7 @@ def _telemetry(root, labelled: bool):
             if labelled:
                 row["hpc_job"] = job
             rows.append(row)
-    (root / "dcgm").mkdir(parents=True, exist_ok=True)
-    pl.DataFrame(rows).with_columns(pl.col("timestamp").dt.cast_time_unit("ms")).write_parquet(
-        root / "dcgm" / f"{DAY}.parquet")
+    write_dcgm_day(root, rows)
 
 
 @pytest.fixture(params=[True, False], ids=["hpc_job label", "no label"])
@@ -102,7 +89,7 @@ def _build(tmp_path, cfg, labelled: bool):
 
     cfg.projects = {"proja": "A", "projb": "B"}
     wh = open_warehouse(cfg)
-    _sacct(tmp_path / "sacct.psv")
+    write_sacct(tmp_path / "sacct.psv", JOBS)
     (tmp_path / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
                                             "n1,h100,8,gpu,r1,2025-01-01\n")
     assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0

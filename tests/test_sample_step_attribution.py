@@ -51,6 +51,7 @@ from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from tests.conftest import warehouse_config
 from tests.test_hung_and_idle_jobs import DAY, HEAD, OCT
+from tests.test_per_sample_attribution import write_dcgm_day
 
 pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
 
@@ -95,9 +96,7 @@ def _telemetry(root, labelled: bool):
             if labelled:
                 row["hpc_job"] = job
             rows.append(row)
-    (root / "dcgm").mkdir(parents=True, exist_ok=True)
-    pl.DataFrame(rows).with_columns(pl.col("timestamp").dt.cast_time_unit("ms")).write_parquet(
-        root / "dcgm" / f"{DAY}.parquet")
+    write_dcgm_day(root, rows)
 
 
 def _load(wh, root, labelled: bool) -> None:
