@@ -33,7 +33,9 @@ WITH
 -- the labelled runs' GPU energy per node-hour, counted in the hour each step is read in (gpu_hour's, hence
 -- capacity_node_hour's): a row's steps less those read in the next hour, and the previous hour's rows' those
 labelled AS (
-    SELECT cluster, node, hour, sum(j) AS own_j, sum(c) AS own_c
+    -- (summed as Decimal microjoules: Float64 added in the threads' order came out a last bit apart between two
+    -- refreshes of the same rows, docs/sql.md)
+    SELECT cluster, node, hour, toFloat64(sum(toDecimal128(j, 6))) AS own_j, toFloat64(sum(toDecimal128(c, 6))) AS own_c
     FROM (SELECT cluster, node, hour, ifNull(gpu_energy_j, 0) - next_hour_energy_j AS j,
                  gpu_counter_energy_j - next_hour_counter_j AS c
           FROM run_sample_hour FINAL WHERE hour >= w0 AND hour < w1 AND attribution = 'gpu'
