@@ -4,6 +4,7 @@ collects all of it, and scripts/test's `-m ""` collects every test, so CI's coun
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -21,8 +22,11 @@ DEMO = "tests/test_demo.py::"  # every test of the demo: slow by its fixture
 
 
 def collected(*args: str) -> set[str]:
+    # without the caller's PYTEST_ADDOPTS: a suite run with -v in it (to see each test's name as it ends) made
+    # the inner --collect-only -q print its tree instead of the test ids
+    env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     p = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-n", "0",
-                        *args], cwd=REPO, capture_output=True, text=True, timeout=600)
+                        *args], cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
     return {line.strip() for line in p.stdout.splitlines() if "::" in line}
 
