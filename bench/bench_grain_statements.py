@@ -25,14 +25,15 @@ REPO = Path(__file__).resolve().parents[1]
 _PARAM = re.compile(r"\{(\w+):")
 
 
-def _statements(text: str) -> list[str]:
+def statements(text: str) -> list[str]:
+    """A grain file's statements, its run_fanout include inlined as the loader does."""
     from ops_warehouse.sqlfiles import split_statements, sql_query
 
     fanout = sql_query("intermediate/run_fanout.sql")
     return [s.replace("{{intermediate run_fanout}}", fanout) for s in split_statements(text)]
 
 
-def _timed(wh, stmts: list[str], params: dict) -> list[tuple[str, float, float]]:
+def timed(wh, stmts: list[str], params: dict) -> list[tuple[str, float, float]]:
     """(statement's head, wall s, CPU s) of each statement run; a guard's skipped statement is left out."""
     out, skip = [], False
     for stmt in stmts:
@@ -51,6 +52,21 @@ def _timed(wh, stmts: list[str], params: dict) -> list[tuple[str, float, float]]
     return out
 
 
+def day_params(day: str) -> dict:
+    """A night's refresh window for ``day`` (the day and the hour before), as etl/grains.py binds it."""
+    d0 = datetime.fromisoformat(day).replace(tzinfo=timezone.utc)
+    return {"from_ts": d0 - timedelta(hours=1), "to_ts": d0 + timedelta(days=1), "idle_util_pct": 5.0}
+
+
+def grain_sides(grain: str, before_ref: str) -> dict[str, list[str]]:
+    """{"before": the grain's statements at git ref ``before_ref``, "after": this tree's}."""
+    from ops_warehouse.sqlfiles import sql_text
+
+    old = subprocess.run(["git", "-C", str(REPO), "show", f"{before_ref}:sql/intermediate/{grain}.sql"],
+                         capture_output=True, text=True, check=True).stdout
+    return {"before": statements(old), "after": statements(sql_text(f"intermediate/{grain}.sql"))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--wh", required=True)
@@ -61,19 +77,15 @@ def main() -> None:
     a = ap.parse_args()
 
     from ops_warehouse.config import Config
-    from ops_warehouse.sqlfiles import sql_text
     from ops_warehouse.warehouse import open_warehouse
 
     wh = open_warehouse(Config(dsn=f"chdb://{a.wh}"))
-    d0 = datetime.fromisoformat(a.day).replace(tzinfo=timezone.utc)
-    params = {"from_ts": d0 - timedelta(hours=1), "to_ts": d0 + timedelta(days=1), "idle_util_pct": 5.0}
-    old = subprocess.run(["git", "-C", str(REPO), "show", f"{a.before_ref}:sql/intermediate/{a.grain}.sql"],
-                         capture_output=True, text=True, check=True).stdout
-    sides = {"before": _statements(old), "after": _statements(sql_text(f"intermediate/{a.grain}.sql"))}
+    params = day_params(a.day)
+    sides = grain_sides(a.grain, a.before_ref)
     best: dict[str, dict[tuple[int, str], tuple[float, float]]] = {"before": {}, "after": {}}
     for _ in range(a.repeat):
         for side in ("before", "after"):
-            for i, (head, w, c) in enumerate(_timed(wh, sides[side], params)):
+            for i, (head, w, c) in enumerate(timed(wh, sides[side], params)):
                 k = (i, head)
                 best[side][k] = min(best[side].get(k, (w, c)), (w, c), key=lambda x: x[1])
     for side in ("before", "after"):

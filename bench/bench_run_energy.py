@@ -16,40 +16,19 @@ before ÷ after (above 1: the change is faster).
 from __future__ import annotations
 
 import argparse
-import re
-import subprocess
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
+from bench_grain_statements import day_params, grain_sides, timed
 from peak_rss import peak_rss_mb
-
-REPO = Path(__file__).resolve().parents[1]
-_PARAM = re.compile(r"\{(\w+):")
-
-
-def _statements(text: str) -> list[str]:
-    from ops_warehouse.sqlfiles import split_statements, sql_query
-
-    fanout = sql_query("intermediate/run_fanout.sql")
-    return [s.replace("{{intermediate run_fanout}}", fanout) for s in split_statements(text)]
 
 
 def _run(wh, stmts: list[str], params: dict) -> tuple[float, float]:
     """The statements as etl/grains.py runs a refresh file (a SELECT guards the statement after it): wall and
-    CPU seconds."""
-    t, c = time.perf_counter(), time.process_time()
-    skip = False
-    for stmt in stmts:
-        if skip:
-            skip = False
-            continue
-        p = {k: v for k, v in params.items() if k in set(_PARAM.findall(stmt))}
-        if stmt.startswith("SELECT"):
-            skip = not wh.query_rows(stmt, p)[0][0]
-            continue
-        wh.client.command(stmt, parameters=p, settings={"optimize_on_insert": 0})
-    return time.perf_counter() - t, time.process_time() - c
+    CPU seconds, summed over bench_grain_statements' per-statement timings."""
+    out = timed(wh, stmts, params)
+    return sum(w for _, w, _ in out), sum(c for _, _, c in out)
 
 
 def main() -> None:
@@ -62,17 +41,11 @@ def main() -> None:
 
     from ops_warehouse.analytics.marts import run_mart
     from ops_warehouse.config import Config
-    from ops_warehouse.sqlfiles import sql_text
     from ops_warehouse.warehouse import open_warehouse
 
     wh = open_warehouse(Config(dsn=f"chdb://{a.wh}"))
-    d0 = datetime.fromisoformat(a.day).replace(tzinfo=timezone.utc)
-    params = {"from_ts": d0 - timedelta(hours=1), "to_ts": d0 + timedelta(days=1), "idle_util_pct": 5.0}
-    sides = {}
-    for f in ("run_sample_hour", "run_node_hour"):
-        old = subprocess.run(["git", "-C", str(REPO), "show", f"{a.before_ref}:sql/intermediate/{f}.sql"],
-                             capture_output=True, text=True, check=True).stdout
-        sides[f] = {"before": _statements(old), "after": _statements(sql_text(f"intermediate/{f}.sql"))}
+    params = day_params(a.day)
+    sides = {f: grain_sides(f, a.before_ref) for f in ("run_sample_hour", "run_node_hour")}
     best: dict[tuple[str, str], tuple[float, float]] = {}
     for _ in range(a.repeat):
         # the order a night runs them: run_sample_hour, then (capacity_node_hour, unchanged) run_node_hour
