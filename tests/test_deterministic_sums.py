@@ -55,12 +55,19 @@ def _same_bytes(frames: list[pl.DataFrame]) -> None:
         assert not differ, f"evaluation {i} differs from the first: {differ}"
 
 
+def _stable_with_parts(wh, cluster, name, parts, least) -> tuple[list[pl.DataFrame], pl.DataFrame]:
+    """The mart's evaluations, checked to be the same, and the per-run mart whose rows its totals add up (more
+    than `least` of them: a sum of a few rows cannot show the order's last digits)."""
+    frames = _evaluations(wh, cluster, name)
+    _same_bytes(frames)
+    rows = run_file(wh, f"marts/{parts}.sql", cluster=cluster, window=SMALL_WEEK)
+    assert rows.height > least
+    return frames, rows
+
+
 def test_energy_is_the_same_every_evaluation_and_its_runs_summed(week):
     wh, cluster = week
-    frames = _evaluations(wh, cluster, "energy")
-    _same_bytes(frames)
-    runs = run_file(wh, "marts/job_energy.sql", cluster=cluster, window=SMALL_WEEK)
-    assert runs.height > 1000  # enough runs for many blocks of 8
+    frames, runs = _stable_with_parts(wh, cluster, "energy", "job_energy", 1000)  # many blocks of 8
     e = {r["project_key"]: r for r in frames[0].to_dicts()}
     for key, part in [("", runs), *((p, runs.filter(pl.col("project") == p)) for p in e if p)]:
         for col in ("gpu_h", "gpu_kwh", "rest_kwh", "it_kwh", "facility_kwh"):
@@ -76,10 +83,7 @@ def test_job_energy_is_the_same_every_evaluation(week):
 
 def test_goodput_is_the_same_every_evaluation_and_its_campaigns_summed(week):
     wh, cluster = week
-    frames = _evaluations(wh, cluster, "goodput")
-    _same_bytes(frames)
-    campaigns = run_file(wh, "marts/campaigns.sql", cluster=cluster, window=SMALL_WEEK)
-    assert campaigns.height > 500
+    frames, campaigns = _stable_with_parts(wh, cluster, "goodput", "campaigns", 500)
     g = {r["project_key"]: r for r in frames[0].to_dicts()}
     for key, part in [("", campaigns), *((p, campaigns.filter(pl.col("project") == p)) for p in g if p)]:
         for col, of in (("gpu_h", "gpu_h"), ("lost_gpu_h", "lost_gpu_h"),
@@ -131,10 +135,7 @@ def test_whatif_capex_of_the_unchanged_replay_adds_exactly_nothing(week):
 
 def test_idle_gpu_users_is_the_same_every_evaluation_and_its_runs_summed(week):
     wh, cluster = week
-    frames = _evaluations(wh, cluster, "idle_gpu_users")
-    _same_bytes(frames)
-    runs = run_file(wh, "marts/idle_gpu_jobs.sql", cluster=cluster, window=SMALL_WEEK)
-    assert runs.height > 20
+    frames, runs = _stable_with_parts(wh, cluster, "idle_gpu_users", "idle_gpu_jobs", 20)
     u = {(r["level"], r["project"], r["user"]): r for r in frames[0].to_dicts()}
     assert u[("all", "", "")]["gpu_h"] == pytest.approx(math.fsum(runs["gpu_h"].to_list()), rel=1e-12)
     assert u[("all", "", "")]["capex"] == pytest.approx(math.fsum(runs["capex"].drop_nulls().to_list()), rel=1e-12)
