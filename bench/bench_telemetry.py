@@ -16,12 +16,19 @@ statement's CPU, the same files written once (counters cumulative, no stage, win
 bare insert, then the hourly energy and NIC bytes stepped at read time against the stored steps, compared.
 5. Prometheus (when installed): promtool backfill of the first day, then `load_prometheus` for that day and
    the server answering the same requests alone (bench/bench_prometheus.py).
+``--rounds N`` (issue 50 item 2, round 7): only the Parquet load and the engine's bare insert, alternated N times,
+each in a fresh child, the best of each by CPU and by wall; with ``--before DIR`` also the load of another
+tree (``uv pip install --no-deps --target DIR <tree>``: that tree's code and SQL first on PYTHONPATH) in the
+same rounds, before and after in one command:
+
+    .venv/bin/python bench/bench_telemetry.py --days 2 --nodes 32 --rounds 3 --before /tmp/main-site
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -309,14 +316,47 @@ def written_once(w, data: str, days: int) -> dict:
             "node_hours_differing": differ[1], "gpu_rows": differ[2], "once_gpu_rows": differ[3]}
 
 
-def run(kind: str, data: Path, work: Path, days: int) -> dict:
+def run(kind: str, data: Path, work: Path, days: int, path: str | None = None) -> dict:
+    """One child; ``path``: a tree installed apart, put first on its PYTHONPATH (the load as that tree does it)."""
     wh = work / f"wh-{kind}"
     shutil.rmtree(wh, ignore_errors=True)
+    env = {**os.environ, "PYTHONPATH": path} if path else None
     p = subprocess.run([sys.executable, __file__, "--child", kind, "--data", str(data), "--wh", str(wh),
-                        "--days", str(days)], capture_output=True, text=True)
+                        "--days", str(days)], capture_output=True, text=True, env=env)
+    shutil.rmtree(wh, ignore_errors=True)
     if p.returncode:
         raise SystemExit(p.stderr[-3000:])
     return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def rounds(data: Path, work: Path, days: int, n: int, before: str | None) -> None:
+    """The Parquet load (its grains' refresh apart) and the engine's bare insert of the same files, alternated
+    ``n`` times (and the load of the ``before`` tree, each round's order turned about): the best of each by CPU
+    seconds (the process's, the engine's threads included) and by wall; on a shared machine only figures of one
+    command compare."""
+    sides = ["after", "engine"] + (["before"] if before else [])
+    got: dict[str, list[dict]] = {s: [] for s in sides}
+    for r in range(n):
+        for side in sides if r % 2 == 0 else sides[::-1]:
+            x = run("ceiling" if side == "engine" else "product", data, work, days,
+                    before if side == "before" else None)
+            x.setdefault("load_cpu_s", x["cpu_s"])
+            x.setdefault("load_s", x["seconds"])
+            got[side].append(x)
+            print(f"round {r + 1} {side:6s}: CPU {x['load_cpu_s']:6.2f} s, wall {x['load_s']:6.2f} s, "
+                  f"peak RSS {x['peak_rss_mb']:,.0f} MB, load average {os.getloadavg()[0]:.1f}", flush=True)
+    best = {s: (min(x["load_cpu_s"] for x in got[s]), min(x["load_s"] for x in got[s])) for s in sides}
+    rows = got["after"][0]["rows"]
+    for s in sides:
+        cpu, wall = best[s]
+        ratio = "" if s == "engine" else (f", ratio to the engine {best['engine'][0] / cpu:.2f} by CPU, "
+                                          f"{best['engine'][1] / wall:.2f} by wall")
+        print(f"{s:6s} best of {n}: CPU {cpu:.2f} s, wall {wall:.2f} s ({rows / wall:,.0f} GPU rows/s){ratio}")
+    print("RESULT telemetry_rounds " + " ".join(
+        f"{s}_cpu_s={best[s][0]:.2f} {s}_wall_s={best[s][1]:.2f}" for s in sides)
+        + f" ratio_cpu={best['engine'][0] / best['after'][0]:.2f} ratio_wall={best['engine'][1] / best['after'][1]:.2f}"
+        + (f" before_ratio_cpu={best['engine'][0] / best['before'][0]:.2f}" if before else "")
+        + f" gpu_rows={rows} rounds={n} goal=>=0.8")
 
 
 def main() -> None:
@@ -331,6 +371,10 @@ def main() -> None:
     # issue 50 item 2, round 4: the load as it is, statement by statement, against the samples written once
     # (cumulative counters, steps taken at read time) and the engine's bare insert, in one child
     ap.add_argument("--written-once", action="store_true")
+    # issue 50 item 2, round 7: the Parquet load and the engine's bare insert only, alternated N times (best of N);
+    # --before DIR: and the load of a tree installed apart in DIR, in the same rounds
+    ap.add_argument("--rounds", type=int, default=0)
+    ap.add_argument("--before")
     ap.add_argument("--child")
     ap.add_argument("--data")
     ap.add_argument("--wh")
@@ -355,8 +399,17 @@ def main() -> None:
         spec = scaled_spec(a.nodes)
         t = time.perf_counter()
         h = simulate(spec, start=START, days=a.days, jobs_per_day=1000, seed=1)
-        write_telemetry(data, spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc, node_events=h.node_events,
-                        xids=h.xids, throttle=h.throttle, start=START, end=h.end, step_s=60, seed=1)
+        made = work / f"made-{a.nodes}-{a.days}"
+        if not made.exists():  # a --workdir kept from an earlier run of the same size is not written again
+            for other in work.glob("made-*"):
+                other.unlink()
+            write_telemetry(data, spec=spec, inventory=h.inventory, gpu_alloc=h.gpu_alloc,
+                            node_events=h.node_events, xids=h.xids, throttle=h.throttle, start=START, end=h.end,
+                            step_s=60, seed=1)
+            made.touch()
+        if a.rounds:
+            rounds(data, work, a.days, a.rounds, a.before)
+            return
         if a.written_once:
             report_written_once(run("once", data, work, a.days), a.days)
             return

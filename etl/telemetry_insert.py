@@ -330,6 +330,13 @@ _TABLE_THREADS = 1
 # the most staged rows one statement orders at once (a node's series are never split): ~250 MB of sorting a group
 GROUP_ROWS = 500_000
 
+# the tables written in one statement whatever the stage's size: gpu_pci's groups into a few rows a GPU, and
+# xid_event's window orders only the rows of the GPUs with an Xid in the window, four narrow columns (at most a
+# small part of what the stage itself holds). Per group of nodes each statement read the whole stage again: a
+# 128-node day's gpu_pci 0.28 s of CPU in 3 statements, xid_event 0.30 s against 0.13 s in one
+# (docs/benchmarks.md, issue 50 round 7)
+_ONE_STATEMENT = {"gpu_pci", "xid_event"}
+
 # a MIG instance's columns (sql/migrations/0019_gpu_instances.sql): the gauges an instance has
 _MIG_COLUMNS = ["gr_engine_active", "sm_active", "tensor_active", "dram_active", "fb_used_mib", "fb_free_mib"]
 
@@ -552,8 +559,9 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
             groups = 1 if kind == "job" else max(1, -(-staged_rows // GROUP_ROWS))
             for table in tables:
                 (sql,) = split_statements(sql_text(f"staging/{table}.sql"))
-                for g in range(groups):
-                    rows = stage.rows(kind, f"cityHash64(node) % {groups} = {g}") if groups > 1 else relation
+                parts = 1 if table in _ONE_STATEMENT else groups
+                for g in range(parts):
+                    rows = stage.rows(kind, f"cityHash64(node) % {parts} = {g}") if parts > 1 else relation
                     # the sample tables are partitioned by day (migration 0023): a window of more than 100
                     # days (an OpenMetrics file of months) is one block of as many partitions
                     wh.client.command(sql.replace("{{input}}", rows).rstrip(";"),
@@ -563,12 +571,15 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
             # the load's counts and whether any value was rejected, in one scan of the stage; a GPU's keys only
             # say whether any GPU and time came twice (then repeated_samples finds them exactly), so they are
             # counted as 64-bit digests: a set of the (name, GPU, time) tuples cost 6 times as much (0.29 s
-            # against 0.05 s of CPU for a day of 334 k GPU rows); a node's keys are its row count, exact
-            key = {"gpu": "cityHash64(node, gpu, ts)", "node": "(node, ts)", "job": "ts", "mig": "ts"}[kind]
+            # against 0.05 s of CPU for a day of 334 k GPU rows). A node's keys are its node_sample rows, exact:
+            # each node's distinct times, summed (one set of the day's (node, time) pairs cost a 128-node day
+            # 0.22 s of CPU, a small set per node 0.055 s: docs/benchmarks.md, issue 50 round 7)
+            key = {"gpu": "cityHash64(node, gpu, ts)", "node": "ts", "job": "ts", "mig": "ts"}[kind]
             node = "node != ''" if kind != "job" else "1"
             n, keys, bad = wh.query_rows(
-                f"SELECT countIf({node} AND v), uniqExactIf({key}, {node} AND v), countIf(_bad AND v) "
-                f"FROM (SELECT *, {in_window} AS v FROM {stage.name} WHERE _seed = 0)", params)[0]
+                f"SELECT sum(n), sum(k), sum(b) FROM (SELECT countIf({node} AND v) AS n, uniqExactIf({key}, "
+                f"{node} AND v) AS k, countIf(_bad AND v) AS b FROM (SELECT *, {in_window} AS v FROM {stage.name} "
+                f"WHERE _seed = 0){' GROUP BY node' if kind == 'node' else ''})", params)[0]
             # values no exporter should send, and energy steps no GPU can draw: NULL in the rows, quarantined
             rejected = []
             if bad:  # where the stage flagged one, each file is read again for its rows' lines and raw values

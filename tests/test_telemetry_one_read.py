@@ -183,3 +183,50 @@ def test_a_kinds_series_are_grouped_once_a_load_for_the_seed_and_the_edges(wh, t
         ("node", "2026-10-02 00:02", {"nic_rx_bytes": 9_500.0, "nic_tx_bytes": 0.0})]
     assert rows(wh, "SELECT energy_j FROM gpu_sample FINAL WHERE ts >= '2026-10-02' ORDER BY ts") == [
         (18_000.0,), (18_000.0,), (None,)]
+
+
+def test_a_stage_in_groups_of_nodes_writes_bus_ids_and_xids_in_one_statement_and_counts_node_times(
+        wh, tmp_path, monkeypatch):
+    """A stage over GROUP_ROWS is written a group of nodes at a time where a statement orders every row (the
+    sample tables), but gpu_pci (a grouping into a few rows a GPU) and xid_event (only the GPUs with an Xid)
+    in one statement each: per group each read the whole stage again (docs/benchmarks.md, issue 50 round 7).
+    By hand: three nodes, one GPU each (bus ids 1B, 2B, 3B), sampled at 00:00, 00:01, 00:02; the Xid gauge of
+    gpu02 reads 0, 43, 43 (one Xid at 00:01), of gpu03 0, 0, 79 (one at 00:02), of gpu01 0 throughout; each
+    node has two InfiniBand ports and an IPMI reading, 27 node rows staged for 9 node times."""
+    monkeypatch.setattr(telemetry_insert, "GROUP_ROWS", 1)  # every staged row a group's worth
+    t0 = datetime(2026, 10, 2, tzinfo=timezone.utc)
+    ts = [t0 + timedelta(minutes=k) for k in range(3)]
+    xid = {"gpu01": [0, 0, 0], "gpu02": [0, 43, 43], "gpu03": [0, 0, 79]}
+    nodes = sorted(xid)
+    root = tmp_path / "telemetry"
+    frames = {
+        "dcgm": pl.DataFrame({
+            "timestamp": ts * 3, "gpu": ["0"] * 9, "UUID": [f"GPU-{n}" for n in nodes for _ in ts],
+            "pci_bus_id": [f"00000000:{k + 1}B:00.0" for k in range(3) for _ in ts],
+            "modelName": ["NVIDIA H100 80GB HBM3"] * 9, "Hostname": [n for n in nodes for _ in ts],
+            "DCGM_FI_DEV_POWER_USAGE": [300.0] * 9,
+            "DCGM_FI_DEV_XID_ERRORS": [float(x) for n in nodes for x in xid[n]]}),
+        "nic": pl.DataFrame({
+            "timestamp": [t for _ in nodes for t in ts for _ in (0, 1)],
+            "instance": [f"{n}:9100" for n in nodes for _ in ts for _ in (0, 1)],
+            "device": ["mlx5_0", "mlx5_1"] * 9, "port": ["1"] * 18,
+            "node_infiniband_port_data_received_bytes_total": [1_000.0] * 18,
+            "node_infiniband_port_data_transmitted_bytes_total": [0.0] * 18}),
+        "ipmi": pl.DataFrame({"timestamp": ts * 3, "instance": [f"{n}:9290" for n in nodes for _ in ts],
+                              "ipmi_dcmi_power_consumption_watts": [1_000.0] * 9}),
+    }
+    for fam, df in frames.items():
+        (root / fam).mkdir(parents=True)
+        df.with_columns(pl.col("timestamp").dt.cast_time_unit("ms")).write_parquet(root / fam / "2026-10-02.parquet")
+    seen = _recording(wh, monkeypatch)
+    c = load_parquet_dir(wh, tmp_path, date(2026, 10, 2), date(2026, 10, 2), cluster="c1")
+    written = {t: sum(sql.lstrip().startswith(f"INSERT INTO {t} ") for sql in seen)
+               for t in ("gpu_sample", "node_sample", "gpu_pci", "xid_event")}
+    assert written["gpu_pci"] == 1 and written["xid_event"] == 1
+    assert written["gpu_sample"] > 1 and written["node_sample"] > 1  # groups of nodes (three at most hold rows)
+    assert c["gpu_rows"] == 9 and c["node_rows"] == 9 and c["xid_events"] == 2
+    assert rows(wh, "SELECT node, formatDateTime(ts, '%R'), xid FROM xid_event FINAL ORDER BY node") == [
+        ("gpu02", "00:01", 43), ("gpu03", "00:02", 79)]
+    assert rows(wh, "SELECT node, gpu, uuid FROM gpu_pci FINAL ORDER BY node") == [
+        (n, 0, f"GPU-{n}") for n in nodes]
+    assert rows(wh, "SELECT count(), uniqExact(node, ts) FROM node_sample") == [(9, 9)]

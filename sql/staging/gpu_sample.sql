@@ -14,20 +14,21 @@ INSERT INTO gpu_sample (cluster, node, gpu, ts, step_s, model_name, uuid, hpc_jo
     nvlink_rx_bytes_per_s, nvlink_bytes, source, util_source)
 SELECT {cluster:String}, node, gpu, ts, {step_s:UInt32}, model_name, uuid, hpc_job,
     coalesce(gpu_util_pct, gr_engine_active * 100), sm_active,
-    gr_engine_active, tensor_active, dram_active, fb_used_mib, fb_free_mib, power_w, energy_j, temp_c,
-    sm_clock_mhz, throttle_reasons, xid_last, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s, nvlink_tx_bytes_per_s,
-    nvlink_rx_bytes_per_s, nvlink_bytes, {source:String},
+    gr_engine_active, tensor_active, dram_active, fb_used_mib, fb_free_mib, power_w,
+    counter_step_bounded(energy_j, energy_prev, dateDiff('second', energy_prev_ts, ts), gpu_max_power_w(model_name)),
+    temp_c, sm_clock_mhz, throttle_reasons, xid_last, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s,
+    nvlink_tx_bytes_per_s, nvlink_rx_bytes_per_s, counter_step(nvlink_bytes, nvlink_prev), {source:String},
     multiIf(gpu_util_pct IS NOT NULL, 'DCGM_FI_DEV_GPU_UTIL', gr_engine_active IS NOT NULL,
             'DCGM_FI_PROF_GR_ENGINE_ACTIVE', '')
 FROM (
-    SELECT node, gpu, ts, model_name, uuid, hpc_job, gpu_util_pct, sm_active, gr_engine_active, tensor_active,
-        dram_active, fb_used_mib, fb_free_mib, power_w,
-        counter_step_bounded(energy_j, anyLast(energy_j) OVER before,
-            dateDiff('second', anyLast(if(energy_j IS NULL, NULL, ts)) OVER before, ts),
-            gpu_max_power_w(model_name)) AS energy_j,
-        temp_c, sm_clock_mhz, throttle_reasons, xid_last, pcie_tx_bytes_per_s, pcie_rx_bytes_per_s,
-        nvlink_tx_bytes_per_s, nvlink_rx_bytes_per_s,
-        counter_step(nvlink_bytes, lagInFrame(nvlink_bytes) OVER series) AS nvlink_bytes
+    -- the window gives each sample its series' previous values as plain columns, and the steps are taken a
+    -- level up: written inside the window's select (counter_step(v, lagInFrame(v) OVER series)), each mention
+    -- of `prev` in the functions' bodies became another input of the expression after the window (EXPLAIN
+    -- actions=1), and the statement cost a sixth more CPU for the same rows (docs/benchmarks.md, issue 50 round 7)
+    SELECT *,
+        anyLast(energy_j) OVER before AS energy_prev,
+        anyLast(if(energy_j IS NULL, NULL, ts)) OVER before AS energy_prev_ts,
+        lagInFrame(nvlink_bytes) OVER series AS nvlink_prev
     FROM ({{input}})
     WINDOW series AS (PARTITION BY node, gpu ORDER BY ts ROWS BETWEEN 1 PRECEDING AND CURRENT ROW),
         before AS (PARTITION BY node, gpu ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
