@@ -117,15 +117,15 @@ def _unused_for_a_day(site: Path) -> bool:
         return False
 
 
-def generated_site(out: Path, *, telemetry_days=None, refresh_window=None, kernel_log=False, **params) -> dict:
-    """A build: ``generate(out, **params)`` loaded into ``out/warehouse`` as a site loads it (the sacct file,
-    the inventory, node events and reservations, the telemetry of ``telemetry_days`` (first, last), and the
-    capacity grain over ``refresh_window``; with ``kernel_log`` the generated kernel logs after the telemetry, as
-    the demo loads them), accounts mapped to projects A-F. Its facts: the cluster's name,
-    the planted lemon nodes and the straggler."""
+def generated_site(out: Path, *, telemetry_days=None, kernel_log=False, **params) -> dict:
+    """A build: ``generate(out, **params)`` loaded into ``out/warehouse`` as a site's nightly loads it (the sacct
+    file, the inventory, node events and reservations, the telemetry of ``telemetry_days`` (first, last); with
+    ``kernel_log`` the generated kernel logs after the telemetry, as the demo loads them), in one refresh of the
+    grains at the end, accounts mapped to projects A-F. Its facts: the cluster's name, the planted lemon nodes
+    and the straggler."""
     from ops_warehouse.config import Config
     from ops_warehouse.etl.capacity_sources import load_capacity
-    from ops_warehouse.etl.grains import refresh_capacity
+    from ops_warehouse.etl.grains import one_refresh
     from ops_warehouse.etl.kernel_log_xid import load_kernel_log
     from ops_warehouse.etl.sacct_load import load_sacct
     from ops_warehouse.etl.telemetry_load import load_parquet_dir
@@ -137,15 +137,18 @@ def generated_site(out: Path, *, telemetry_days=None, refresh_window=None, kerne
     cfg.projects = PROJECTS
     wh = open_warehouse(cfg)
     try:
-        assert load_sacct(wh, out / "sacct" / "sacct.psv").quarantined == 0
-        load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
-                      reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
-        if telemetry_days:
-            load_parquet_dir(wh, out, *telemetry_days, cluster=h.spec.name)
-        if kernel_log:  # after the telemetry, whose pci_bus_id labels place the lines' GPUs
-            load_kernel_log(wh, sorted((out / "logs" / "kernel").glob("*.log")), cluster=h.spec.name)
-        if refresh_window:
-            refresh_capacity(wh, h.spec.name, *refresh_window)
+        # the loads in one refresh of the grains, as `etl nightly` runs a night's (etl/grains.py one_refresh):
+        # refreshed load by load, then once more over the window (as before 2026-12-07), the grains were written
+        # three or four times over for the same rows: every table's checksum equal, a fifth to a third of the
+        # build's CPU (docs/benchmarks.md, issue 51 round 7)
+        with one_refresh(wh):
+            assert load_sacct(wh, out / "sacct" / "sacct.psv").quarantined == 0
+            load_capacity(wh, inventory=out / "inventory.csv", events=out / "slurm" / "events.psv",
+                          reservations=out / "slurm" / "reservations.txt", cluster=h.spec.name)
+            if telemetry_days:
+                load_parquet_dir(wh, out, *telemetry_days, cluster=h.spec.name)
+            if kernel_log:  # after the telemetry, whose pci_bus_id labels place the lines' GPUs
+                load_kernel_log(wh, sorted((out / "logs" / "kernel").glob("*.log")), cluster=h.spec.name)
     finally:
         close_embedded()
     return {"cluster": h.spec.name, "lemons": h.lemons, "straggler": h.straggler}
@@ -159,15 +162,14 @@ SMALL_WEEK_STEP_S = 300
 
 
 def small_week(tmp_path_factory) -> Site:
-    """7 days of October 2026 from the 1st, 200 jobs a day on 16 nodes, seed 5, 5-minute telemetry of the 7 days,
-    the capacity grain refreshed over ``SMALL_WEEK``."""
+    """7 days of October 2026 from the 1st, 200 jobs a day on 16 nodes, seed 5, 5-minute telemetry of the 7 days."""
     return built_site(tmp_path_factory, "small-week", _build_small_week, start=SMALL_WEEK[0], days=7,
                       jobs_per_day=200, nodes=16, seed=5, metrics_step_s=SMALL_WEEK_STEP_S)
 
 
 def _build_small_week(out: Path, **params) -> dict:
     return generated_site(out, telemetry_days=(SMALL_WEEK[0].date(), SMALL_WEEK[1].date() - timedelta(days=1)),
-                          refresh_window=SMALL_WEEK, **params)
+                          **params)
 
 
 # Open XDMoD's phillips.log (tests/data/sacct/xdmod, LGPL-3.0; 4,285 jobs, no node inventory) loaded by

@@ -60,8 +60,7 @@ STEP_S = 300
 
 
 def build(out, **params) -> dict:
-    return generated_site(out, telemetry_days=(date(2026, 10, 1), date(2026, 10, 14)), refresh_window=(W0, W1),
-                          **params)
+    return generated_site(out, telemetry_days=(date(2026, 10, 1), date(2026, 10, 14)), **params)
 
 
 @pytest.fixture(scope="module")

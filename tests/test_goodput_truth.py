@@ -42,13 +42,11 @@ STEP_S = 300
 
 
 def build(out, **params) -> dict:
-    return generated_site(out, telemetry_days=(date(2026, 10, 1), date(2026, 10, 21)), refresh_window=(W0, W1),
-                          **params)
+    return generated_site(out, telemetry_days=(date(2026, 10, 1), date(2026, 10, 21)), **params)
 
 
 def build_healthy(out, **params) -> dict:
-    return generated_site(out, telemetry_days=(date(2026, 10, 1), date(2026, 10, 6)), refresh_window=(HW0, HW1),
-                          **params)
+    return generated_site(out, telemetry_days=(date(2026, 10, 1), date(2026, 10, 6)), **params)
 
 
 @pytest.fixture(scope="module")

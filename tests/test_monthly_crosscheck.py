@@ -28,8 +28,7 @@ W0, W1 = datetime(2026, 10, 1, tzinfo=UTC), datetime(2026, 10, 15, tzinfo=UTC)  
 
 
 def build(out, **params) -> dict:
-    return generated_site(out, telemetry_days=(date(2026, 10, 1), date(2026, 10, 14)), refresh_window=(W0, W1),
-                          **params)
+    return generated_site(out, telemetry_days=(date(2026, 10, 1), date(2026, 10, 14)), **params)
 
 
 @pytest.fixture(scope="module")
