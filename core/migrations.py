@@ -143,9 +143,12 @@ def read_schema_state(wh, *, projects: bool = False, ttl: bool = False) -> Schem
         parts.append("SELECT 't', name, create_table_query FROM system.tables WHERE database = currentDatabase() "
                      "AND name IN {ttl_tables:Array(String)}")
     try:
-        rows = wh.query_rows(" UNION ALL ".join(parts), {"ttl_tables": _ttl_tables(dep)} if ttl else None)
+        # an Arrow read, text columns: on the embedded engine a read-only command then never needs the client
+        # (core/engine_reads.py)
+        table = wh.query_arrow(" UNION ALL ".join(parts), {"ttl_tables": _ttl_tables(dep)} if ttl else None)
     except Exception:  # a missing table (a new or older warehouse): the step-by-step path decides
         return None
+    rows = zip(*(c.to_pylist() for c in table.columns))
     by_kind: dict[str, list] = {}
     for k, a, b in rows:
         by_kind.setdefault(k, []).append((a, b))

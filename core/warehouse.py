@@ -1,4 +1,6 @@
-"""The warehouse connection: one clickhouse-connect client for the embedded chDB engine or a server.
+"""The warehouse connection: one clickhouse-connect client for the embedded chDB engine or a server (on the
+embedded engine, made when first needed: a command that only reads sends its Arrow reads to the engine itself,
+core/engine_reads.py, with the client's settings and binding).
 
 ``chdb:///path`` (or ``chdb://./relative``) opens the on-disk embedded warehouse in this process;
 ``http(s)://user@host:port/db`` reaches a ClickHouse server or cluster with the same code and SQL.
@@ -16,6 +18,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ops_warehouse.engine_reads import Handle as EngineReads
 from ops_warehouse.config import Config
 from ops_warehouse.dsn import dsn_secret, redact  # redact: imported from here by the loads and the CLI
 from ops_warehouse.errors import OpsError
@@ -37,11 +40,41 @@ logging.getLogger("clickhouse_connect").addHandler(logging.NullHandler())
 # chDB runs one embedded engine per process, on one directory at a time. The engine is open only while
 # something in this process uses it (Warehouse objects count as users) and only during this process's turn
 # (core/turns.py): when the last user closes it, the engine closes and the turn passes to whoever waits.
+# Its Arrow reads go to a chDB handle (core/engine_reads.py) until something needs the client (a write, a
+# row query, a caller of `.client`): the client is made then, and from then on takes every statement, so
+# that one session holds the temporary tables and settings. A read-only command never makes it (issue 51:
+# the client's import and handshake were 0.08 of a command's 0.16-0.18 CPU-s over the engine).
 class _Engine:
-    def __init__(self, client, turn: Turn):
-        self.client = client
+    def __init__(self, path: Path, turn: Turn, client=None):
+        self.path = path  # the engine's own folder: the warehouse, or a read-only reader's scratch engine
         self.turn = turn
         self.users = 0
+        self._client = client
+        self.reads = None if client is not None else _open_chdb(path, EngineReads)
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = _open_chdb(self.path)
+            if self.reads is not None:
+                self.reads.close()
+                self.reads = None
+        return self._client
+
+    def close(self) -> None:
+        try:
+            if self.reads is not None:
+                self.reads.close()
+        finally:
+            self.reads = None
+            if self._client is not None:
+                self._client.close()
+            self._client = None
+
+    def reopen(self) -> None:
+        """Closed and opened again (another process had its turn in between): a new session, reads first."""
+        self.close()
+        self.reads = _open_chdb(self.path, EngineReads)
 
 
 _EMBEDDED: dict[str, _Engine] = {}
@@ -52,7 +85,7 @@ def close_embedded() -> None:
     process about to let another one open the warehouse)."""
     for key, engine in list(_EMBEDDED.items()):
         try:
-            engine.client.close()
+            engine.close()
         finally:
             engine.turn.give()
             _EMBEDDED.pop(key, None)
@@ -100,7 +133,7 @@ class Warehouse:
         engine.users -= 1
         if engine.users <= 0 and _EMBEDDED.get(str(self.embedded_path)) is engine:
             try:
-                engine.client.close()
+                engine.close()
             finally:
                 engine.turn.give()
                 _EMBEDDED.pop(str(self.embedded_path), None)
@@ -123,9 +156,9 @@ class Warehouse:
         if not self.others_waiting():
             return
         engine = self._engine
-        engine.client.close()
+        engine.close()
         engine.turn.let_waiting_go()
-        engine.client = _open_chdb(self.embedded_path)
+        engine.reopen()
 
     def another_handle(self) -> "Warehouse":
         """A second client on this warehouse, with its own session: a temporary table is its handle's, so two
@@ -135,13 +168,19 @@ class Warehouse:
         import clickhouse_connect
 
         if self.embedded:
-            # the client's own path: the warehouse, or the scratch engine a read-only reader attaches it to
-            client = clickhouse_connect.get_client(dsn=f"chdb://{self.client.path}")
+            # the engine's own path: the warehouse, or the scratch engine a read-only reader attaches it to
+            path = self._engine.path if self._engine is not None else self.client.path
+            client = clickhouse_connect.get_client(dsn=f"chdb://{path}")
         else:
             client = _server_client(self.dsn, self.cfg)
         return Warehouse(client, self.dsn, self.cfg, self.embedded_path)
 
     def query_arrow(self, sql: str, params: dict | None = None):
+        reads = self._engine.reads if self._engine is not None else None
+        if reads is not None:  # the embedded engine, before anything needed the client (_Engine)
+            table = reads.query_arrow(sql, params or {})
+            if table is not None:
+                return table
         return self.client.query_arrow(sql, parameters=params or {})
 
     def query_rows(self, sql: str, params: dict | None = None):
@@ -209,11 +248,16 @@ def embedded_path(dsn: str) -> Path | None:
     return Path(rest or "./warehouse").expanduser().resolve()
 
 
-def _open_chdb(path: Path):
-    import clickhouse_connect  # 0.2 s: imported when a warehouse is opened, not by `import ops_warehouse`
+def _client_of(path: Path):
+    import clickhouse_connect  # 0.07-0.2 s: imported when a command needs the client, not by `import ops_warehouse`
 
+    return clickhouse_connect.get_client(dsn=f"chdb://{path}")
+
+
+def _open_chdb(path: Path, connect=_client_of):
+    """The client (or, ``connect``, another handle) of the embedded engine at ``path``, its failures in one line."""
     try:
-        return clickhouse_connect.get_client(dsn=f"chdb://{path}")
+        return connect(path)
     except Exception as e:  # chDB raises generic errors for a held lock; report it as one line
         if _locked_by_other(path):
             raise OpsError(
@@ -268,7 +312,8 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True, cr
         if engine is None and not create and not writable(path):
             # a read of a warehouse this process may not write: a scratch engine attaches it read-only
             close_embedded()
-            engine = _EMBEDDED[key] = _Engine(*open_read_only(path))
+            client, turn = open_read_only(path)
+            engine = _EMBEDDED[key] = _Engine(Path(client.path), turn, client)
         if engine is None:
             _refuse_unwritable(path)
             close_embedded()  # one engine per process: another directory's is closed first
@@ -276,11 +321,11 @@ def open_warehouse(cfg: Config, dsn: str | None = None, migrate: bool = True, cr
             turn.take()
             try:
                 path.mkdir(parents=True, exist_ok=True)
-                engine = _EMBEDDED[key] = _Engine(_open_chdb(path), turn)
+                engine = _EMBEDDED[key] = _Engine(path, turn)
             except BaseException:
                 turn.give()
                 raise
-        client = engine.client
+        client = None  # the engine's (Warehouse.client): made at its first use
     elif dsn.startswith(("http://", "https://", "clickhouse://", "clickhouses://")):
         client = _server_client(dsn, cfg)
         readonly = getattr(client.server_settings.get("readonly"), "value", "0")

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import date
 
 import pytest
 
+from ops_warehouse import engine_reads
 from ops_warehouse.warehouse import bring_up_to_date
 from tests.conftest import REPO
 
@@ -16,11 +18,15 @@ from tests.conftest import REPO
 def recording(wh, monkeypatch) -> list[str]:
     """Every statement the warehouse is sent from now on (queries, commands, inserts)."""
     sent: list[str] = []
-    query_rows, command, insert = wh.query_rows, wh.command, wh.insert_rows
+    query_rows, query_arrow, command, insert = wh.query_rows, wh.query_arrow, wh.command, wh.insert_rows
 
     def q(sql, params=None):
         sent.append(sql)
         return query_rows(sql, params)
+
+    def a(sql, params=None):
+        sent.append(sql)
+        return query_arrow(sql, params)
 
     def c(sql, params=None):
         sent.append(sql)
@@ -31,6 +37,7 @@ def recording(wh, monkeypatch) -> list[str]:
         return insert(table, *a, **k)
 
     monkeypatch.setattr(wh, "query_rows", q)
+    monkeypatch.setattr(wh, "query_arrow", a)
     monkeypatch.setattr(wh, "command", c)
     monkeypatch.setattr(wh, "insert_rows", i)
     return sent
@@ -129,6 +136,9 @@ def test_a_summary_imports_only_what_it_uses(cfg):
     # nor the analysts' API, its declarations or the digest: the summary reads through none of them (3-4 ms of
     # CPU a start, measured in process, when cli/main.py imported them at its top; round 5)
     unused |= {"ops_warehouse.analytics.api", "ops_warehouse.analytics.declarations", "ops_warehouse.analytics.digest"}
+    # nor the client: its schema check and its query are Arrow reads of the engine (core/engine_reads.py); the
+    # client's import and handshake were 0.08 CPU-s of the 0.16-0.18 over the engine (issue 51, round 7)
+    unused |= {"clickhouse_connect", "urllib3", "asyncio"}
     assert sorted(unused & modules) == []
     [row] = json.loads(p.stdout)
     # printed from the engine's Arrow table: no polars (0.36 CPU-s of the 0.79 over the engine); the table
@@ -147,3 +157,64 @@ def test_a_summary_imports_only_what_it_uses(cfg):
     assert (row["jobs_started"], row["jobs_ended"]) == (1, 0)
     assert row["node_hours"] == pytest.approx(16 + 44 / 60 + 47 / 3600, abs=1e-4)
     assert row["gpu_h"] == pytest.approx(2 * (16 + 44 / 60 + 47 / 3600), abs=1e-4)
+
+
+# The parameters below as a user's text makes them: quotes, backslashes, the characters the client escapes
+# (tab, newline, backtick), an empty string, text in another script; a date, numbers, an array of text.
+TRICKY = {"s": "it's a \\ back`tick\ttab\nline; -- not a comment {x:String}", "e": "", "u": "Grüße, 東京",
+          "d": date(2026, 10, 31), "i": -9_007_199_254_740_993, "f": 0.1, "a": ["a'b", "c\\d", ""], "b": True}
+TRICKY_SQL = ("SELECT {s:String} AS s, {e:String} AS e, {u:String} AS u, {d:Date} AS d, {i:Int64} AS i, "
+              "{f:Float64} AS f, {a:Array(String)} AS a, {b:Bool} AS b, length({s:String}) AS n")
+
+
+@pytest.mark.both_forms
+def test_a_read_binds_the_values_given(wh, form, monkeypatch):
+    """A report's reads on the embedded engine go to a chDB handle without the client (core/engine_reads.py),
+    their parameters bound as the client binds them: the engine sees the values given, on both forms (the
+    server's are the client's own binding)."""
+    served = []
+    handle_read = engine_reads.Handle.query_arrow
+
+    def spy(handle, sql, params):
+        table = handle_read(handle, sql, params)
+        served.append(table is not None)
+        return table
+
+    monkeypatch.setattr(engine_reads.Handle, "query_arrow", spy)
+    t = wh.query_arrow(TRICKY_SQL, TRICKY)
+    assert served == ([True] if form == "embedded" else [])
+    row = {k: v[0] for k, v in t.to_pydict().items()}
+    # length() in bytes, counted by hand: "it's a " 7, the backslash 1, " back" 5, "`" 1, "tick" 4, tab 1, "tab" 3,
+    # newline 1, "line; -- not a comment " 23, "{x:String}" 10
+    assert row == {**TRICKY, "n": 56}
+    assert str(t.schema.field("s").type) == "string"  # text, as the client's Arrow reads give it
+
+
+def test_after_the_client_is_made_every_statement_goes_through_it(wh, monkeypatch):
+    """A temporary table is its session's: once a command has gone through the client, reads go there too (on
+    the engine's other handle the table would not exist); before, the same values either way."""
+    before = wh.query_arrow(TRICKY_SQL, TRICKY)
+    wh.command("CREATE TEMPORARY TABLE t_session (x UInt8) ENGINE = Memory")
+    wh.command("INSERT INTO t_session VALUES (7)")
+    monkeypatch.setattr(engine_reads.Handle, "query_arrow", lambda *a: pytest.fail("read on the handle after the client"))
+    assert wh.query_arrow("SELECT x FROM t_session").to_pydict() == {"x": [7]}
+    assert wh.query_arrow(TRICKY_SQL, TRICKY).equals(before)  # the client's read: the same table, schema included
+
+
+def test_what_the_handle_does_not_bind_goes_to_the_client(wh):
+    """A DateTime (the client rewrites it for the server's zone), a None, a name the SQL does not use as a
+    placeholder: the client binds them; a read the engine refuses raises the client's error."""
+    import calendar
+    from datetime import datetime
+
+    assert engine_reads.bind("SELECT {t:DateTime}", {"t": datetime(2026, 10, 31, 23, 59, 59)}) is None
+    assert engine_reads.bind("SELECT {n:Nullable(String)}", {"n": None}) is None
+    assert engine_reads.bind("SELECT 1", {"x": 1}) is None
+    t = wh.query_arrow("SELECT {t:DateTime('UTC')} AS t, {n:Nullable(String)} AS n",
+                       {"t": datetime(2026, 10, 31, 23, 59, 59), "n": None})
+    assert t.column("t")[0].as_py() == calendar.timegm((2026, 10, 31, 23, 59, 59))  # DateTime: Arrow's seconds
+    assert t.column("n")[0].as_py() is None
+    from clickhouse_connect.driver.exceptions import DatabaseError
+
+    with pytest.raises(DatabaseError, match="UNKNOWN_TABLE|doesn't exist|does not exist"):
+        wh.query_arrow("SELECT * FROM no_such_table")
