@@ -47,8 +47,9 @@ def sent(wh):
 def test_a_job_load_over_hours_without_samples_leaves_the_sample_grains_out(wh, tmp_path, sent):
     """The day's six runs loaded before any sample: run_node_hour gets each run's GPUs × its time on n1
     (4001: 4 × 86 min; 4002: 4 × 39 min 10 s; 4003: 2 × 2 min; 4004: 8 × 60 min; 4005: 8 × 3,602 s; 4006:
-    8 × 230 s), and no statement of run_sample_hour or run_telemetry is sent (main: 14 of these, 17 with their DROPs). The day's samples
-    then bring them: each run observed as long as it held its GPUs (the module's worked figures)."""
+    8 × 230 s), and no statement of run_sample_hour or run_telemetry is sent (main: 13 of these, 20 with their
+    DROPs and the guard). The day's samples then bring them: each run observed as long as it held its GPUs (the
+    module's worked figures)."""
     _sacct(tmp_path / "sacct.psv")
     assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
     assert [s for s in sent if s.startswith(SAMPLE_GRAINS)] == []
