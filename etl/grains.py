@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
+from functools import wraps
 
 from ops_warehouse.etl.watermarks import set_watermark
 from ops_warehouse.grain_versions import GRAINS, models, record_grains
@@ -87,9 +88,12 @@ def refresh_pending(wh) -> list[tuple[datetime, datetime]]:
     written: set[str] = set()
     for w0, w1 in spans:
         written |= _refresh_hours(wh, w0, w1, compact=False)
-    # the grains just written and the tables the block's loads left to merge, in one look at system.parts
-    _compact(wh, tuple(sorted(written | getattr(wh, "_compact_pending", set()))))
-    wh._compact_pending = set()
+    # the grains just written and the tables the block's loads left to merge, in one look at system.parts (by the
+    # refresh this runs in, at its end, where it runs in one: ``_merged_at_end``)
+    wh._compact_pending = getattr(wh, "_compact_pending", set()) | written
+    if not getattr(wh, "_merges_deferred", False):
+        tables, wh._compact_pending = wh._compact_pending, set()
+        _compact(wh, tuple(sorted(tables)))
     if rows:  # deleted, not overwritten: a load run again leaves etl_watermark as the first run did
         # as a patch part (migration 0026): as a mutation it waited 0.02-1 s a night for the background scheduler
         patch = {"lightweight_delete_mode": "lightweight_update"} if wh.embedded else {}
@@ -155,9 +159,10 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
     params["ckpt_write_bytes_per_s"] = float(wh.cfg.ckpt_write_bytes_per_s)
     # the hourly grain's models in the order their declarations say they read each other
     # (core/grain_versions.py: run_sample_hour, capacity_node_hour, run_node_hour, run_telemetry): a model whose
-    # required table is empty is left out (capacity_node_hour without an inventory: no grid to write)
+    # required table holds nothing it would read is left out (capacity_node_hour without an inventory: no grid to
+    # write; run_sample_hour without GPU samples in the hours, run_telemetry without samples of the runs: no row)
     decl = models()
-    files = [f for f in GRAINS["hourly"][0] if not decl[f].get("requires") or _holds_rows(wh, decl[f]["requires"])]
+    size, files = _plan(wh, w0, w1, decl, GRAINS["hourly"][0])
     if changed is not None:
         files = _reading(files, decl, changed)
     # in pieces of about _PIECE_NODE_H node-hours (whole days): what a statement holds is the fan-out and the grid of its hours, so memory stays
@@ -168,7 +173,7 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
     # all its samples, one row a run) goes by the same pieces: over a first load's whole span it staged every
     # run of the history (1 M jobs: 180 MB over the load's own peak, the whole load's peak); a run
     # overlapping two pieces is formed in both, the same row written again (ReplacingMergeTree)
-    for c0, c1 in _chunks(w0, w1, _piece_size(wh, w0, w1)):
+    for c0, c1 in _chunks(w0, w1, size):
         for f in files:
             if decl[f].get("unit") == "hour":
                 _run_file(wh, f, {**params, "from_ts": c0, "to_ts": c1})
@@ -177,7 +182,7 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
                 _run_file(wh, f, {**params, "from_ts": c0, "to_ts": c1})
     written = {t for f in files for t in decl[f]["writes"]}
     if compact:
-        _compact(wh, tuple(sorted(written)))
+        _compact_later(wh, *written)
     return written
 
 
@@ -255,22 +260,63 @@ def _run_file(wh, name: str, params: dict) -> None:
         wh.client.command(stmt, parameters=p, settings={"optimize_on_insert": 0})
 
 
-def _piece_size(wh, w0: datetime, w1: datetime) -> timedelta:
-    """How many hours a piece of the refresh of [w0, w1) covers: all of them where the grid's and the runs'
-    node-hours in it are under _PIECE_NODE_H, else about that much work a piece (whole days)."""
-    (grid_node_h, fanout_node_h), = wh.query_rows(
-        "SELECT (SELECT count() FROM (SELECT DISTINCT cluster, node FROM node_inventory)) * "
+# the time column of the tables a model's ``requires`` may name by time: the samples. A model that requires
+# one writes nothing for hours (or runs) where it holds no row (run_sample_hour, run_telemetry: rows only where
+# samples are), so a refresh of hours without samples (a job load's days before telemetry came, a site
+# without telemetry) leaves it out: 16 statements and 0.2-0.5 CPU-s of a small job load's refresh,
+# docs/benchmarks.md, "Issue 50", round 7
+_TIME_COLUMN = {"gpu_sample": "ts", "node_sample": "ts"}
+
+
+def _plan(wh, w0: datetime, w1: datetime, decl: dict, files: tuple[str, ...]) -> tuple[timedelta, list[str]]:
+    """How many hours a piece of the refresh of [w0, w1) covers (all of them where the grid's and the runs'
+    node-hours in it are under _PIECE_NODE_H, else about that much work a piece, whole days), and which of
+    ``files`` have something to write: those whose ``requires`` (a table, or a list: any of them) holds rows,
+    a sample table where the model reads it (unit "hour": the hours and one either side, as run_sample_hour's
+    staging reads; unit "run": from the first start to the last end, and two hours after, of the runs
+    overlapping the hours, as run_telemetry forms them from all their samples). One statement (before: the
+    piece size's, and one more for the inventory)."""
+    needs = sorted({(t, decl[f].get("unit", "hour") if t in _TIME_COLUMN else "")
+                    for f in files for t in _required(decl[f])})
+    held = []
+    for table, unit in needs:
+        if not re.fullmatch(r"\w+", table):
+            raise ValueError(f"a model requires {table!r}: not a table name")
+        if not unit:
+            held.append(f"(SELECT count() > 0 FROM {table})")
+            continue
+        ts = _TIME_COLUMN[table]
+        if unit == "run":
+            lo, hi = "tupleElement(run_span, 1)", "tupleElement(run_span, 2)"
+        else:
+            lo, hi = "{w0:DateTime('UTC')} - toIntervalHour(1)", "{w1:DateTime('UTC')} + toIntervalHour(1)"
+        held.append(f"(SELECT count() > 0 FROM (SELECT 1 FROM {table} WHERE {ts} >= {lo} AND {ts} < {hi} LIMIT 1))")
+    # the span of the runs overlapping the hours (job_run's every version of them: wider than the latest's, never
+    # narrower), for a model refreshed by run
+    runs = ("WITH (SELECT (min(start_ts), max(end_ts) + toIntervalHour(2)) FROM job_run WHERE end_ts + "
+            "toIntervalHour(1) > {w0:DateTime('UTC')} AND start_ts < {w1:DateTime('UTC')}) AS run_span "
+            if any(unit == "run" for _, unit in needs) else "")
+    row = wh.query_rows(
+        runs + "SELECT (SELECT count() FROM (SELECT DISTINCT cluster, node FROM node_inventory)) * "
         "dateDiff('hour', {w0:DateTime('UTC')}, {w1:DateTime('UTC')}), "
         "(SELECT sum(length(nodes) * (dateDiff('second', greatest(usage_start_ts, {w0:DateTime('UTC')}), "
         "least(usage_end_ts, {w1:DateTime('UTC')})) / 3600 + 1)) FROM job_run "
         "WHERE NOT never_ran AND gpus > 0 AND usage_start_ts < {w1:DateTime('UTC')} "
-        "AND usage_end_ts > {w0:DateTime('UTC')})", {"w0": w0, "w1": w1})
-    work = float(grid_node_h or 0) + float(fanout_node_h or 0)
+        "AND usage_end_ts > {w0:DateTime('UTC')})" + "".join(", " + h for h in held), {"w0": w0, "w1": w1})[0]
+    holds = {need: bool(v) for need, v in zip(needs, row[2:])}
+    kept = [f for f in files if not _required(decl[f]) or any(
+        holds[(t, decl[f].get("unit", "hour") if t in _TIME_COLUMN else "")] for t in _required(decl[f]))]
+    work = float(row[0] or 0) + float(row[1] or 0)
     span = w1 - w0
     if work <= _PIECE_NODE_H:
-        return span
+        return span, kept
     days = max(1, int(span / _CHUNK * _PIECE_NODE_H / work))
-    return _CHUNK * days
+    return _CHUNK * days, kept
+
+
+def _required(model: dict) -> tuple[str, ...]:
+    r = model.get("requires", ())
+    return (r,) if isinstance(r, str) else tuple(r)
 
 
 def _chunks(w0: datetime, w1: datetime, size: timedelta) -> list[tuple[datetime, datetime]]:
@@ -310,6 +356,37 @@ def history_as_of(wh) -> tuple[datetime | None, datetime | None]:
     return first.replace(day=1, hour=0, minute=0, second=0, microsecond=0), as_of.replace(tzinfo=timezone.utc)
 
 
+@contextmanager
+def _merged_at_end(wh):
+    """A load's refresh outside ``one_refresh`` merges what it wrote (job_run and as_of_by_cluster after a job
+    load, gpu_day after a telemetry day, the hourly grains) at its end, found in one look at system.parts as the
+    block's end finds them (a small job load looked three times: docs/benchmarks.md, "Issue 50", round 7). The
+    statements between read the tables FINAL, as they read them inside a block. Inside one, its end merges."""
+    if getattr(wh, "_grains_deferred", False) or getattr(wh, "_merges_deferred", False):
+        yield
+        return
+    wh._merges_deferred = True
+    try:
+        yield
+    except BaseException:
+        wh._compact_pending = set()  # (a failed load is taken back: its parts merge at the next refresh's end)
+        raise
+    finally:
+        wh._merges_deferred = False
+    tables, wh._compact_pending = getattr(wh, "_compact_pending", set()), set()
+    _compact(wh, tuple(sorted(tables)))
+
+
+def _merging_at_end(fn):
+    """``fn(wh, ...)`` inside ``_merged_at_end``."""
+    @wraps(fn)
+    def merging(wh, *a, **k):
+        with _merged_at_end(wh):
+            return fn(wh, *a, **k)
+    return merging
+
+
+@_merging_at_end
 def refresh_after_jobs(wh, first_ts: datetime | None, old: tuple[datetime | None, datetime | None]) -> None:
     """After a job load that wrote runs from ``first_ts`` on (``old``: the history's span before it): the
     hourly grains for the days that changed, whole days, within the loaded history. A first load (nothing
@@ -358,6 +435,7 @@ def refresh_all_jobs(wh) -> tuple[datetime, datetime] | None:
     return span
 
 
+@_merging_at_end
 def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None,
                     changed: tuple[str, ...] | None = None) -> tuple[datetime, datetime] | None:
     """The hours of [w0, w1) (default: the whole loaded history) that the job history reaches: after a
@@ -389,6 +467,7 @@ def refresh_history(wh, w0: datetime | None = None, w1: datetime | None = None,
     return span
 
 
+@_merging_at_end
 def refresh_hourly(wh, w0: datetime, w1: datetime) -> None:
     """After a telemetry load of [w0, w1): its hourly rollups (sql/intermediate/telemetry_hourly.sql), the
     daily GPU rollup of its days (sql/intermediate/gpu_day.sql), then the hourly grains' telemetry for the
@@ -419,15 +498,15 @@ def _refresh_job_run(wh, first_ts: datetime) -> None:
     _compact_later(wh, "job_run")
 
 
-def _compact_later(wh, table: str) -> None:
+def _compact_later(wh, *tables: str) -> None:
     """``_compact`` of a table every load writes (job_run, as_of_by_cluster, gpu_day); inside ``one_refresh`` once,
     when its hours are refreshed (its end, or a report waiting): the 31 nightly files of the demo loaded in one block
     merged job_run's month after each file, 0.06 s of a file's 0.6 s (docs/benchmarks.md, "Issue 50", round 5);
     a night's refresh looks at system.parts once for all of them and the grains it writes (round 6)."""
-    if getattr(wh, "_grains_deferred", False):
-        wh._compact_pending = getattr(wh, "_compact_pending", set()) | {table}
+    if getattr(wh, "_grains_deferred", False) or getattr(wh, "_merges_deferred", False):
+        wh._compact_pending = getattr(wh, "_compact_pending", set()) | set(tables)
         return
-    _compact(wh, (table,))
+    _compact(wh, tuple(sorted(tables)))
 
 
 def _job_ranges(wh, first_ts: datetime) -> list[tuple[str, str]]:

@@ -49,6 +49,7 @@
 --- grain = "hourly"
 --- writes = ["run_sample_hour"]
 --- reads = ["gpu_sample", "run_fanout"]
+--- requires = "gpu_sample"             # in the hours it reads: rows are written only where samples are
 -- The inputs several parts of the insert read are staged once, in temporary tables of the session: the
 -- engine evaluates a CTE again wherever it is named, so the window's samples (gpu_sample FINAL) and the
 -- fan-out were read, and the labels joined, up to six times a refresh (docs/benchmarks.md, "Issue 50").

@@ -27,6 +27,7 @@
 --- grain = "hourly"
 --- writes = ["run_telemetry"]
 --- reads = ["fct_job_run", "node_sample", "gpu_sample"]
+--- requires = ["node_sample", "gpu_sample"]  # either, in the runs' span: a row for a run with samples only
 -- the runs, staged once in a temporary table of the session: the engine evaluates a CTE again wherever it is
 -- named, and the runs (fct_job_run, a read of job_run FINAL) were named eleven times (docs/benchmarks.md,
 -- "Issue 50")
