@@ -35,7 +35,8 @@ else:  # Python 3.10: tomli, the package tomllib came from (a dependency there: 
 #             ``defines``), "include" (inlined by {{intermediate name}}), "query" (read by etl/grains.py)
 #   grain     the group refreshed and fingerprinted together (its files' statements are one fingerprint)
 #   writes    the tables its statements write; reads: the tables, views and includes it names
-#   requires  a table without which the model has nothing to write (capacity_node_hour: node_inventory)
+#   requires  the table, or list of tables (any one suffices), without which the model has nothing to write
+#             (capacity_node_hour: node_inventory; run_telemetry: node_sample or gpu_sample)
 # The grains, their files and the grains they read follow from these, in dependency order (``GRAINS``), and
 # etl/grains.py refreshes a grain's files in that order: nothing keeps the order by hand.
 _KINDS = ("incremental_by_time_range", "incremental_by_key", "full", "view", "include", "query")
