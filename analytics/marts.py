@@ -34,6 +34,24 @@ from ops_warehouse.sqlfiles import mart_query, sql_query
 PARAMETERS = declarations.parameters()
 
 
+# The engine's settings every mart statement runs with, where the engine knows them and the user may set them
+# (a read-only server user, readonly = 1, may not; an engine before the setting does not know it): the
+# statement runs the same without them, only slower. analyzer_inline_views: the analyzer plans an ordinary
+# view a mart reads (fct_job_run, and dim_account inside it; cluster_as_of) as the subquery it stands for, in
+# the mart's own query, instead of as a view of its own: the same rows (the view's own SETTINGS kept), the
+# report's mart statements planned in 0.81 CPU-s where they took 1.05 (docs/benchmarks.md, issue 51, round 7).
+SETTINGS = {"analyzer_inline_views": 1}
+
+
+def _settings(wh) -> str:
+    """SETTINGS as the clause ending a mart statement on ``wh``'s engine ('' for the ones it cannot take)."""
+    known = wh.client.server_settings
+    if str(getattr(known.get("readonly"), "value", "0")).strip() not in ("0", "2", ""):
+        return ""
+    taken = {k: v for k, v in SETTINGS.items() if k in known}
+    return "\nSETTINGS " + ", ".join(f"{k} = {v!r}" for k, v in taken.items()) if taken else ""
+
+
 def mart_sql(name: str) -> str:
     """The text of sql/marts/<name>.sql, comments dropped, the marts and intermediate models it includes
     (``{{mart name}}``, ``{{intermediate name}}``) inlined (ops_warehouse.sqlfiles.mart_query)."""
@@ -145,7 +163,7 @@ def _table(wh, state: "_Evaluated", name: str, params: dict) -> str | None:
         # rowNumberInAllBlocks() over the mart's output keeps its ORDER BY (a stateful function: the engine
         # keeps the sort under it)
         wh.command(f"CREATE TEMPORARY TABLE {table} ENGINE = Memory AS "
-                   f"SELECT *, rowNumberInAllBlocks() AS {_ROW} FROM ({sql})", _bound(sql, params))
+                   f"SELECT *, rowNumberInAllBlocks() AS {_ROW} FROM ({sql}){_settings(wh)}", _bound(sql, params))
         with state._lock:
             state.tables[key], state.on[key] = table, wh
             state.evaluations[name] += 1
@@ -294,7 +312,8 @@ def run_file(wh, relpath: str, *, cluster: str, window: tuple[datetime, datetime
             return run_file(wh, relpath, cluster=cluster, window=window, project=project, **params)
     p = _params(wh, cluster, window, project, params)
     sql = _text(wh, relpath, p)
-    return _frame(wh.query_arrow(sql, _bound(sql, p)))
+    # (a second SETTINGS clause after the query's own, if it has one: the engine takes both)
+    return _frame(wh.query_arrow(sql + _settings(wh), _bound(sql, p)))
 
 
 def run_query(wh, sql: str, *, cluster: str, window: tuple[datetime, datetime], project: str = "",
@@ -302,7 +321,7 @@ def run_query(wh, sql: str, *, cluster: str, window: tuple[datetime, datetime], 
     """A query text of the mart layer's kind, includes already inlined as text (:func:`mart_sql`), with the
     marts' parameters: what a mart's text gives without the tables of :func:`each_mart_once`."""
     p = _params(wh, cluster, window, project, params)
-    return _frame(wh.query_arrow(sql, _bound(sql, p)))
+    return _frame(wh.query_arrow(sql + _settings(wh), _bound(sql, p)))
 
 
 def _frame(table) -> pl.DataFrame:

@@ -8,6 +8,7 @@ computed by DuckDB and by pandas over Parquet, in one run.
     .venv/bin/python bench/bench_monthly.py --statements ["query_plan_enable_optimizations = 0" ...]
     .venv/bin/python bench/bench_monthly.py --two-handles   # the report's independent marts on two engine handles
     .venv/bin/python bench/bench_monthly.py --handles --repeat 5  # the report's marts on one handle and on two
+    .venv/bin/python bench/bench_monthly.py --settings-ab --repeat 6  # the marts' engine settings against none
 
 The month is prepared once and kept (default workdir ~/.cache/ops-warehouse/bench-monthly-n<nodes>-d<days>-<checkout>,
 bench/month_cache.py: one per checkout, so two worktrees never rebuild each other's month):
@@ -244,10 +245,16 @@ def _report_statements(wh, work: Path) -> list[tuple[str, str, dict]]:
     return got
 
 
+CORE = ("utilization", "chargeback", "job_sizes", "run_times", "end_states", "gpu_heatmap")
+
+
 def child_statements(work: Path, settings: list[str], rounds: int = 3) -> dict:
-    """The report's mart statements re-run as plain SELECTs with each of ``settings`` (a SETTINGS clause) and
-    without, interleaved, ``rounds`` rounds: the CPU seconds of all of them (best per statement, summed) and
-    the statements whose rows differ from the default's (sorted, exact)."""
+    """The report's mart statements (as analytics/marts.py sends them: its SETTINGS included) re-run as plain
+    SELECTs with each of ``settings`` (a SETTINGS clause, one or several comma-separated) and without,
+    interleaved statement by statement, ``rounds`` rounds: per variant the
+    CPU seconds of the planning (``EXPLAIN PLAN``: parse, analysis, plan and its optimizations) and of the whole
+    run, best per statement, summed over all of them and over the core six's (CORE); each statement's own best;
+    and the statements whose rows differ from the default's (sorted, exact)."""
     from ops_warehouse.analytics.marts import each_mart_once
 
     out = {}
@@ -255,24 +262,43 @@ def child_statements(work: Path, settings: list[str], rounds: int = 3) -> dict:
     with each_mart_once(wh, handles=1):  # (the capture sees one handle's statements)
         stmts = _report_statements(wh, work)
         variants = {"default": "", **{x: x for x in settings}}
+        plan = {v: {} for v in variants}
         best = {v: {} for v in variants}
         rows = {v: {} for v in variants}
-        for _ in range(rounds):
-            for v, clause in variants.items():
-                for table, sql, params in stmts:
-                    c = time.process_time()
+        refused = {}
+        order = list(variants)
+        for i in range(rounds):
+            for table, sql, params in stmts:
+                # the variants one after the other on each statement (what the machine's load does to one
+                # statement's figures it does to every variant's), each round starting from the next one (none
+                # always first, meeting the caches colder than the others)
+                for v in order[i % len(order):] + order[:i % len(order)]:
+                    clause = variants[v]
+                    if v in refused:
+                        continue
+                    tail = f" SETTINGS {clause}" if clause else ""
                     try:
-                        r = wh.query_rows(f"SELECT * FROM ({sql})" + (f" SETTINGS {clause}" if clause else ""), params)
+                        c = time.process_time()
+                        wh.query_rows(f"EXPLAIN PLAN SELECT * FROM ({sql})" + tail, params)
+                        plan[v][table] = min(time.process_time() - c, plan[v].get(table, float("inf")))
+                        c = time.process_time()
+                        r = wh.query_rows(f"SELECT * FROM ({sql})" + tail, params)
                     except Exception as e:  # a setting this engine refuses (e.g. enable_analyzer = 0 on chDB 26)
-                        out[v] = {"error": str(e).strip().splitlines()[0][:200]}
-                        break
+                        refused[v] = str(e).strip().splitlines()[0][:200]
+                        continue
                     best[v][table] = min(time.process_time() - c, best[v].get(table, float("inf")))
                     rows[v][table] = sorted(map(repr, r))
         for v in variants:
-            if v not in out:
-                out[v] = {"cpu_s": round(sum(best[v].values()), 3),
-                          "rows_differ": [t for t in rows["default"] if rows[v].get(t) != rows["default"][t]]}
-    return {"statements": len(stmts), "variants": out}
+            if v in refused:
+                out[v] = {"error": refused[v]}
+                continue
+            core = [t for t in best[v] if t.rsplit("_", 1)[0].removeprefix("_mart_") in CORE]
+            out[v] = {"cpu_s": round(sum(best[v].values()), 3), "plan_cpu_s": round(sum(plan[v].values()), 3),
+                      "core_cpu_s": round(sum(best[v][t] for t in core), 3),
+                      "core_plan_cpu_s": round(sum(plan[v][t] for t in core), 3),
+                      "rows_differ": [t for t in rows["default"] if rows[v].get(t) != rows["default"][t]],
+                      "each": {t: [round(plan[v][t], 4), round(best[v][t], 4)] for t in best[v]}}
+    return {"statements": len(stmts), "rounds": rounds, "variants": out}
 
 
 def child_two_handles(work: Path, rounds: int = 3) -> dict:
@@ -345,6 +371,48 @@ def child_handles(work: Path, rounds: int = 5) -> dict:
         out[f"handles_{handles}"] = {"best_s": round(min(wall), 3), "median_s": round(statistics.median(wall), 3),
                                      "best_cpu_s": round(min(cpu), 3), "median_cpu_s": round(statistics.median(cpu), 3)}
     return {**out, "rounds": rounds, "same_json_every_run": len(texts) == 1}
+
+
+def child_settings_ab(work: Path, rounds: int = 5) -> dict:
+    """The mart statements' engine settings (analytics/marts.py SETTINGS) as shipped against none, in one child,
+    ``rounds`` rounds, the two sides in turn (ABBA: each side first in every other round, so that neither
+    always meets the caches the other warmed): the core six (run_mart, as child_product runs them) and the
+    report's statistics (monthly_report, as shipped: two handles), wall and CPU seconds, best and median, and
+    whether each side's report JSON (generated_at blanked) and core rows are the same byte for byte."""
+    import statistics
+
+    from ops_warehouse.analytics import marts
+    from ops_warehouse.analytics.api import Connection
+    from ops_warehouse.analytics.marts import run_mart
+    from ops_warehouse.analytics.monthly import monthly_report
+    from ops_warehouse.reports.monthly_render import to_json
+
+    wh = _open(work)
+    cluster = (work / "cluster").read_text()
+    shipped = dict(marts.SETTINGS)
+    sides = {"shipped": shipped, "none": {}}
+    got = {k: {"core": [], "report": []} for k in sides}
+    texts = {k: set() for k in sides}
+    for i in range(rounds):
+        for side in (("shipped", "none") if i % 2 == 0 else ("none", "shipped")):
+            marts.SETTINGS = sides[side]
+            t, c = time.perf_counter(), time.process_time()
+            core = [run_mart(wh, name, cluster=cluster, window=(W0, W1)) for name in CORE]
+            got[side]["core"].append((time.perf_counter() - t, time.process_time() - c))
+            t, c = time.perf_counter(), time.process_time()
+            r = monthly_report(Connection(wh), month=START.date(), cluster=cluster)
+            got[side]["report"].append((time.perf_counter() - t, time.process_time() - c))
+            texts[side].add(to_json({**r, "generated_at": None}) + "".join(map(repr, (df.rows() for df in core))))
+    marts.SETTINGS = shipped
+    out = {"settings": shipped, "rounds": rounds,
+           "same_figures": len(texts["shipped"] | texts["none"]) == 1}
+    for side, parts in got.items():
+        for part, runs in parts.items():
+            wall, cpu = [g[0] for g in runs], [g[1] for g in runs]
+            out[f"{part}_{side}"] = {"best_s": round(min(wall), 3), "median_s": round(statistics.median(wall), 3),
+                                     "best_cpu_s": round(min(cpu), 3),
+                                     "median_cpu_s": round(statistics.median(cpu), 3)}
+    return out
 
 
 DUCK = """
@@ -530,14 +598,19 @@ def main() -> None:
     ap.add_argument("--ab-param", action="append", default=[], metavar="NAME=VALUE",
                     help="with --ab: a parameter of the mart (project=A, runs_limit=15); integers as integers")
     ap.add_argument("--statements", nargs="*", metavar="SETTING",
-                    help="only this: the report's mart statements re-run with each setting ('name = value') and "
-                         "without, interleaved, in one child: CPU seconds and whether the rows stay the same")
+                    help="only this: the report's mart statements re-run with each setting ('name = value', or "
+                         "several comma-separated) and without, interleaved, --repeat rounds (at least 3) in one "
+                         "child: CPU seconds of the planning and the run, and whether the rows stay the same")
     ap.add_argument("--two-handles", action="store_true",
                     help="only this: the report's independent mart statements on one engine handle, then split "
                          "over two handles in two threads, interleaved, in one child")
     ap.add_argument("--handles", action="store_true",
                     help="only this: the report's statistics with its marts on one handle and over two (as shipped), "
                          "interleaved, --repeat rounds (at least 3) in one child; and whether the JSON stays the same")
+    ap.add_argument("--settings-ab", action="store_true",
+                    help="only this: the mart statements' engine settings (analytics/marts.py SETTINGS) as shipped "
+                         "against none, the core six and the report's statistics, --repeat rounds (at least 4) in "
+                         "one child, the sides in turn; and whether the figures stay the same")
     ap.add_argument("--child")
     a = ap.parse_args()
     a.workdir = a.workdir or month_workdir(a.nodes, a.days)
@@ -545,10 +618,13 @@ def main() -> None:
         print(json.dumps(run("profile", a.workdir), indent=1))
         return
     if a.statements is not None:
-        print(json.dumps(child_statements(a.workdir, a.statements), indent=1))
+        print(json.dumps(child_statements(a.workdir, a.statements, max(a.repeat, 3)), indent=1))
         return
     if a.handles:
         print(json.dumps(child_handles(a.workdir, max(a.repeat, 3)), indent=1))
+        return
+    if a.settings_ab:
+        print(json.dumps(child_settings_ab(a.workdir, max(a.repeat, 4)), indent=1))
         return
     if a.two_handles:
         print(json.dumps(child_two_handles(a.workdir), indent=1))
