@@ -73,6 +73,7 @@ class _Evaluated:
         self.handles = [wh]
         self.most_handles = handles
         self.asked: list[tuple[str, dict]] | None = None  # recording what a report asks for (asked_for)
+        self.kept: dict = {}  # what is worked out from the marts' rows, for the block (kept_in_block)
         self._numbers = itertools.count()
         self._lock = threading.Lock()
 
@@ -106,6 +107,15 @@ def each_mart_once(wh, handles: int = 2):
                 pass
         for handle in state.handles[1:]:
             handle.close()
+
+
+def kept_in_block(wh) -> dict | None:
+    """Inside an :func:`each_mart_once` block of ``wh``, a dict that lives as long as the block, for a result
+    worked out from the marts' rows that every reader in the block would work out the same (the what-if's
+    replays of a month, the same for a cluster report and a project's: analytics/whatif.py): the data does not
+    change inside a block, as its marts' tables already assume. None outside a block."""
+    state = _ONCE.get(wh)
+    return None if state is None else state.kept
 
 
 def _text(wh, relpath: str, params: dict, state: "_Evaluated | None" = None) -> str:

@@ -200,6 +200,67 @@ def main() -> None:
             wall = time.perf_counter() - t
             print(f"RESULT demo_reports_exports round={k} s={wall:.2f} writing_files_s={writing:.2f} "
                   f"(the marts and exports {wall - writing:.2f})", flush=True)
+    if "replays" in stages:
+        import resource
+
+        from ops_warehouse.analytics import whatif as whatif_module
+        from ops_warehouse.reports import charts
+
+        def cpu() -> float:
+            own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+            return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+        kept = whatif_module.kept_in_block
+        best = {"before": [float("inf")] * 2, "now": [float("inf")] * 2}
+        for k in range(a.rounds):
+            for way in ("before", "now"):
+                charts._DRAWN.clear()  # every chart drawn again, as in a fresh demo
+                whatif_module.kept_in_block = kept if way == "now" else (lambda wh_: None)
+                t, c = time.perf_counter(), cpu()
+                try:
+                    demo_module.write_reports(wh, tmp / f"replays-{way}-{k}", tmp / f"exports-{way}-{k}", month,
+                                              cluster)
+                finally:
+                    whatif_module.kept_in_block = kept
+                wall, used = time.perf_counter() - t, cpu() - c
+                best[way] = [min(best[way][0], wall), min(best[way][1], used)]
+                print(f"replays round={k} {way}: wall {wall:.2f} s, CPU {used:.2f} s", flush=True)
+
+        def stamped(b: bytes) -> bytes:  # the text before the "Generated" stamp (json: without generated_at)
+            return b"\n".join(ln for ln in b.split(b"\n") if b'"generated_at"' not in ln and b"Generated " not in ln)
+
+        def rounded(v):  # the engine sums floats in the order its threads finish: the last digits vary run to run
+            if isinstance(v, float):
+                return float(f"{v:.9g}")
+            if isinstance(v, dict):
+                return {k: rounded(x) for k, x in v.items() if k != "generated_at"}
+            return [rounded(x) for x in v] if isinstance(v, list) else v
+
+        def compared(x: str, y: str) -> None:
+            """Every file of run x against run y's: md, html and PNG byte for byte (after the stamp); json
+            byte for byte after the stamp, and else its values with floats to 9 significant digits."""
+            import json
+
+            files = sorted(p.relative_to(tmp / x) for p in (tmp / x).rglob("*") if p.is_file())
+            same, close, differ = 0, [], []
+            for f in files:
+                old, new = ((tmp / d / f).read_bytes() for d in (y, x))
+                if stamped(old) == stamped(new):
+                    same += 1
+                elif f.suffix == ".json" and rounded(json.loads(old)) == rounded(json.loads(new)):
+                    close.append(str(f))
+                else:
+                    differ.append(str(f))
+            print(f"{x} against {y}: {len(files)} files, {same} the same bytes"
+                  + (f"; the same to 9 digits: {', '.join(close)}" if close else "")
+                  + (f"; DIFFER: {', '.join(differ)}" if differ else ""), flush=True)
+
+        compared("replays-now-0", "replays-before-0")
+        if a.rounds > 1:  # what differs between two runs of the same code: the engine's float sums
+            compared("replays-before-1", "replays-before-0")
+        (b_wall, b_cpu), (n_wall, n_cpu) = best["before"], best["now"]
+        print(f"RESULT demo_reports_replays now_s={n_wall:.2f} before_s={b_wall:.2f} ratio={b_wall / n_wall:.2f} "
+              f"now_cpu_s={n_cpu:.2f} before_cpu_s={b_cpu:.2f}", flush=True)
     if "charts" in stages:
         from ops_warehouse.reports import charts
 

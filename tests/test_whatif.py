@@ -148,6 +148,38 @@ def test_the_monthly_report_replays_the_configured_scenarios(site):
     assert {p["project"] for p in ra["whatif"]["projects"]} == {"A"}
 
 
+def test_one_replay_for_the_reports_of_a_block(site, monkeypatch):
+    """The demo's two reports in one each_mart_once block: the month is replayed once (the replays never depend
+    on the project), and each report has its own scope's hand-worked figures from it."""
+    from ops_warehouse.analytics import whatif as whatif_module
+    from ops_warehouse.analytics.marts import each_mart_once
+
+    replays = []
+    real = whatif_module.replay_scenarios
+    monkeypatch.setattr(whatif_module, "replay_scenarios", lambda *a, **k: replays.append(1) or real(*a, **k))
+    one = [parse_change(add=["h100:1"])]
+    with each_mart_once(site):
+        w = whatif(site, cluster="t1", window=OCT, changes=one)
+        wa = whatif(site, cluster="t1", window=OCT, changes=one, project="A")
+        wb = whatif(site, cluster="t1", window=OCT, changes=one, project="B")
+    assert len(replays) == 1
+    assert wa["scenarios"] == wb["scenarios"] == w["scenarios"] == ["observed", "replay", "+1 h100"]
+    assert wa["replay_s"] == wb["replay_s"] == 0  # none made: the block's
+    s = _by(w["summary"], "scenario")
+    assert (s["+1 h100"]["wait_hours"], s["+1 h100"]["wait_hours_saved"]) == (pytest.approx(1.5), pytest.approx(4))
+    projects = _by(w["projects"], "scenario", "project")
+    assert [projects[("+1 h100", p)]["gpu_h"] for p in "ABC"] == [64, 16, 1]
+    # project A's J1 (16 GPUs × 4 h) and B's J2 (8 × 2 h), each report only its own project's row
+    assert {(r["scenario"], r["project"], r["gpu_h"]) for r in wa["projects"].to_dicts()} == {
+        (sc, "A", 64) for sc in ("observed", "replay", "+1 h100")}
+    assert {(r["scenario"], r["project"], r["gpu_h"]) for r in wb["projects"].to_dicts()} == {
+        (sc, "B", 16) for sc in ("observed", "replay", "+1 h100")}
+    # outside a block, each call replays: a second block replays again
+    with each_mart_once(site):
+        whatif(site, cluster="t1", window=OCT, changes=one, project="A")
+    assert len(replays) == 2
+
+
 def _by_rows(rows, key):
     return {r[key]: r for r in rows}
 
