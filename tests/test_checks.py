@@ -25,7 +25,7 @@ from ops_warehouse.analytics.whatif import whatif
 from ops_warehouse.config import Config
 from ops_warehouse.errors import OpsError
 from ops_warehouse.sqlfiles import sql_query
-from ops_warehouse.warehouse import close_embedded, open_warehouse
+from ops_warehouse.warehouse import Warehouse, close_embedded, open_warehouse
 from tests.cli_runner import cli
 from tests.conftest import REPO, table_checksums
 from tests.sites import SMALL_WEEK, built_site, small_week
@@ -368,6 +368,42 @@ def test_an_hour_the_run_did_not_hold_breaks_the_job_reports_and_the_users_gpu_h
     [row] = agree.rows.iter_rows(named=True)
     assert row["key"].startswith("job 1001 ")
     assert (row["value"], row["bound"], row["off_by"]) == (pytest.approx(192), pytest.approx(200), pytest.approx(-8))
+    row = users.rows.filter(pl.col("figure") == "Σ user_efficiency gpu_h = Σ users gpu_h").row(0, named=True)
+    assert (row["value"], row["bound"], row["off_by"]) == (pytest.approx(234), pytest.approx(226), pytest.approx(8))
+
+
+def test_a_projects_marts_made_from_an_earlier_projects_columns_still_break_its_law(scenario_site, tmp_path,
+                                                                                      monkeypatch):
+    """The laws of each project evaluate a mart once per project; after the first, a project's table takes the
+    first one's columns and is filled by INSERT ... SELECT (analytics/marts.py _table: the query analyzed once,
+    not twice). The hour added to J1 (project A, 8 GPUs) with A checked last, its users and user_efficiency
+    tables made that way: the same broken row as A checked alone above (user_efficiency 234 GPU-hours against
+    the users section's 226, off by 8), B's and C's laws holding."""
+    path = scenario_site.open_copy(tmp_path)
+    wh = _open(path)
+    made = []
+    command = Warehouse.command
+
+    def record(self, sql, params=None):
+        m = re.match(r"(CREATE TEMPORARY TABLE (_mart_\w+) ENGINE = Memory AS|INSERT INTO (_mart_\w+) SELECT) ", sql)
+        if m:
+            made.append((m.group(2) or m.group(3), "create" if m.group(2) else "insert"))
+        return command(self, sql, params)
+
+    try:
+        _break(wh, "run_hour_added")
+        monkeypatch.setattr(Warehouse, "command", record)
+        [users] = run_checks(wh, cluster="t1", window=OCT, projects=["C", "B", "A"], names=["users_sum_to_project"])
+        monkeypatch.undo()
+    finally:
+        wh.close()
+        close_embedded()
+    # C's tables made by CREATE ... AS SELECT; B's and A's (made after them, same queries) by INSERT
+    made_as: dict[str, list[str]] = {}
+    for table, how in made:
+        made_as.setdefault(re.sub(r"_\d+$", "", table), []).append(how)
+    assert made_as["_mart_users"] == made_as["_mart_user_efficiency"] == ["create", "insert", "insert"], made
+    assert users.status == BROKEN and set(users.rows["project"]) == {"A"}, users.rows
     row = users.rows.filter(pl.col("figure") == "Σ user_efficiency gpu_h = Σ users gpu_h").row(0, named=True)
     assert (row["value"], row["bound"], row["off_by"]) == (pytest.approx(234), pytest.approx(226), pytest.approx(8))
 
