@@ -44,12 +44,18 @@ SETTINGS = {"analyzer_inline_views": 1}
 
 
 def _settings(wh) -> str:
-    """SETTINGS as the clause ending a mart statement on ``wh``'s engine ('' for the ones it cannot take)."""
-    known = wh.client.server_settings
-    if str(getattr(known.get("readonly"), "value", "0")).strip() not in ("0", "2", ""):
-        return ""
-    taken = {k: v for k, v in SETTINGS.items() if k in known}
-    return "\nSETTINGS " + ", ".join(f"{k} = {v!r}" for k, v in taken.items()) if taken else ""
+    """SETTINGS as the clause ending a mart statement on ``wh``'s engine ('' for the ones it cannot take), asked
+    of the engine once a warehouse object, as an Arrow read: through the client's ``server_settings`` every mart
+    read made the client, which a read on the embedded engine otherwise never needs (core/engine_reads.py)."""
+    asked = tuple(SETTINGS.items())
+    if getattr(wh, "_mart_settings", (None, ""))[0] != asked:
+        names = wh.query_arrow("SELECT name FROM system.settings WHERE name IN {names:Array(String)} "
+                               "AND toString(getSetting('readonly')) IN ('0', '2')",
+                               {"names": list(SETTINGS)}).column(0).to_pylist()
+        taken = {k: v for k, v in SETTINGS.items() if k in names}
+        clause = "\nSETTINGS " + ", ".join(f"{k} = {v!r}" for k, v in taken.items()) if taken else ""
+        wh._mart_settings = asked, clause
+    return wh._mart_settings[1]
 
 
 def mart_sql(name: str) -> str:
