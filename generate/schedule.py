@@ -277,6 +277,12 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     next_id = [int(raw_id[-1]) + 1 if n_jobs else 1_000_001]
     # a campaign's owner stops it once this much of its work is done (never: above 1)
     abandon_at = np.where(rng.random(n_jobs) < ABANDON_P, rng.uniform(0.1, 0.9, n_jobs), 2.0)
+    # what a run's start reads of its job, as Python lists: a numpy scalar a read (and its arithmetic) was
+    # most of on_start's time, once a run (the same values: float64 either way)
+    L = {c: J[c].tolist() for c in ("runtime_s", "ckpt_period_s", "account_idx", "campaign", "gpus", "outcome",
+                                    "cut", "hang", "fail_exit")}
+    part_l, limit_l, abandon_l = part.tolist(), limit_of.tolist(), abandon_at.tolist()
+    slow_l, in_resv_l = slow.tolist(), in_resv_node.tolist()
     for i in arrival.tolist():
         sched.add(J["submit"][i], J["gpus"][i], part[i], limit_of[i], J["account_idx"][i], key=raw_id[i],
                   held_until=int(cancel_at[i]) if held[i] else NEVER)
@@ -292,22 +298,24 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
     def on_start(s: int, t: int, chosen: np.ndarray, gsel: np.ndarray) -> int:
         """A run starts on ``chosen``: how it ends (its outcome, a node failure, the slow node), recorded."""
         i, run_no, remaining = run_job[s], run_no_of[s], run_left[s]
-        limit_s = int(limit_of[i])
-        runtime = int(J["runtime_s"][i]) if remaining < 0 else remaining
-        period = int(J["ckpt_period_s"][i])
-        p, acct = int(part[i]), int(J["account_idx"][i])
-        rate = float(slow[chosen].min())
-        startup = int(rng.integers(*STARTUP_S)) if run_no > 0 and J["campaign"][i] else 0
+        ch = chosen.tolist()
+        limit_s = limit_l[i]
+        runtime = L["runtime_s"][i] if remaining < 0 else remaining
+        period = L["ckpt_period_s"][i]
+        p, acct = part_l[i], L["account_idx"][i]
+        rate = min(slow_l[n] for n in ch)
+        campaign = L["campaign"][i]
+        startup = int(rng.integers(*STARTUP_S)) if run_no > 0 and campaign else 0
         hang_from = None
-        if J["campaign"][i]:
+        if campaign:
             # work done at startup + rate × time; ends at the first of: done, time limit, a crash or hang, a
             # node failure, a preemption, its owner stopping it
-            work = int(J["runtime_s"][i])
+            work = L["runtime_s"][i]
             ends = {"COMPLETED": t + startup + int(np.ceil(runtime / rate)), "TIMEOUT": t + limit_s,
-                    "FAILED": t + startup + int(rng.exponential(CAMPAIGN_MTBF_S * 256 / max(int(J["gpus"][i]), 1)))}
+                    "FAILED": t + startup + int(rng.exponential(CAMPAIGN_MTBF_S * 256 / max(L["gpus"][i], 1)))}
             if rng.random() < PREEMPT_P:
                 ends["PREEMPTED"] = t + int(rng.uniform(0.1, 0.9) * min(limit_s, ends["COMPLETED"] - t))
-            stop_left = work - abandon_at[i] * work  # the work left when its owner stops it
+            stop_left = work - abandon_l[i] * work  # the work left when its owner stops it
             if runtime > stop_left > 0:
                 ends["CANCELLED"] = t + startup + int(np.ceil((runtime - stop_left) / rate))
             state = min(ends, key=lambda k: (ends[k], k != "COMPLETED"))
@@ -315,22 +323,22 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
             if state == "FAILED" and rng.random() < HANG_SHARE and end_t - t > WATCHDOG_S + startup:
                 hang_from = end_t - WATCHDOG_S
         else:
-            outcome = str(J["outcome"][i]) if run_no == 0 else "COMPLETED"
-            dur = int(min(runtime * (J["cut"][i] if run_no == 0 else 1.0), limit_s))
+            outcome = str(L["outcome"][i]) if run_no == 0 else "COMPLETED"
+            dur = int(min(runtime * (L["cut"][i] if run_no == 0 else 1.0), limit_s))
             dur = max(dur, 1)
             if rate < 1:
                 dur = int(min(dur / rate, limit_s))
             end_t = t + dur  # (no start-up planted here: dur is within the limit)
             state = outcome
-            if run_no == 0 and J["cut"][i] >= 1.0 and runtime > limit_s:
+            if run_no == 0 and L["cut"][i] >= 1.0 and runtime > limit_s:
                 state = "TIMEOUT"
-        failed_at = min((f for n in chosen for f in down_at.get(int(n), []) if t < f < end_t), default=None)
+        failed_at = min((f for n in ch for f in down_at.get(n, []) if t < f < end_t), default=None)
         if failed_at is not None:
             end_t, state, hang_from = failed_at, "NODE_FAIL", None
-        if not J["campaign"][i] and J["hang"][i] and state in ("FAILED", "CANCELLED", "TIMEOUT") \
+        if not campaign and L["hang"][i] and state in ("FAILED", "CANCELLED", "TIMEOUT") \
                 and end_t - t > 2 * WATCHDOG_S:
             hang_from, state = end_t - WATCHDOG_S, "FAILED"
-        exit_code = {"FAILED": "0:6" if hang_from else str(J["fail_exit"][i]), "OUT_OF_MEMORY": "0:125",
+        exit_code = {"FAILED": "0:6" if hang_from else str(L["fail_exit"][i]), "OUT_OF_MEMORY": "0:125",
                      "TIMEOUT": "0:0"}.get(state, "0:0")
         # what the run keeps: the work up to its last checkpoint written whole (one every period from its start,
         # none during a hang), all of it when it completed; the rest of its time is lost (the truth's lost_s),
@@ -345,21 +353,21 @@ def simulate(spec: ClusterSpec | None = None, *, start: datetime, days: int, job
             lost_s, kept_s = end_t - t, 0
         out.append({"i": i, "run": run_no, "submit": sched.submit[s], "partition": spec.partitions[p].name,
                     "start": t, "end": end_t, "state": state, "exit": exit_code,
-                    "nodes": [nodes[n] for n in sorted(chosen)], "hang_from": hang_from,
-                    "reservation": resv_name if (acct == owner and rs <= t < re_ and in_resv_node[chosen].any())
+                    "nodes": [nodes[n] for n in sorted(ch)], "hang_from": hang_from,
+                    "reservation": resv_name if (acct == owner and rs <= t < re_ and any(in_resv_l[n] for n in ch))
                     else "", "raw": run_raw[s], "campaign": run_camp[s], "lost_s": lost_s,
                     "startup_s": startup if state == "COMPLETED" or kept_s > 0 else 0,
                     "busy_from": min(t + startup, end_t)})
         alloc_rows.append((flushed[0] + len(out) - 1, chosen, gsel))
         left = max(runtime - int(kept_s * rate), 60)
-        if J["campaign"][i] and state not in ("COMPLETED", "CANCELLED"):
+        if campaign and state not in ("COMPLETED", "CANCELLED"):
             if state in ("NODE_FAIL", "PREEMPTED") and (state == "PREEMPTED" or rng.random() < REQUEUE_SHARE):
                 add_run(i, end_t, run_no + 1, left, run_raw[s], run_camp[s], p, limit_s, acct)  # Slurm's requeue
             else:
                 delay = int(np.clip(np.exp(np.log(RESUBMIT_MEDIAN_S) + rng.standard_normal()), 30, RESUBMIT_MAX_S))
                 add_run(i, end_t + delay, run_no + 1, left, next_id[0], run_camp[s], p, limit_s, acct)
                 next_id[0] += 1
-        elif not J["campaign"][i] and state == "NODE_FAIL" and rng.random() < REQUEUE_SHARE:
+        elif not campaign and state == "NODE_FAIL" and rng.random() < REQUEUE_SHARE:
             # the requeued run starts again from the run's last complete checkpoint (from the beginning
             # without one): the work since then is done twice, as the campaigns mart measures it
             add_run(i, end_t, run_no + 1, left, run_raw[s], run_camp[s], p, limit_s, acct)
