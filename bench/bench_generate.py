@@ -13,9 +13,10 @@ Prints seconds, rows, bytes and peak RSS of each child (its own: VmHWM, read in 
 line for bench/run_all.py. (Smaller --jobs/--days/--telemetry-* are for a quick check that it runs.)
 
     --demo [--before REV]: the demo's own generate instead (31 days, 114 nodes, 900 jobs a day, seed 7, 300 s
-    telemetry, nightly extracts), wall and CPU seconds by phase; with --before, the generator package as it
-    was at git REV first, then now, in this one command (the machine is shared: back to back, alternating
-    --repeat times), and every file the two wrote compared: text byte for byte, Parquet row for row.
+    telemetry, nightly extracts and the 30-day backfill extract), wall and CPU seconds by phase; with
+    --before, the generator package and the backfill scheduler (planning/backfill.py) as they were at git
+    REV first, then now, in this one command (the machine is shared: back to back, alternating --repeat
+    times), and every file the two wrote compared: text byte for byte, Parquet row for row.
 """
 
 from __future__ import annotations
@@ -67,21 +68,23 @@ def child_telemetry(out: str, nodes: int = 128, days: int = 31) -> dict:
             "mb": sum(c["bytes"] for c in counts.values()) / 1e6, "peak_rss_mb": peak_rss_mb()}
 
 
-DEMO = dict(days=31, jobs_per_day=900, seed=7, metrics_step_s=300, telemetry=("parquet",), nightly=True)
+DEMO = dict(days=31, jobs_per_day=900, seed=7, metrics_step_s=300, telemetry=("parquet",), nightly=True,
+            backfill_days=30)  # as cli/demo.py calls it
 GEN_MODULES = ("model", "workload", "schedule", "sacct_writer", "kernel_log", "telemetry", "volume")
 
 
 def _load_generator_at(rev: str) -> None:
     """Replace the generator's modules by their text at git ``rev`` (in dependency order, the package last, so
-    each module's imports of its siblings bind the old ones)."""
+    each module's imports of its siblings bind the old ones), the backfill scheduler it places jobs with
+    (planning/backfill.py) first."""
     import importlib
 
     root = Path(__file__).resolve().parent.parent
-    for name in GEN_MODULES + ("__init__",):
-        mod = importlib.import_module("ops_warehouse.generate" + ("" if name == "__init__" else f".{name}"))
-        src = subprocess.run(["git", "show", f"{rev}:generate/{name}.py"], cwd=root, check=True,
+    for pkg, name in [("planning", "backfill")] + [("generate", m) for m in GEN_MODULES + ("__init__",)]:
+        mod = importlib.import_module(f"ops_warehouse.{pkg}" + ("" if name == "__init__" else f".{name}"))
+        src = subprocess.run(["git", "show", f"{rev}:{pkg}/{name}.py"], cwd=root, check=True,
                              capture_output=True, text=True).stdout
-        exec(compile(src, f"{rev}:generate/{name}.py", "exec"), mod.__dict__)
+        exec(compile(src, f"{rev}:{pkg}/{name}.py", "exec"), mod.__dict__)
 
 
 def child_demo(out: str, before: str | None) -> dict:
