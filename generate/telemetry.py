@@ -279,7 +279,7 @@ def write_telemetry(out_dir: Path, *, spec: ClusterSpec, inventory: pl.DataFrame
         date = datetime.fromtimestamp(d / 1000, timezone.utc).strftime("%Y-%m-%d")
         if "parquet" in formats:
             for fam, data in fams.items():
-                n = _write_parquet(out_dir / fam / f"{date}.parquet", w.labels[fam], fam, data, w.a_job_names)
+                n = _write_parquet(out_dir / fam / f"{date}.parquet", w.labels[fam], fam, data, w.a_job_series)
                 c = counts[fam]
                 rows = len(data["ts"])
                 c["files"] += 1
@@ -386,6 +386,9 @@ class _World:
         # job_id_raw; gpu_alloc rows without it carry the sacct JobID), '' (the last entry) on a free GPU
         raw = a["job_id_raw"].cast(pl.String) if "job_id_raw" in a.columns else a["job_id"]
         self.a_job_names = np.append(raw.to_numpy().astype(object), "")
+        # as the column the Parquet files take, made once: a day's column is a gather of it (from the object
+        # array a day, its 262,656 Python strings were converted again every day: 14 ms against 2)
+        self.a_job_series = pl.Series("hpc_job", self.a_job_names, pl.String)
         job_nodes = gpu_alloc.group_by("job_id").agg(pl.col("node").n_unique().alias("n_nodes"))
         a = a.join(job_nodes, on="job_id", how="left", maintain_order="left")
         a_start, a_end = _col_ms(a["start_ts"], big), _col_ms(a["end_ts"], big)
@@ -611,13 +614,13 @@ class _World:
         }
 
 
-def _write_parquet(path: Path, labels: pl.DataFrame, family: str, data: dict, job_names: np.ndarray) -> int:
+def _write_parquet(path: Path, labels: pl.DataFrame, family: str, data: dict, job_names: pl.Series) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     schema = family_schema(family)
     cols = [pl.Series("timestamp", data["ts"], pl.Int64).cast(pl.Datetime("ms")).dt.replace_time_zone("UTC")]
     cols += labels[pl.Series(data["series"], dtype=pl.Int64)].get_columns()
     if "hpc_job" in data:  # a label that changes with the job holding the GPU: a column of its own
-        cols.append(pl.Series("hpc_job", job_names[data["hpc_job"]], pl.String))
+        cols.append(job_names.gather(data["hpc_job"]))
     cols += [pl.Series(m, data[m]).cast(schema[m]) for m in schema if m in data and m != "hpc_job"]
     # lz4: a day's files in two thirds of zstd's CPU, 1.4 x its bytes (docs/benchmarks.md, Generator, Round 3)
     pl.DataFrame(cols).write_parquet(path, compression="lz4")
