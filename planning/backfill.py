@@ -238,7 +238,8 @@ class Scheduler:
         if fs is None or t >= fs[2]:
             busy = self.busy[self._sl[p]]
             free = (busy <= t).sum(axis=1)
-            fs = self._free[p] = [free, None, min(int(np.where(busy > t, busy, NEVER).min()), self._avail[1]), {}]
+            fs = self._free[p] = [free, None, min(int(np.where(busy > t, busy, NEVER).min(initial=NEVER)),
+                                                  self._avail[1]), {}]
         if fs[1] is None:
             f = np.where(self._avail[2][0][self._sl[p]], fs[0], 0)
             fs[1] = np.bincount(f, minlength=self.G + 1)[::-1].cumsum()[::-1].tolist()

@@ -52,3 +52,23 @@ def test_a_reservation_that_begins_to_matter_moves_the_kept_shadow():
     assert placed[1] == (7_000, [0], [[0, 1, 2, 3, 4, 5, 6, 7]])
     assert placed[0] == (60_000, [1, 2], [[0, 1, 2, 3, 4, 5, 6, 7]] * 2)
     assert s.start == [60_000, 7_000]
+
+
+def test_a_partition_without_nodes_starts_nothing_and_stops_nothing():
+    """Partition 1 has no node (nodes are in 0 and 2): its jobs are tried and never start; the job of partition 0
+    starts when it is submitted, on node 0. (The counts kept per partition read an empty node range here.)"""
+    nodes = Nodes(partition=np.array([0, 2]), gpus=np.full(2, 8), in_service=np.zeros(2, np.int64),
+                  retired=np.full(2, NEVER, np.int64), nostart=np.zeros((0, 3), np.int64))
+    s = Scheduler(nodes, t0=0)
+    s.add_jobs(Jobs(submit=np.array([0, 10, 20]), gpus=np.array([8, 4, 16]), partition=np.array([1, 0, 1]),
+                    runtime=np.full(3, 100), limit=np.full(3, 200), account=np.zeros(3, np.int64),
+                    held_until=np.full(3, NEVER)), keys=np.array([1, 2, 3]))
+    placed = {}
+
+    def on_start(j, t, chosen, gsel):
+        placed[j] = (t, chosen.tolist(), gsel.tolist())
+        return t + 100
+
+    s.run(1_000, on_start)
+    assert placed == {1: (10, [0], [[0, 1, 2, 3]])}
+    assert s.start == [-1, 10, -1]
