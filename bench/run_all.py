@@ -51,6 +51,8 @@ BENCHES = {
     "generate": ("bench_generate.py", [],
                  ["--jobs", "20000", "--days", "20", "--telemetry-nodes", "8", "--telemetry-days", "2"]),
     "whatif": ("bench_whatif.py", [], ["--days", "5", "--workdir", "{work}/whatif", "--big-workdir", "{work}/none"]),
+    # issue 51: the backfill scheduler's event loop in the generator's month (the replays need a demo: --dir)
+    "scheduler": ("bench_scheduler.py", ["--only", "simulate"], ["--only", "simulate", "--rounds", "1"]),
     "scaling": ("bench_scaling.py", ["--scales", "1", "2", "4", "--extrapolate", "8"],
                 ["--scales", "1", "--days", "3", "--repeat", "1", "--calibrate-days", "1",
                  "--workdir", "{work}/scaling"]),
