@@ -234,15 +234,12 @@ def asked_for(wh):
         state.asked = None
 
 
-def evaluate_ahead(wh, asked: list[tuple[str, dict]], *, first=(), ready=None) -> None:
+def evaluate_ahead(wh, asked: list[tuple[str, dict]]) -> None:
     """Evaluate the marts ``asked`` (:func:`asked_for`) and every mart they include, not yet evaluated in this
     :func:`each_mart_once` block, over the block's handles at once (analytics/mart_schedule.py: a group of
     marts joined by includes on one handle), and read the rows of the ones asked for; :func:`run_mart` then
     hands those rows back. One handle (``each_mart_once(wh, handles=1)``, or a single group): on ``wh``, one
-    after the other. ``first``: mart names evaluated before the others of their group (a report's charts
-    drawn from their rows while the rest are evaluated); ``ready(i)``: called, from the thread that read them,
-    once the rows of ``asked[i]`` can be had from :func:`run_mart` without the engine (at once for rows read
-    earlier in the block)."""
+    after the other."""
     state = _ONCE[wh]
     includes: dict[tuple, list[tuple]] = {}
     what: dict[tuple, tuple[str, dict]] = {}
@@ -259,22 +256,8 @@ def evaluate_ahead(wh, asked: list[tuple[str, dict]], *, first=(), ready=None) -
                          for n, whole in found if not _reads_whatif(n)]
         return key
 
-    # (sorted is stable: the report's order otherwise)
-    order = sorted(range(len(asked)), key=lambda i: asked[i][0] not in first)
-    readers: dict[tuple, list[int]] = {}  # a mart's key -> the indices of ``asked`` it answers
-    for i in order:
-        name, params = asked[i]
-        if not _reads_whatif(name):
-            readers.setdefault(visit(name, params), []).append(i)
-    wanted = [k for k in readers if k not in state.frames]
-
-    def have(key: tuple) -> None:
-        for i in readers.get(key, ()) if ready is not None else ():
-            ready(i)
-
-    for key in readers:
-        if key in state.frames:
-            have(key)
+    wanted = {visit(name, params): None for name, params in asked if not _reads_whatif(name)}
+    wanted = [k for k in wanted if k not in state.frames]
     handle_index = {id(h): i for i, h in enumerate(state.handles)}
     todo = groups(includes, {k: handle_index[id(state.on[k])] for k in state.tables})
     if len(todo) > 1 and len(state.handles) < state.most_handles:
@@ -298,7 +281,6 @@ def evaluate_ahead(wh, asked: list[tuple[str, dict]], *, first=(), ready=None) -
                     table = _table(handle, state, name, params)
                     if key in wanted and table is not None:
                         state.frames[key] = _read(handle, table)
-                        have(key)
         except BaseException as e:  # raised again by the caller's thread
             failed.append(e)
 

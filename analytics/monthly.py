@@ -18,7 +18,6 @@ users or job ids.
 from __future__ import annotations
 
 import inspect
-import threading
 from datetime import date, datetime, timedelta, timezone
 
 import polars as pl
@@ -83,24 +82,20 @@ _SHAPES = {"efficiency": _efficiency, "fine_telemetry": _one_row, "campaigns": _
 
 def monthly_report(api, *, month: date | None = None, project: str | None = None, cluster: str | None = None,
                    anonymize_users: bool = False, progress=None, behind_ratio: float = PARAMETERS["behind_ratio"],
-                   top_jobs: int = PARAMETERS["top_jobs"], early=None) -> dict:
+                   top_jobs: int = PARAMETERS["top_jobs"]) -> dict:
     """The report of ``month`` (default: the last complete month with data) for ``project`` or, with
     ``project=None``, the whole cluster. ``behind_ratio`` and ``top_jobs`` are the straggler and
-    largest-jobs marts' parameters; the report records them. ``early``: an object that takes parts of the
-    report before it is whole (the charts drawn from them while the other marts are evaluated:
-    reports/charts_ahead.py): its ``wants`` (report keys: their marts are evaluated first) and ``take(part)``
-    (a dict of report keys and values, each as the report will hold it; called from the marts' threads,
-    one call at a time)."""
+    largest-jobs marts' parameters; the report records them."""
     # one engine opening and one turn for the whole report, each mart evaluated once
     with api.session() as w, each_mart_once(w):
         return _monthly_report(api, month=month, project=project, cluster=cluster,
                                anonymize_users=anonymize_users, progress=progress, behind_ratio=behind_ratio,
-                               top_jobs=top_jobs, early=early)
+                               top_jobs=top_jobs)
 
 
 def _monthly_report(api, *, month: date | None = None, project: str | None = None, cluster: str | None = None,
                    anonymize_users: bool = False, progress=None, behind_ratio: float = PARAMETERS["behind_ratio"],
-                   top_jobs: int = PARAMETERS["top_jobs"], early=None) -> dict:
+                   top_jobs: int = PARAMETERS["top_jobs"]) -> dict:
     wh = api.warehouse
     cluster = resolve_cluster(wh, cluster)
     latest, first = history_span(wh, cluster)
@@ -150,49 +145,19 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
     # every mart the report asks for, asked once to learn the evaluations (the API's own arguments), then
     # evaluated over two engine handles at once (analytics/marts.py: evaluate_ahead); the calls below read them
     step("marts evaluated")
-    owner: list[int] = []  # the index in calls of each evaluation asked for
     with asked_for(wh) as asked:
-        for c, (name, fn, kw, now, before) in enumerate(calls):
+        for name, fn, kw, now, before in calls:
             for period in (per,) * now + (prev,) * before:
                 fn(period, **kw)
-            owner += [c] * (len(asked) - len(owner))
-
-    def frames_of(c: int, run=lambda label, fn, *a, **kw: fn(*a, **kw)):
-        name, fn, kw, now, before = calls[c]
+    evaluate_ahead(wh, asked)
+    frames: dict[str, tuple[pl.DataFrame, pl.DataFrame | None]] = {}
+    for name, fn, kw, now, before in calls:
         m = declarations.mart(name)
         now = run(name, fn, per, **kw) if now else pl.DataFrame()
         before = run(name, fn, prev, **kw) if before else None
         if key is not None and m.user_columns:
             now, before = (None if df is None else pseudonymize(df, key, m.user_columns) for df in (now, before))
-        return now, before
-
-    def listed(name: str, now, before) -> dict:
-        return _SHAPES.get(name, _listed)(name, now, before, project=p, top_jobs=top_jobs)
-
-    parts: dict[str, dict] = {}  # a mart's part of the report, made early (for ``early``)
-    drawn_first, ready = (), None
-    if early is not None:
-        wants = set(early.wants)
-        early.take({"scope": "project" if project is not None else "cluster", "project": project,
-                    **{k: PARAMETERS[k] for k in ("campaign_gap_hours", "campaign_min_gpus")}})
-        waiting = {c: owner.count(c) for c in set(owner)}
-        turn = threading.Lock()  # (the API's session is one caller's at a time)
-
-        def ready(i: int) -> None:
-            c = owner[i]
-            with turn:
-                waiting[c] -= 1
-                if waiting[c] == 0:  # every evaluation of this mart's is read: its part of the report
-                    name = calls[c][0]
-                    parts[name] = listed(name, *frames_of(c))
-                    if wants & set(parts[name]):
-                        early.take(parts[name])
-
-        drawn_first = {name for name, *_ in calls if name in wants}
-    evaluate_ahead(wh, asked, first=drawn_first, ready=ready)
-    frames: dict[str, tuple[pl.DataFrame, pl.DataFrame | None]] = {}
-    for c, (name, *_) in enumerate(calls):
-        frames[name] = frames_of(c, run)
+        frames[name] = (now, before)
     # what the next purchase buys (2.2): the config's [[whatif]] scenarios replayed on the month, when it has any
     whatif = None
     if wh.cfg.whatif:
@@ -234,7 +199,7 @@ def _monthly_report(api, *, month: date | None = None, project: str | None = Non
         "users_anonymized": anonymize_users,
         # the marts' rows, each under its name in its declared place (and <name>_previous after it)
         **{k: v for name, (now, before) in frames.items()
-           for k, v in (parts.get(name) or listed(name, now, before)).items()},
+           for k, v in _SHAPES.get(name, _listed)(name, now, before, project=p, top_jobs=top_jobs).items()},
         "whatif": whatif,
         "campaign_gap_hours": PARAMETERS["campaign_gap_hours"],
         "campaign_min_gpus": PARAMETERS["campaign_min_gpus"],

@@ -12,11 +12,6 @@ it ran before, in one command on a copy of a loaded demo warehouse (`ops-report 
              Parquet exports in one block of evaluated marts, --rounds times, with the seconds spent writing the
              reports' files (round 3 compared the shared block with a block each, round 4 at a4b7858 the files
              written by a forked process beside the next marts and the exports: dropped, slower here)
-  replays    write_reports with the what-if month replayed once a block (now) and once a report (before:
-             round 7), every chart drawn each round
-  ahead      write_reports with each report's charts drawn by a forked process while its marts are evaluated
-             (now, reports/charts_ahead.py) and once the report is whole (before: round 8), the sides in turn
-             (ABBA), best and median, wall and CPU (this process's and its reaped children's); the files compared
   charts     the two reports' files written (md + html + json: every chart drawn, none kept from an earlier
              run) with the charts drawn by forked workers, one a core (as the demo does), and one after the
              other in this process, alternating, --rounds times; the reports' figures made once beforehand
@@ -205,12 +200,8 @@ def main() -> None:
             wall = time.perf_counter() - t
             print(f"RESULT demo_reports_exports round={k} s={wall:.2f} writing_files_s={writing:.2f} "
                   f"(the marts and exports {wall - writing:.2f})", flush=True)
-    for stage in ("replays", "ahead"):
-        if stage not in stages:
-            continue
+    if "replays" in stages:
         import resource
-        import statistics
-        from contextlib import nullcontext
 
         from ops_warehouse.analytics import whatif as whatif_module
         from ops_warehouse.reports import charts
@@ -219,27 +210,21 @@ def main() -> None:
             own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
             return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
-        kept, ahead = whatif_module.kept_in_block, demo_module.drawing_ahead
-        runs = {"before": [], "now": []}
+        kept = whatif_module.kept_in_block
+        best = {"before": [float("inf")] * 2, "now": [float("inf")] * 2}
         for k in range(a.rounds):
-            # ahead (round 8): the sides in turn, ABBA (each first in every other round)
-            for way in ("before", "now") if stage == "replays" or k % 2 == 0 else ("now", "before"):
+            for way in ("before", "now"):
                 charts._DRAWN.clear()  # every chart drawn again, as in a fresh demo
-                if stage == "replays":  # before: a replay per report (round 7)
-                    whatif_module.kept_in_block = kept if way == "now" else (lambda wh_: None)
-                else:  # before: the charts drawn once each report is whole (round 8)
-                    demo_module.drawing_ahead = ahead if way == "now" else (lambda *_: nullcontext())
+                whatif_module.kept_in_block = kept if way == "now" else (lambda wh_: None)
                 t, c = time.perf_counter(), cpu()
                 try:
-                    demo_module.write_reports(wh, tmp / f"{stage}-{way}-{k}", tmp / f"exports-{way}-{k}", month,
+                    demo_module.write_reports(wh, tmp / f"replays-{way}-{k}", tmp / f"exports-{way}-{k}", month,
                                               cluster)
                 finally:
-                    whatif_module.kept_in_block, demo_module.drawing_ahead = kept, ahead
+                    whatif_module.kept_in_block = kept
                 wall, used = time.perf_counter() - t, cpu() - c
-                runs[way].append((wall, used))
-                print(f"{stage} round={k} {way}: wall {wall:.2f} s, CPU {used:.2f} s", flush=True)
-        best = {way: [min(x[i] for x in got) for i in (0, 1)] for way, got in runs.items()}
-        median = {way: [statistics.median(x[i] for x in got) for i in (0, 1)] for way, got in runs.items()}
+                best[way] = [min(best[way][0], wall), min(best[way][1], used)]
+                print(f"replays round={k} {way}: wall {wall:.2f} s, CPU {used:.2f} s", flush=True)
 
         def stamped(b: bytes) -> bytes:  # the text before the "Generated" stamp (json: without generated_at)
             return b"\n".join(ln for ln in b.split(b"\n") if b'"generated_at"' not in ln and b"Generated " not in ln)
@@ -270,14 +255,12 @@ def main() -> None:
                   + (f"; the same to 9 digits: {', '.join(close)}" if close else "")
                   + (f"; DIFFER: {', '.join(differ)}" if differ else ""), flush=True)
 
-        compared(f"{stage}-now-0", f"{stage}-before-0")
+        compared("replays-now-0", "replays-before-0")
         if a.rounds > 1:  # what differs between two runs of the same code: the engine's float sums
-            compared(f"{stage}-before-1", f"{stage}-before-0")
+            compared("replays-before-1", "replays-before-0")
         (b_wall, b_cpu), (n_wall, n_cpu) = best["before"], best["now"]
-        print(f"RESULT demo_reports_{stage} now_s={n_wall:.2f} before_s={b_wall:.2f} ratio={b_wall / n_wall:.2f} "
-              f"now_cpu_s={n_cpu:.2f} before_cpu_s={b_cpu:.2f} median now_s={median['now'][0]:.2f} "
-              f"before_s={median['before'][0]:.2f} now_cpu_s={median['now'][1]:.2f} "
-              f"before_cpu_s={median['before'][1]:.2f}", flush=True)
+        print(f"RESULT demo_reports_replays now_s={n_wall:.2f} before_s={b_wall:.2f} ratio={b_wall / n_wall:.2f} "
+              f"now_cpu_s={n_cpu:.2f} before_cpu_s={b_cpu:.2f}", flush=True)
     if "charts" in stages:
         from ops_warehouse.reports import charts
 

@@ -9,7 +9,6 @@ computed by DuckDB and by pandas over Parquet, in one run.
     .venv/bin/python bench/bench_monthly.py --two-handles   # the report's independent marts on two engine handles
     .venv/bin/python bench/bench_monthly.py --handles --repeat 5  # the report's marts on one handle and on two
     .venv/bin/python bench/bench_monthly.py --settings-ab --repeat 6  # the marts' engine settings against none
-    .venv/bin/python bench/bench_monthly.py --charts-ab --repeat 6  # the charts drawn ahead against after
 
 The month is prepared once and kept (default workdir ~/.cache/ops-warehouse/bench-monthly-n<nodes>-d<days>-<checkout>,
 bench/month_cache.py: one per checkout, so two worktrees never rebuild each other's month):
@@ -124,25 +123,16 @@ def ensure_grains(work: Path) -> None:
         close_embedded()
 
 
-def child_product(work: Path, charts: str = "ahead") -> dict:
-    """The core six, then the report as `ops-report monthly --cluster --format all` makes it: ``charts`` "ahead"
-    (as shipped: drawn by a forked process while the marts are evaluated, reports/charts_ahead.py) or "after"
-    (as before round 8: drawn once the report is whole, by forked workers). CPU seconds: this process's and
-    its reaped children's (the drawing process and its workers)."""
-    import resource
+def child_product(work: Path) -> dict:
     import shutil
 
     from ops_warehouse.config import Config
     from ops_warehouse.analytics.api import Connection
     from ops_warehouse.analytics.marts import run_mart
     from ops_warehouse.analytics.monthly import monthly_report
-    from ops_warehouse.reports.charts_ahead import drawing_ahead
-    from ops_warehouse.reports.monthly_render import draw_all, write
+    from ops_warehouse.reports.charts import draw_all
+    from ops_warehouse.reports.monthly_render import write
     from ops_warehouse.warehouse import open_warehouse
-
-    def cpu() -> float:
-        ch = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return time.process_time() + ch.ru_utime + ch.ru_stime
 
     cfg = Config(dsn=f"chdb://{work / 'warehouse'}")
     cfg.projects = PROJECTS
@@ -155,18 +145,16 @@ def child_product(work: Path, charts: str = "ahead") -> dict:
     core_s, core_cpu_s = time.perf_counter() - t, time.process_time() - c
     out = work / "out"
     shutil.rmtree(out, ignore_errors=True)  # every chart drawn: none kept from an earlier run
-    t, c, c_all = time.perf_counter(), time.process_time(), cpu()
-    with drawing_ahead(charts == "ahead") as ahead:
-        r = monthly_report(Connection(wh), month=START.date(), cluster=cluster, early=ahead)
-        t_stats, stats_cpu_s = time.perf_counter() - t, time.process_time() - c
-        t1 = time.perf_counter()
-        pngs = ahead.charts(r) if ahead else draw_all(r)  # (the time left to wait for them, ahead)
-        t_charts = time.perf_counter() - t1
-        write(r, out, ["md", "html", "json"], pngs)
+    t, c = time.perf_counter(), time.process_time()
+    r = monthly_report(Connection(wh), month=START.date(), cluster=cluster)
+    t_stats, stats_cpu_s = time.perf_counter() - t, time.process_time() - c
+    t1 = time.perf_counter()
+    draw_all(r)  # (write() below reuses what this drew)
+    t_charts = time.perf_counter() - t1
+    write(r, out, ["md", "html", "json"])
     cl = next(u for u in r["utilization"] if u["level"] == "cluster")
     return {"seconds": time.perf_counter() - t, "stats_s": t_stats, "charts_s": t_charts, "core_s": core_s,
-            "core_cpu_s": core_cpu_s, "stats_cpu_s": stats_cpu_s, "report_cpu_s": cpu() - c_all,
-            "charts": charts, "files": _outputs(out, r["generated_at"]),
+            "core_cpu_s": core_cpu_s, "stats_cpu_s": stats_cpu_s,
             "peak_rss_mb": peak_rss_mb(), "allocated_gpu_h": cl["allocated_gpu_h"], "capacity_gpu_h": cl["capacity_gpu_h"],
             "sizes": {s["size_class"]: s["jobs"] for s in r["job_sizes"]}}
 
@@ -533,45 +521,6 @@ def child_pandas(work: Path) -> dict:
             "allocated_gpu_h": float(by_model["gpu_s"].sum()), "capacity_gpu_h": float(by_model["cap_s"].sum())}
 
 
-def _outputs(out: Path, r_generated_at: str) -> dict:
-    """sha256 of each file the report wrote, its generation stamp blanked (the same report twice differs
-    there only)."""
-    import hashlib
-
-    return {str(f.relative_to(out)): hashlib.sha256(f.read_bytes().replace(r_generated_at.encode(), b"")).hexdigest()
-            for f in sorted(out.rglob("*")) if f.is_file()}
-
-
-def charts_ab(work: Path, rounds: int) -> dict:
-    """The whole report with its charts drawn ahead (as shipped) and after the statistics (before), each run a
-    fresh child (as a command runs: matplotlib imported where each side imports it), the sides in turn, ABBA,
-    ``rounds`` rounds: wall and CPU seconds (the child's and its reaped children's), best and median, and
-    whether every run wrote the same files (md, html, json, PNGs; the generation stamp blanked)."""
-    import os
-    import statistics
-
-    got = {"ahead": [], "after": []}
-    files = {"ahead": set(), "after": set()}
-    load = [os.getloadavg()[0]]
-    for i in range(rounds):
-        for side in (("ahead", "after") if i % 2 == 0 else ("after", "ahead")):
-            p = subprocess.run([sys.executable, __file__, "--child", "product", "--charts", side, "--workdir",
-                                str(work)], capture_output=True, text=True)
-            if p.returncode:
-                raise SystemExit(p.stderr[-3000:])
-            res = json.loads(p.stdout.strip().splitlines()[-1])
-            got[side].append(res)
-            files[side].add(json.dumps(res["files"], sort_keys=True))
-        load.append(os.getloadavg()[0])
-    out = {"rounds": rounds, "load_average": load,
-           "same_files": len(files["ahead"] | files["after"]) == 1, "files": len(res["files"])}
-    for side, runs in got.items():
-        for k in ("seconds", "stats_s", "charts_s", "report_cpu_s", "stats_cpu_s"):
-            v = [x[k] for x in runs]
-            out[f"{side}_{k}"] = {"best": round(min(v), 3), "median": round(statistics.median(v), 3)}
-    return out
-
-
 def run(kind: str, work: Path, repeat: int = 1) -> dict:
     """The fastest of ``repeat`` runs of a child (each a fresh process)."""
     best = None
@@ -662,11 +611,6 @@ def main() -> None:
                     help="only this: the mart statements' engine settings (analytics/marts.py SETTINGS) as shipped "
                          "against none, the core six and the report's statistics, --repeat rounds (at least 4) in "
                          "one child, the sides in turn; and whether the figures stay the same")
-    ap.add_argument("--charts-ab", action="store_true",
-                    help="only this: the whole report with its charts drawn ahead (as shipped) and after the "
-                         "statistics, fresh children in turn (ABBA), --repeat rounds (at least 4); whether the "
-                         "files stay the same")
-    ap.add_argument("--charts", choices=("ahead", "after"), default="ahead", help=argparse.SUPPRESS)
     ap.add_argument("--child")
     a = ap.parse_args()
     a.workdir = a.workdir or month_workdir(a.nodes, a.days)
@@ -689,13 +633,9 @@ def main() -> None:
         extra = {k: int(v) if v.isdigit() else v for k, v in (x.split("=", 1) for x in a.ab_param)}
         print(json.dumps(ab_mart(a.workdir, *a.ab.split("=", 1), max(a.repeat, 3), extra)))
         return
-    if a.charts_ab:
-        print(json.dumps(charts_ab(a.workdir, max(a.repeat, 4)), indent=1))
-        return
     if a.child:
-        fn = {"profile": child_profile, "product": lambda w: child_product(w, a.charts), "duckdb": child_duckdb,
-              "pandas": child_pandas}[a.child]
-        print(json.dumps(fn(a.workdir), default=str))
+        fn = {"profile": child_profile, "product": child_product, "duckdb": child_duckdb, "pandas": child_pandas}[a.child]
+        print(json.dumps(fn(a.workdir)))
         return
     if not (a.workdir / "cluster").is_file():
         a.workdir.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,6 @@ from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.files import write_file
 from ops_warehouse.progress import count_progress
-from ops_warehouse.reports.charts_ahead import drawing_ahead
 from ops_warehouse.reports.monthly_render import write
 from ops_warehouse.reports.tabular import render
 from ops_warehouse.warehouse import open_warehouse, redact
@@ -127,10 +126,9 @@ def write_reports(wh, out: Path, exports: Path, month: date, cluster: str) -> li
     reports = []
     with each_mart_once(wh):
         for project in (None, "A"):
-            with drawing_ahead() as ahead:  # the charts drawn while the marts are evaluated
-                r = monthly_report(Connection(wh), month=month, project=project, cluster=cluster, early=ahead)
-                reports.append(r)
-                write(r, out, REPORT_FORMATS, ahead.charts(r) if ahead else None)
+            r = monthly_report(Connection(wh), month=month, project=project, cluster=cluster)
+            reports.append(r)
+            write(r, out, REPORT_FORMATS)
         done(f" -> {out}")
         done = _stage("Parquet exports for analysts (ops-report export --month, --project A)")
         for project in (None, "A"):

@@ -625,10 +625,7 @@ def monthly(
     """One month's report: utilization and idle capacity, job sizes, run times, efficiency, reliability,
     reservations, cost, month over month (docs/monthly.md)."""
 
-    from ops_warehouse.reports import charts_ahead, monthly_render  # matplotlib once a chart is drawn
-
-    drawing_ahead, write = charts_ahead.drawing_ahead, monthly_render.write
-    to_json, to_markdown = monthly_render.to_json, monthly_render.to_markdown
+    from ops_warehouse.reports.monthly_render import to_json, to_markdown, write  # matplotlib once a chart is drawn
 
     if whole_cluster == (project is not None):
         raise OpsError("choose one: --project NAME or --cluster")
@@ -639,16 +636,14 @@ def monthly(
     _wh()  # the warehouse opens (or is refused, in one line) before any folder is made
     if out is not None or formats not in (["md"], ["json"]):
         out = _out_folder(out or Path("reports-out"))
-    # the charts, where a format shows them, drawn by a forked process while the marts are evaluated
-    with drawing_ahead(out is not None and bool({"md", "html"} & set(formats))) as ahead:
-        with _steps("monthly report") as progress:
-            r = _analytics("monthly").monthly_report(_api(), month=m, project=project, cluster=slurm_cluster,
-                                                     anonymize_users=anonymize_users, progress=progress, early=ahead)
-        if out is None and formats in (["md"], ["json"]):
-            sys.stdout.write(to_markdown(r) if formats == ["md"] else to_json(r))
-            return
-        for p in write(r, out or Path("reports-out"), formats, ahead.charts(r) if ahead else None):
-            print(p)
+    with _steps("monthly report") as progress:
+        r = _analytics("monthly").monthly_report(_api(), month=m, project=project, cluster=slurm_cluster,
+                                        anonymize_users=anonymize_users, progress=progress)
+    if out is None and formats in (["md"], ["json"]):
+        sys.stdout.write(to_markdown(r) if formats == ["md"] else to_json(r))
+        return
+    for p in write(r, out or Path("reports-out"), formats):
+        print(p)
 
 
 @app.command()

@@ -37,8 +37,6 @@ from matplotlib.collections import PolyCollection  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator  # noqa: E402
-from ops_warehouse.reports import chart_inputs  # noqa: E402
-from ops_warehouse.reports.chart_inputs import INPUTS  # noqa: E402
 
 DPI = 96
 QUANTILES = np.arange(1, 101) / 100
@@ -407,9 +405,13 @@ CHARTS = [("capacity_timeline", "Capacity over the month", capacity_timeline),
           ("goodput", "Effective training time ratio", goodput),
           ("whatif", "What the next purchase buys", whatif)]
 # what each chart reads of the report: its input, for knowing whether it changed
-_INPUTS = INPUTS
-# a changed chart, or a changed input of one, is drawn again
-_CODE = hashlib.sha256(b"".join(open(f, "rb").read() for f in (__file__, chart_inputs.__file__))).hexdigest()[:16]
+_INPUTS = {"capacity_timeline": ("utilization_daily", "scope", "project"), "size_shares": ("job_sizes",),
+           "runtime_cdf": ("run_times",), "gpu_heatmap": ("gpu_heatmap",), "gantt": ("largest_jobs",),
+           "failures": ("end_states", "xid_codes"), "waste": ("idle_gpu_users", "hung_jobs"),
+           "energy": ("energy",),
+           # (the model's curves: the cluster's failure rate and restart start-up, the campaigns' size floor)
+           "goodput": ("goodput", "campaigns", "node_failures", "campaign_min_gpus"), "whatif": ("whatif",)}
+_CODE = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:16]  # a changed chart is drawn again
 _DRAWN: dict[str, bytes | None] = {}  # input digest -> PNG (None: nothing to show), this process
 
 
@@ -460,14 +462,6 @@ def draw_all(r: dict, cache: dict[str, bytes] | None = None, workers: int | None
         if png:
             out[name] = png
     return out
-
-
-def draw(name: str, r: dict) -> tuple[str, bytes | None]:
-    """Chart ``name`` of ``r``, here: its input digest (:func:`chart_key`) and its PNG carrying the digest (None:
-    nothing to show), as :func:`draw_all` takes them back in its ``cache``."""
-    key = chart_key(name, r)
-    png = _draw(name, r)
-    return key, _with_key(png, key) if png else None
 
 
 _FUNCTIONS = {name: fn for name, _, fn in CHARTS}

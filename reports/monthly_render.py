@@ -575,9 +575,8 @@ def to_json(r: dict) -> str:
     return json.dumps(_finite(r), default=_json_default, indent=1, allow_nan=False, sort_keys=False) + "\n"
 
 
-def write(r: dict, out_dir: Path, formats: list[str], charts: dict[str, bytes] | None = None) -> list[Path]:
-    """Write the formats asked for; returns the files written. ``charts``: the report's charts drawn already
-    (reports/charts_ahead.py), else drawn here where a format shows them."""
+def write(r: dict, out_dir: Path, formats: list[str]) -> list[Path]:
+    """Write the formats asked for; returns the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
     # the cluster and project names come from the data: one file-name component each (core/files.py)
     scope = safe_name(r["project"], "project") if r["scope"] == "project" else "cluster"
@@ -585,9 +584,8 @@ def write(r: dict, out_dir: Path, formats: list[str], charts: dict[str, bytes] |
     written = []
     # a chart drawn for this report before (an earlier run wrote it into the charts folder) is not drawn again
     cdir = out_dir / f"{stem}-charts"
-    if not {"md", "html"} & set(formats):  # a JSON report draws no chart, so it reads none of the old ones
-        charts = {}
-    elif charts is None:
+    charts = {}
+    if {"md", "html"} & set(formats):  # a JSON report draws no chart, so it reads none of the old ones
         charts = draw_all(r, _drawn_before(cdir))
     if "json" in formats:
         written.append(write_file(out_dir / f"{stem}.json", to_json(r)))  # whole, or the previous file kept

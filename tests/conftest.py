@@ -87,7 +87,7 @@ XDIST_GROUPS = {"tests/test_slurm_live.py": "slurm", "tests/test_whatif_live_slu
                 "tests/test_checks.py::test_laws_on_the_demo": "demo",
                 "tests/test_focus_export.py::test_demo_": "demo", "tests/test_demo_efficiency.py": "demo",
                 "tests/test_monthly_scenario.py": "scenario", "tests/test_carbon_intensity.py": "scenario",
-                "tests/test_monthly_two_handles.py": "scenario", "tests/test_charts_ahead.py": "scenario"}
+                "tests/test_monthly_two_handles.py": "scenario"}
 
 
 # The groups that took longest in CI's last whole run (tests/durations.json), first; a group it does not know
