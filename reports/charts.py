@@ -408,7 +408,9 @@ CHARTS = [("capacity_timeline", "Capacity over the month", capacity_timeline),
 _INPUTS = {"capacity_timeline": ("utilization_daily", "scope", "project"), "size_shares": ("job_sizes",),
            "runtime_cdf": ("run_times",), "gpu_heatmap": ("gpu_heatmap",), "gantt": ("largest_jobs",),
            "failures": ("end_states", "xid_codes"), "waste": ("idle_gpu_users", "hung_jobs"),
-           "energy": ("energy",), "goodput": ("goodput", "campaigns"), "whatif": ("whatif",)}
+           "energy": ("energy",),
+           # (the model's curves: the cluster's failure rate and restart start-up, the campaigns' size floor)
+           "goodput": ("goodput", "campaigns", "node_failures", "campaign_min_gpus"), "whatif": ("whatif",)}
 _CODE = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:16]  # a changed chart is drawn again
 _DRAWN: dict[str, bytes | None] = {}  # input digest -> PNG (None: nothing to show), this process
 

@@ -112,3 +112,15 @@ def test_the_bars_are_the_reports_figures(figures):
         tops[round((x0 + x1) / 2)] = max(tops.get(round((x0 + x1) / 2), 0), y1)
     assert sorted(tops.values(), reverse=True) == [150, 100]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["2026-10-01", "2026-10-02"]
+
+
+def test_the_goodput_charts_digest_covers_the_failure_rate_it_draws_with():
+    # the model's curves are drawn at the report's DOWN events per 1,000 node-days (2.34 without any): a report
+    # whose rate changed draws another picture, so a chart kept from an earlier run under the same digest
+    # would be stale
+    r = _report()
+    faster = {**r, "node_failures": [{"cluster_down_per_1000_node_days": 10.0}]}
+    assert charts.goodput(r) != charts.goodput(faster)
+    assert charts.chart_key("goodput", r) != charts.chart_key("goodput", faster)
+    assert charts.chart_key("goodput", r) != charts.chart_key("goodput", {**r, "campaign_min_gpus": 128})
+    assert charts.chart_key("energy", r) == charts.chart_key("energy", faster)  # (another chart's input)
