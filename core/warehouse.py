@@ -94,6 +94,7 @@ def close_embedded() -> None:
 # Tables are ReplacingMergeTree read with FINAL: collapsing duplicates inside each inserted block as well
 # only costs time.
 _INSERT_SETTINGS = {"optimize_on_insert": 0}
+_INSERT_CLAUSE = "SETTINGS " + ", ".join(f"{k} = {v}" for k, v in _INSERT_SETTINGS.items())
 
 
 class Warehouse:
@@ -229,11 +230,14 @@ class Warehouse:
         cols = pq.read_schema(path).names
         names = ", ".join(f"`{c}`" for c in cols)
         if self.embedded:
-            # In-process the engine reads the file itself: the fastest path the notes measured.
+            # In-process the engine reads the file itself: the fastest path the notes measured. The settings
+            # ride in the statement's own SETTINGS clause (they apply to the insert: tests/test_sacct_fixed_cost.py):
+            # given to the client, chDB's backend reads them back from system.settings, SETs them and SETs
+            # them back, three more engine calls an insert (4 of its 7 CPU-ms; docs/benchmarks.md, "Issue 50:
+            # sacct loads in bounded memory", round 8)
             self.client.command(
-                f"INSERT INTO {table} ({names}) SELECT {names} FROM file({{p:String}}, Parquet)",
+                f"INSERT INTO {table} ({names}) SELECT {names} FROM file({{p:String}}, Parquet) {_INSERT_CLAUSE}",
                 parameters={"p": str(Path(path).resolve())},
-                settings=_INSERT_SETTINGS,
             )
         else:
             from clickhouse_connect.driver.tools import insert_file

@@ -44,6 +44,7 @@ class LoadResult:
     # per load (etl/sacct_contract.py)
     defaults: list[str] = field(default_factory=list)
     first_ts: datetime | None = None  # the earliest start (or submit) of the runs written
+    job_ids: tuple[str, str] | None = None  # the smallest and largest job id of the runs written (job_run's refresh)
     extracted_through: datetime | None = None  # how far the source was complete when read, where known
     newest_change: datetime | None = None  # the source's newest change read (slurmdbd: its watermark)
     # the zone the file was loaded in before, when it was another: the rows of that load were replaced
@@ -52,9 +53,13 @@ class LoadResult:
     def saw_runs(self, runs: pl.DataFrame) -> None:
         """Count a frame of runs written and keep the earliest time they hold (for the grains' refresh)."""
         self.jobs_loaded += runs.height
-        lo = runs.select(pl.coalesce("start_ts", "submit_ts").min()).item() if runs.height else None
+        if not runs.height:
+            return
+        lo, a, b = runs.select(pl.coalesce("start_ts", "submit_ts").min(), pl.col("job_id").min().alias("a"),
+                               pl.col("job_id").max().alias("b")).row(0)
         if lo is not None and (self.first_ts is None or lo < self.first_ts):
             self.first_ts = lo
+        self.job_ids = (a, b) if self.job_ids is None else (min(a, self.job_ids[0]), max(b, self.job_ids[1]))
 
     @property
     def loaded(self) -> int:
@@ -156,7 +161,8 @@ def load_sacct(wh, path: str | Path, *, fmt: str = "auto", delimiter: str = "|",
                 undo.note_extract(target, result.source)
                 set_extracted_through(wh, target, result.source, extracted_through)
             if refresh and (result.jobs_loaded or extracted_through is not None or result.replaced_zone):
-                refresh_after_jobs(wh, result.first_ts, old)
+                # job_run for the jobs this load wrote (by their ids; not where it deleted another zone's runs)
+                refresh_after_jobs(wh, result.first_ts, old, None if gone else result.job_ids, result.jobs_loaded)
                 if gone is not None:  # the replaced runs' hours, also past where the history now ends
                     refresh_capacity(wh, "", gone[0], gone[1] + timedelta(hours=1))
             if zone is not None and before != zone:  # (``before``: the source's last mark, read above)

@@ -81,16 +81,21 @@ class Undo:
         self.quarantine_held = False
         if not self.enabled:
             return
-        drop_stale(wh)
-        self.stage = staging_dir(wh)
         self.held = {t: set() for t, (_, ts) in KEYS.items() if ts is not None}
-        for table, part in wh.query_rows(
-                "SELECT DISTINCT table, partition_id FROM system.parts WHERE database = currentDatabase() "
-                "AND table IN {t:Array(String)} AND active AND rows > 0", {"t": list(self.held)}):
+        # what a load looks up before it writes, in one statement (three before: each statement costs a small
+        # load 1-3 ms of its own whatever it reads; docs/benchmarks.md, "Issue 50: sacct loads in bounded
+        # memory", round 8): the scratch tables left behind, the months that held rows, the quarantine held
+        tables, parts, self.quarantine_held = wh.query_rows(
+            f"SELECT ({_LEFT_BEHIND}), (SELECT groupUniqArray((table, partition_id)) FROM system.parts "
+            "WHERE database = currentDatabase() AND table IN {t:Array(String)} AND active AND rows > 0), "
+            "(SELECT count() > 0 FROM etl_quarantine WHERE source = {s:String})",
+            {"p": _PREFIX, "t": list(self.held), "s": source})[0]
+        self.quarantine_held = self.quarantine_held == 1
+        _drop_stale(wh, tables)
+        self.stage = staging_dir(wh)
+        for table, part in parts:
             if str(part).isdigit():
                 self.held[table].add(int(part))
-        self.quarantine_held = wh.query_rows(
-            "SELECT count() > 0 FROM etl_quarantine WHERE source = {s:String}", {"s": source})[0][0] == 1
 
     # ------------------------------------------------------------------------------------------ the load
     def before_insert(self, i: int, frames: dict[str, pl.DataFrame]) -> None:
@@ -263,12 +268,15 @@ class Undo:
         self.uploaded[table] = len(self.files[table])
 
 
-def drop_stale(wh) -> None:
-    """Drop the scratch tables of loads that ended without dropping them (SIGKILL): on this host, those of
-    processes that no longer exist; of another host, those older than two days."""
+# the scratch tables in the warehouse (name, when made), as one array: read with what a load looks up first
+_LEFT_BEHIND = ("SELECT groupArray((name, metadata_modification_time)) FROM system.tables "
+                "WHERE database = currentDatabase() AND startsWith(name, {p:String})")
+
+
+def _drop_stale(wh, rows: list) -> None:
+    """Drop the scratch tables (``rows``: name, when made) of loads that ended without dropping them (SIGKILL):
+    on this host, those of processes that no longer exist; of another host, those older than two days."""
     me = _host()
-    rows = wh.query_rows("SELECT name, metadata_modification_time FROM system.tables "
-                         "WHERE database = currentDatabase() AND startsWith(name, {p:String})", {"p": _PREFIX})
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     for name, changed in rows:
         parts = name[len(_PREFIX):].split("_")

@@ -60,14 +60,26 @@ def test_a_load_spanning_months_forms_job_run_in_bounded_ranges_of_ids(wh, tmp_p
         ("200", "NODE_FAIL", 1, 5400, "1 - 5hr"),
         ("200", "COMPLETED", 0, 36000, "10 - 18hr"),
     ]
-    # a later load of one new job: one range, open at both ends (the nightly path: no cut)
+    # a later load of one new job: one range, the load's own ids (the nightly path: no cut, no look for ranges;
+    # '~' sorts after every character of an id)
     pieces.clear()
     q = tmp_path / "late.psv"
     q.write_text(HEADER + "\n" + _line(300, "2026-12-02T00:00:00", "2026-12-02T00:00:00", "2026-12-02T01:00:00",
                                        3600, "COMPLETED") + "\n", encoding="utf-8")
     assert load_sacct(wh, q).jobs_loaded == 1
-    assert pieces == [("", "")]
+    assert pieces == [("300", "300~")]
     assert rows(wh, "SELECT count(), countIf(is_superseded = 1) FROM fct_job_run") == [(8, 2)]
+    # job 102 requeued: its new run alone in the file; the range of its id re-forms the job's earlier run too,
+    # which the new one (same user and name, submitted 30 min after the FAILED run ended) supersedes
+    pieces.clear()
+    r = tmp_path / "requeue.psv"
+    r.write_text(HEADER + "\n" + _line(102, "2026-11-10T05:30:00", "2026-11-10T05:31:00", "2026-11-10T06:31:00",
+                                       3600, "COMPLETED") + "\n", encoding="utf-8")
+    assert load_sacct(wh, r).jobs_loaded == 1
+    assert pieces == [("102", "102~")]
+    assert rows(wh, "SELECT state, is_superseded FROM fct_job_run WHERE job_id = '102' ORDER BY submit_ts") == [
+        ("FAILED", 1), ("COMPLETED", 0)]
+    assert rows(wh, "SELECT count(), countIf(is_superseded = 1) FROM fct_job_run") == [(9, 3)]
 
 
 def test_an_upgrade_of_the_job_run_model_rebuilds_in_the_same_bounded_ranges(wh, tmp_path: Path, monkeypatch):

@@ -90,3 +90,51 @@ def test_loads_inside_one_refresh_merge_job_run_once_at_its_end(wh, tmp_path, st
     assert rows(wh, "SELECT job_id, user, state, wall_s FROM fct_job_run ORDER BY job_id") == [
         ("101", "alice", "COMPLETED", 14400), ("102", "bob", "COMPLETED", 10800)]
     assert rows(wh, "SELECT cluster, as_of_ts FROM as_of_by_cluster FINAL") == [("c1", datetime(2026, 10, 1, 5))]
+
+
+def test_a_load_looks_once_before_it_writes_and_drops_what_a_killed_load_left(wh, tmp_path, statements):
+    """What a load looks up before it writes (the scratch tables left behind, the months that hold rows, whether
+    its source has quarantined lines) is one statement (three before, round 8). A scratch table of a process of
+    this host that no longer exists (a load killed with SIGKILL) is dropped by it; one of a process alive (a
+    load under way) is left."""
+    import os
+    import subprocess
+
+    from ops_warehouse.etl import undo
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # (its pid names no process now)
+    killed = f"etl_undo_{undo._host()}_{dead.pid}_0badf00d_keys_slurm_job_run"
+    other = f"etl_undo_{undo._host()}_{os.getpid()}_0badf00d_keys_slurm_job_run"
+    for name in (killed, other):
+        wh.command(f"CREATE TABLE {name} (job_id String) ENGINE = MergeTree ORDER BY job_id")
+    statements.clear()
+    load_sacct(wh, write(tmp_path, "a.psv", line(101, 101, T0, T1, T2, 14400, "COMPLETED")), tz="UTC", source="a")
+    first = next(i for i, s in enumerate(statements) if s.startswith("INSERT"))
+    looks = [s for s in statements[:first] if "system.tables" in s or "system.parts" in s or "etl_quarantine" in s]
+    assert len(looks) == 1, looks
+    assert rows(wh, "SELECT name FROM system.tables WHERE database = currentDatabase() "
+                    "AND startsWith(name, 'etl_undo_') ORDER BY name") == [(other,)]
+    assert rows(wh, "SELECT job_id, state, wall_s FROM fct_job_run") == [("101", "COMPLETED", 14400)]
+
+
+def test_a_staged_file_goes_in_with_its_settings_in_the_statement(wh, tmp_path, statements):
+    """A staged Parquet file is inserted with optimize_on_insert = 0 (the tables are read with FINAL: collapsing
+    a block's duplicates on insert only costs time) in the statement's own SETTINGS clause: both rows of one key
+    in one file are stored (the engine's default, 1, keeps one), FINAL shows the later, and the session's
+    setting is as it was. (Given to the client instead, chDB's backend read it back from system.settings, set
+    it and set it back: three more engine calls an insert.)"""
+    import polars as pl
+
+    p = tmp_path / "marks.parquet"
+    pl.DataFrame({"source": ["x", "x"], "watermark_ts": [datetime(2026, 10, 1), datetime(2026, 10, 2)],
+                  "updated_at": [datetime(2026, 10, 1), datetime(2026, 10, 2)]}).with_columns(
+        pl.col("watermark_ts").dt.replace_time_zone("UTC"),
+        pl.col("updated_at").dt.replace_time_zone("UTC").dt.cast_time_unit("ms")).write_parquet(p)
+    statements.clear()
+    wh.load_parquet("etl_watermark", p)
+    if wh.embedded:
+        assert len(statements) == 1 and statements[0].endswith("SETTINGS optimize_on_insert = 0"), statements
+    assert rows(wh, "SELECT count() FROM etl_watermark WHERE source = 'x'") == [(2,)]
+    assert rows(wh, "SELECT watermark_ts FROM etl_watermark FINAL WHERE source = 'x'") == [(datetime(2026, 10, 2),)]
+    assert rows(wh, "SELECT value FROM system.settings WHERE name = 'optimize_on_insert'") == [("1",)]
