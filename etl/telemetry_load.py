@@ -13,6 +13,7 @@ day's tables are written (``_Ahead``): its writes wait for the day before's, its
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -67,11 +68,13 @@ def _check_whole(p: Path) -> None:
 
 @logged_load("telemetry", lambda a: f"file:{a['root']} {window_text(a)}", telemetry_counts)
 def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cluster: str | None = None,
-                     progress=None, refresh_days: int = REFRESH_DAYS, ahead: bool = True) -> dict:
+                     progress=None, refresh_days: int = REFRESH_DAYS, ahead: bool = True,
+                     ready: Callable[[date], None] | None = None) -> dict:
     """Load the exporter day files of whole days ``date_from`` .. ``date_to``, refreshing the grains after at
     most ``refresh_days`` days (1: after each day, as before 2026-12; bench/bench_telemetry_refresh.py).
     ``ahead``: each next day staged beside the day's writes (``_Ahead``; False: one day after the other, on one
-    handle, as before issue 51 round 8: bench/bench_backfill_days.py compares the two)."""
+    handle, as before issue 51 round 8: bench/bench_backfill_days.py compares the two). ``ready(day)``: returns
+    once the day's files are whole, called before they are read (the demo's generator writing them beside)."""
 
     root = Path(root)
     if (root / "telemetry").is_dir():
@@ -94,6 +97,8 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
             """Day k's files staged on ``handle`` (its converted CSV files in a folder of the day's own)."""
             d = date_from + timedelta(days=k)
             w0 = datetime.combine(d, datetime.min.time(), timezone.utc)
+            if ready:
+                ready(d)
             folder = stage / f"{d}"
             folder.mkdir(exist_ok=True)
             files = ExporterFiles()

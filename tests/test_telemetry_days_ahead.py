@@ -125,8 +125,10 @@ def test_the_next_day_is_staged_on_a_second_handle_while_the_day_is_written(wh, 
     assert handle[("stage", days[2])] == id(wh)
     assert all(handle[("write", d)] == handle[("stage", d)] for d in days)
     assert thread[("stage", days[1])] != thread[("write", days[0])] == threading.get_ident()
-    # each day file read once: days 2 and 3 stepped from counter_edge, not from the day before's file again
-    assert {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()} == {k: 1 for k in paths}
+    # each day file read once: days 2 and 3 stepped from counter_edge, not from the day before's file again (in
+    # process the statements name the files; a server is sent their rows)
+    if wh.embedded:
+        assert {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()} == {k: 1 for k in paths}
     _assert_the_steps(wh)
 
 
