@@ -6,7 +6,7 @@ job_stats, loaded into ``lustre_job_io``: etl/lustre_jobs.py), each file exporte
 exporter's labels and one column per metric under the exporter's name (the generator writes this; so does a
 VictoriaMetrics or Prometheus export turned wide). The engine reads the files itself
 (etl/telemetry_insert.py, sql/staging/): a day at a time, the day before seeding its counters, then the hourly
-rollups of the whole load once. Each next day's files are read and checked on a second engine handle while the
+rollups of the whole load once. Each next day's files are read and checked, on a handle of its own, while the
 day's tables are written (``_Ahead``): its writes wait for the day before's, its reads for nothing.
 """
 
@@ -136,7 +136,7 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
             if k == days - 1 or wh.others_waiting() or (end - unrefreshed).days >= refresh_days:
                 refresh_hourly(wh, unrefreshed, end)
                 unrefreshed = None
-                if wh.others_waiting():  # nothing staged ahead, the second handle closed: the engine can close
+                if wh.others_waiting():  # nothing staged ahead, the days' handles closed: the engine can close
                     next_day.close()
                     wh.between_steps()
             if progress:
@@ -147,17 +147,20 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
 
 
 class _Ahead:
-    """The next day's files staged on a second handle while this day's tables are written (issue 51 item 3: a
-    day's stage, its file reads and value checks, is about a third of its CPU, and reads nothing an earlier
-    day writes; its tables, whose counter steps read the day before's last readings, are written in day order,
-    each on the handle that staged it, the two handles taking turns). The staging runs in a thread: the engine
-    works on both cores while Python waits on either. ``enabled=False`` (one day): on ``wh`` alone, in turn."""
+    """The next day's files staged while this day's tables are written (issue 51 item 3: a day's stage, its file
+    reads and value checks, is about a third of its time, and reads nothing an earlier day writes; its tables,
+    whose counter steps read the day before's last readings, are written in day order). The staging runs in a
+    thread, so the engine works on both cores. A session takes one statement at a time (a server refuses a
+    second in the same session), so the days take turns on two handles of their own
+    (``Warehouse.another_handle``), each day written on the one that staged it (its temporary tables are that
+    session's), and ``wh`` stays the calling thread's (the record of the days in, the refreshes).
+    ``enabled=False`` (one day): on ``wh`` alone, in turn."""
 
     def __init__(self, wh, enabled: bool):
         self.wh = wh
         self.enabled = enabled
-        self.other = None  # the second handle, opened at its first use
-        self.turn = 0  # which handle stages the next day
+        self.handles: list = []  # the two handles the days take turns on, opened at their first use
+        self.turn = 0  # which of them stages the next day
         self.pool = None
         self.future = None
 
@@ -165,15 +168,13 @@ class _Ahead:
         return self
 
     def start(self, read, k: int) -> None:
-        handle = self.wh
-        if self.enabled and self.turn % 2:
-            if self.other is None:
-                self.other = self.wh.another_handle()
-            handle = self.other
-        self.turn += 1
         if not self.enabled:
-            self.future = _Done(read, k, handle)
+            self.future = _Done(read, k, self.wh)
             return
+        if len(self.handles) < 2:
+            self.handles.append(self.wh.another_handle())
+        handle = self.handles[self.turn % 2]
+        self.turn += 1
         if self.pool is None:
             self.pool = ThreadPoolExecutor(1, thread_name_prefix="telemetry-stage")
         self.future = self.pool.submit(read, k, handle)
@@ -186,17 +187,19 @@ class _Ahead:
         return future.result()
 
     def close(self) -> None:
-        """Drop what is staged ahead (a failed day's load) and close the second handle."""
+        """Drop what is staged ahead (a failed day's load) and close the handles of the days."""
         future, self.future = self.future, None
-        if future is not None:
-            try:
-                future.result().drop()
-            except BaseException:  # its own failure: the day is loaded again by the next run
-                pass
-        if self.other is not None:
-            self.other.close()
-            self.other = None
-        self.turn = 0
+        try:
+            if future is not None:
+                try:
+                    future.result().drop()
+                except BaseException:  # its own failure: the day is loaded again by the next run
+                    pass
+        finally:
+            handles, self.handles = self.handles, []
+            for h in handles:
+                h.close()
+            self.turn = 0
 
     def __exit__(self, *exc):
         try:
