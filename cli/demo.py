@@ -175,7 +175,8 @@ def backfill(wh, data: Path, cluster: str, first: date, last: date, *, progress=
     extracts re-read a running job every night), then the window's telemetry as `ops-report etl metrics
     --source file` backfills it (a week at a time, its progress recorded so that a stopped run resumes:
     etl/backfill.py). Returns the counts as load_nights does (``progress`` counts telemetry days).
-    ``written(n)``: returns once the first n telemetry days' files are whole (a generator writing them beside)."""
+    ``written(n)``: returns once the first n telemetry days' files are whole (a generator writing them beside);
+    each day is read once its own files are."""
     extract = data / "sacct" / "backfill" / f"{first}..{last}.psv"
     if not extract.is_file():
         raise FileNotFoundError(f"no sacct extract of the backfill's window at {extract}")
@@ -184,9 +185,10 @@ def backfill(wh, data: Path, cluster: str, first: date, last: date, *, progress=
     with one_refresh(wh):
         _add(n, load_sacct(wh, extract, source=f"backfill/{extract.name}"))
         def days(a: date, b: date, p) -> dict:
-            if written:
-                written((b - first).days + 1)
-            return load_parquet_dir(wh, root, a, b, cluster=cluster, progress=p)
+            # each day read as soon as its files are whole, not once its week's are (the first week waited
+            # for the generator's seventh day)
+            ready = (lambda d: written((d - first).days + 1)) if written else None
+            return load_parquet_dir(wh, root, a, b, cluster=cluster, progress=p, ready=ready)
 
         c = load_resumably(wh, f"file:{root.resolve()}", first, last, days, chunk_days=FILE_CHUNK_DAYS,
                            progress=progress)

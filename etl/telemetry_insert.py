@@ -516,13 +516,58 @@ def _files_of(kind: str, paths: list[Path], cat: dict[str, Metric]) -> list[tupl
 def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str, source: str,
                   window: tuple[datetime, datetime], step_s: int | None = None) -> dict:
     """Insert the window's rows of every table the files feed; returns the row counts inserted."""
+    return write_window(stage_window(wh, files, cat, cluster, source, window, step_s=step_s))
+
+
+@dataclass
+class _StagedKind:
+    """One kind's part of a staged window: its stage, its files and what was read of them already."""
+
+    kind: str
+    make: object  # the kind's select (_gpu_select, ...)
+    tables: tuple[str, ...]
+    stage: _Stage
+    lined: list  # (relation, columns, origin, the expression of a row's line) of each main file
+    seeds: list  # (path, columns) of the seed files holding this kind's metrics
+    step: int
+    counters: bool
+    n: int = 0
+    keys: int = 0
+    rejected: list = field(default_factory=list)  # the files' rejected values (frames), stored with the rest
+
+
+@dataclass
+class StagedWindow:
+    """A window's files read into the engine (``stage_window``), its tables not yet written (``write_window``).
+    Nothing in it reads what an earlier window's load writes (counter_edge, the sample tables), so the next
+    day's window is staged while this one's tables are written (etl/telemetry_load.py); its temporary tables
+    are its handle's session's, so it is written on the handle that staged it."""
+
+    wh: object
+    cat: dict
+    params: dict
+    rel: _Relations
+    kinds: list[_StagedKind] = field(default_factory=list)
+
+    def drop(self) -> None:
+        try:
+            for k in self.kinds:
+                k.stage.drop()
+        finally:
+            self.kinds.clear()
+            self.rel.drop()
+
+
+def stage_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str, source: str,
+                 window: tuple[datetime, datetime], step_s: int | None = None) -> StagedWindow:
+    """The window's files read once into a stage per kind, the values no reading checked and counted: the part
+    of a load that reads only its own files (the series' previous readings, counter_edge and the seed files,
+    are read by ``write_window``, once the window before is in)."""
 
     check_catalog(cat)
-    rel = _Relations(wh)
-    counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0, "quarantined": 0}
     params = {"cluster": cluster, "source": source, "from_ts": window[0], "to_ts": window[1]}
     in_window = "ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}"
-    stages: list[_Stage] = []
+    out = StagedWindow(wh, cat, params, _Relations(wh))
     try:
         for kind, main, seeds, make, tables in (
                 ("gpu", files.gpu, files.gpu_seed, _gpu_select, ("gpu_sample", "xid_event", "gpu_pci")),
@@ -532,6 +577,7 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
             mains = _files_of(kind, main, cat)
             if not mains:
                 continue
+            rel = out.rel
             lined = []  # (file, columns, origin, the expression of a row's line)
             for p, cols in mains:
                 origin, first = files.origin.get(p, (source, -1) if files.staged else (str(p), 1))
@@ -540,24 +586,59 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                 lined.append((r, cols, origin, line))
             raw = [_flagged(kind, make(r, cols, cat, False, line=line)) for r, cols, _, line in lined]
             stage = _Stage(wh, kind, raw[0])
-            stages.append(stage)
+            k = _StagedKind(kind, make, tables, stage, lined, _files_of(kind, seeds, cat),
+                            step_s or infer_step_s([p for p, _ in mains]), kind in _EDGE_SERIES)
+            out.kinds.append(k)
             for i, select in enumerate(raw[1:], 1):
                 stage.add(select, file=i)
-            counters = kind in _EDGE_SERIES  # a MIG instance has no counters: nothing to step
-            if counters:
-                stage.add(_edge_seed(kind, stage.keep_series(kind, params)), file=_EDGE_FILE, seed=True,
+            if k.counters:  # a MIG instance has no counters: nothing to step
+                stage.keep_series(kind, params)
+            # the load's counts and whether any value was rejected, in one scan of the stage's own rows; a GPU's
+            # keys only say whether any GPU and time came twice (then repeated_samples finds them exactly), so
+            # they are counted as 64-bit digests: a set of the (name, GPU, time) tuples cost 6 times as much
+            # (0.29 s against 0.05 s of CPU for a day of 334 k GPU rows). A node's keys are its node_sample rows,
+            # exact: each node's distinct times, summed (one set of the day's (node, time) pairs cost a 128-node
+            # day 0.22 s of CPU, a small set per node 0.055 s: docs/benchmarks.md, issue 50 round 7)
+            key = {"gpu": "cityHash64(node, gpu, ts)", "node": "ts", "job": "ts", "mig": "ts"}[kind]
+            node = "node != ''" if kind != "job" else "1"
+            n, keys, bad = wh.query_rows(
+                f"SELECT sum(n), sum(k), sum(b) FROM (SELECT countIf({node} AND v) AS n, uniqExactIf({key}, "
+                f"{node} AND v) AS k, countIf(_bad AND v) AS b FROM (SELECT *, {in_window} AS v FROM {stage.name} "
+                f"WHERE _seed = 0){' GROUP BY node' if kind == 'node' else ''})", params)[0]
+            k.n, k.keys = int(n), int(keys)
+            # values no exporter should send: NULL in the rows, quarantined; where the stage flagged one, each
+            # file is read again for its rows' lines and raw values
+            if bad:
+                problems = [_problem_select(kind, make, r, cols, cat, origin, line) for r, cols, origin, line in lined]
+                k.rejected.append(sample_quarantine.rejected_values(wh, [q for q in problems if q], params))
+    except BaseException:
+        out.drop()
+        raise
+    return out
+
+
+def write_window(staged: StagedWindow) -> dict:
+    """Write a staged window's tables (on the handle that staged it), then drop its stage; returns the row
+    counts inserted. The counter steps read the series' previous readings here (counter_edge, the seed files):
+    a window is written after the window before it is in."""
+    wh, cat, params = staged.wh, staged.cat, staged.params
+    counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0, "quarantined": 0}
+    try:
+        for k in list(staged.kinds):
+            kind, make, stage, lined = k.kind, k.make, k.stage, k.lined
+            if k.counters:
+                stage.add(_edge_seed(kind, stage.series), file=_EDGE_FILE, seed=True,
                           params={**params, "kind": kind})
-            for p, cols in _files_of(kind, seeds, cat):
+            for p, cols in k.seeds:
                 if _seed_file_needed(wh, stage, kind, p, cols, cat):
-                    stage.add(make(rel.of(p), cols, cat, True), seed=True)
+                    stage.add(make(staged.rel.of(p), cols, cat, True), seed=True)
             relation = stage.rows(kind)
-            step = step_s or infer_step_s([p for p, _ in mains])
             # the tables are written a group of nodes at a time where the stage is large: each statement orders
             # its rows by series, and a series is one node's, so a group's rows are its series whole (the
             # memory of the sorts is a group's, whatever the window: docs/benchmarks.md, issue 50)
             staged_rows = _count(wh, f"SELECT count() FROM {stage.name}", {})
             groups = 1 if kind == "job" else max(1, -(-staged_rows // GROUP_ROWS))
-            for table in tables:
+            for table in k.tables:
                 (sql,) = split_statements(sql_text(f"staging/{table}.sql"))
                 parts = 1 if table in _ONE_STATEMENT else groups
                 for g in range(parts):
@@ -565,30 +646,15 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                     # the sample tables are partitioned by day (migration 0023): a window of more than 100
                     # days (an OpenMetrics file of months) is one block of as many partitions
                     wh.client.command(sql.replace("{{input}}", rows).rstrip(";"),
-                                      parameters={**params, "step_s": step, "kind": kind},
+                                      parameters={**params, "step_s": k.step, "kind": kind},
                                       settings={"optimize_on_insert": 0, "max_partitions_per_insert_block": 0,
                                                 "max_threads": _TABLE_THREADS})
-            # the load's counts and whether any value was rejected, in one scan of the stage; a GPU's keys only
-            # say whether any GPU and time came twice (then repeated_samples finds them exactly), so they are
-            # counted as 64-bit digests: a set of the (name, GPU, time) tuples cost 6 times as much (0.29 s
-            # against 0.05 s of CPU for a day of 334 k GPU rows). A node's keys are its node_sample rows, exact:
-            # each node's distinct times, summed (one set of the day's (node, time) pairs cost a 128-node day
-            # 0.22 s of CPU, a small set per node 0.055 s: docs/benchmarks.md, issue 50 round 7)
-            key = {"gpu": "cityHash64(node, gpu, ts)", "node": "ts", "job": "ts", "mig": "ts"}[kind]
-            node = "node != ''" if kind != "job" else "1"
-            n, keys, bad = wh.query_rows(
-                f"SELECT sum(n), sum(k), sum(b) FROM (SELECT countIf({node} AND v) AS n, uniqExactIf({key}, "
-                f"{node} AND v) AS k, countIf(_bad AND v) AS b FROM (SELECT *, {in_window} AS v FROM {stage.name} "
-                f"WHERE _seed = 0){' GROUP BY node' if kind == 'node' else ''})", params)[0]
-            # values no exporter should send, and energy steps no GPU can draw: NULL in the rows, quarantined
-            rejected = []
-            if bad:  # where the stage flagged one, each file is read again for its rows' lines and raw values
-                problems = [_problem_select(kind, make, r, cols, cat, origin, line) for r, cols, origin, line in lined]
-                rejected.append(sample_quarantine.rejected_values(wh, [q for q in problems if q], params))
+            # energy steps no GPU can draw, and a GPU and time given twice: quarantined with the values
+            rejected = list(k.rejected)
             if kind == "gpu":
                 rejected.append(sample_quarantine.rejected_energy_steps(wh, relation, {**params, "kind": kind}))
-                counts["gpu_rows"] += int(n)
-                if keys < n:  # a GPU and time twice: the table keeps one of the rows; where they differ, say so
+                counts["gpu_rows"] += k.n
+                if k.keys < k.n:  # a GPU and time twice: the table keeps one of the rows; where they differ, say so
                     rejected.append(sample_quarantine.repeated_samples(wh, [
                         f"SELECT {_lit(origin)} AS source, toUInt64(_line) AS line_no, node, gpu, ts, "
                         f"cityHash64(tuple({', '.join(GPU_COLUMNS)})) AS v "
@@ -598,7 +664,7 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                 counts["quarantined"] += sample_quarantine.store(wh, pl.concat(rejected, how="vertical_relaxed"))
             # the load's last raw value of each counter series, for the next load (after the rows: a load that
             # failed above leaves no edge, and its rerun steps as it would have)
-            if counters:
+            if k.counters:
                 (sql,) = split_statements(sql_text("staging/counter_edge.sql"))
                 wh.client.command(sql.replace("{{input}}", _edge_values(kind, stage.series)).rstrip(";"),
                                   parameters={**params, "kind": kind}, settings={"optimize_on_insert": 0})
@@ -612,15 +678,13 @@ def insert_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str
                     wh, "SELECT count() FROM lustre_job_io FINAL WHERE cluster = {cluster:String} AND source = "
                         "{source:String} AND ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}", params)
             elif kind == "mig":
-                counts["mig_rows"] = counts.get("mig_rows", 0) + int(n)
+                counts["mig_rows"] = counts.get("mig_rows", 0) + k.n
             else:
-                counts["node_rows"] += int(keys)
+                counts["node_rows"] += k.keys
             stage.drop()
-            stages.remove(stage)
+            staged.kinds.remove(k)
     finally:
-        for stage in stages:
-            stage.drop()
-        rel.drop()
+        staged.drop()
     return counts
 
 

@@ -6,11 +6,15 @@ job_stats, loaded into ``lustre_job_io``: etl/lustre_jobs.py), each file exporte
 exporter's labels and one column per metric under the exporter's name (the generator writes this; so does a
 VictoriaMetrics or Prometheus export turned wide). The engine reads the files itself
 (etl/telemetry_insert.py, sql/staging/): a day at a time, the day before seeding its counters, then the hourly
-rollups of the whole load once.
+rollups of the whole load once. Each next day's files are read and checked, on a handle of its own, while the
+day's tables are written (``_Ahead``): its writes wait for the day before's, its reads for nothing.
 """
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -22,7 +26,7 @@ from ops_warehouse.etl.metric_catalog import catalog
 from ops_warehouse.etl.row_cluster import cluster_for_rows
 from ops_warehouse.etl.run_log import logged_load, telemetry_counts, window_text
 from ops_warehouse.etl.staging import staged
-from ops_warehouse.etl.telemetry_insert import ExporterFiles, insert_window
+from ops_warehouse.etl.telemetry_insert import ExporterFiles, StagedWindow, stage_window, write_window
 
 GPU_FAMILY = "dcgm"
 # the most days of samples loaded before their grains are refreshed (what one refresh holds in memory)
@@ -64,9 +68,13 @@ def _check_whole(p: Path) -> None:
 
 @logged_load("telemetry", lambda a: f"file:{a['root']} {window_text(a)}", telemetry_counts)
 def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cluster: str | None = None,
-                     progress=None, refresh_days: int = REFRESH_DAYS) -> dict:
+                     progress=None, refresh_days: int = REFRESH_DAYS, ahead: bool = True,
+                     ready: Callable[[date], None] | None = None) -> dict:
     """Load the exporter day files of whole days ``date_from`` .. ``date_to``, refreshing the grains after at
-    most ``refresh_days`` days (1: after each day, as before 2026-12; bench/bench_telemetry_refresh.py)."""
+    most ``refresh_days`` days (1: after each day, as before 2026-12; bench/bench_telemetry_refresh.py).
+    ``ahead``: each next day staged beside the day's writes (``_Ahead``; False: one day after the other, on one
+    handle, as before issue 51 round 8: bench/bench_backfill_days.py compares the two). ``ready(day)``: returns
+    once the day's files are whole, called before they are read (the demo's generator writing them beside)."""
 
     root = Path(root)
     if (root / "telemetry").is_dir():
@@ -83,10 +91,16 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
     counts = {"gpu_rows": 0, "node_rows": 0, "xid_events": 0, "days": 0}
     days = (date_to - date_from).days + 1
     unrefreshed: datetime | None = None  # the first day whose samples are in but not yet in the grains
-    with staged(wh) as stage:
-        for k in range(days):
+    with staged(wh) as stage, _Ahead(wh, ahead and days > 1) as next_day:
+
+        def read(k: int, handle) -> StagedWindow:
+            """Day k's files staged on ``handle`` (its converted CSV files in a folder of the day's own)."""
             d = date_from + timedelta(days=k)
             w0 = datetime.combine(d, datetime.min.time(), timezone.utc)
+            if ready:
+                ready(d)
+            folder = stage / f"{d}"
+            folder.mkdir(exist_ok=True)
             files = ExporterFiles()
             for fam in families:
                 for day, seed in ((d, False), (d - timedelta(days=1), True)):
@@ -94,17 +108,25 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
                     if p is None:
                         continue
                     _check_whole(p)
-                    csv, p = p, _as_parquet(p, stage)
+                    csv, p = p, _as_parquet(p, folder)
                     if p != csv:  # its bad values are quarantined by the CSV's own path and line (a header first)
                         files.origin[p] = (str(csv), 2)
                     kind = "gpu" if fam == GPU_FAMILY else "job" if "jobid" in pq.read_schema(p).names else "node"
                     getattr(files, f"{kind}_seed" if seed else kind).append(p)
-            c = insert_window(wh, files, cat, cluster, source, (w0, w0 + timedelta(days=1)))
+            return stage_window(handle, files, cat, cluster, source, (w0, w0 + timedelta(days=1)))
+
+        next_day.start(read, 0)
+        for k in range(days):
+            d = date_from + timedelta(days=k)
+            w0 = datetime.combine(d, datetime.min.time(), timezone.utc)
+            window = next_day.take()
+            if k + 1 < days and next_day.enabled and not wh.others_waiting():
+                next_day.start(read, k + 1)  # staged beside this day's writes (_Ahead)
+            c = write_window(window)
             for key, n in c.items():
                 counts[key] = counts.get(key, 0) + n
             counts["days"] += 1
-            for p in stage.iterdir():  # converted CSV of this day and the day before
-                p.unlink()
+            shutil.rmtree(stage / f"{d}", ignore_errors=True)  # converted CSV of this day and the day before
             unrefreshed = unrefreshed or w0
             # the hourly rollups and the grains of the days loaded so far, in one refresh: at the end, when a
             # report or notebook waits for the warehouse (it gets it whole, grains and samples agreeing), and
@@ -114,7 +136,90 @@ def load_parquet_dir(wh, root: str | Path, date_from: date, date_to: date, *, cl
             if k == days - 1 or wh.others_waiting() or (end - unrefreshed).days >= refresh_days:
                 refresh_hourly(wh, unrefreshed, end)
                 unrefreshed = None
-                wh.between_steps()
+                if wh.others_waiting():  # nothing staged ahead, the days' handles closed: the engine can close
+                    next_day.close()
+                    wh.between_steps()
             if progress:
                 progress(k + 1, days)
+            if k + 1 < days and not next_day.pending():
+                next_day.start(read, k + 1)
     return counts
+
+
+class _Ahead:
+    """The next day's files staged while this day's tables are written (issue 51 item 3: a day's stage, its file
+    reads and value checks, is about a third of its time, and reads nothing an earlier day writes; its tables,
+    whose counter steps read the day before's last readings, are written in day order). The staging runs in a
+    thread, so the engine works on both cores. A session takes one statement at a time (a server refuses a
+    second in the same session), so the days take turns on two handles of their own
+    (``Warehouse.another_handle``), each day written on the one that staged it (its temporary tables are that
+    session's), and ``wh`` stays the calling thread's (the record of the days in, the refreshes).
+    ``enabled=False`` (one day): on ``wh`` alone, in turn."""
+
+    def __init__(self, wh, enabled: bool):
+        self.wh = wh
+        self.enabled = enabled
+        self.handles: list = []  # the two handles the days take turns on, opened at their first use
+        self.turn = 0  # which of them stages the next day
+        self.pool = None
+        self.future = None
+
+    def __enter__(self):
+        return self
+
+    def start(self, read, k: int) -> None:
+        if not self.enabled:
+            self.future = _Done(read, k, self.wh)
+            return
+        if len(self.handles) < 2:
+            self.handles.append(self.wh.another_handle())
+        handle = self.handles[self.turn % 2]
+        self.turn += 1
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(1, thread_name_prefix="telemetry-stage")
+        self.future = self.pool.submit(read, k, handle)
+
+    def pending(self) -> bool:
+        return self.future is not None
+
+    def take(self) -> StagedWindow:
+        future, self.future = self.future, None
+        return future.result()
+
+    def close(self) -> None:
+        """Drop what is staged ahead (a failed day's load) and close the handles of the days."""
+        future, self.future = self.future, None
+        try:
+            if future is not None:
+                try:
+                    future.result().drop()
+                except BaseException:  # its own failure: the day is loaded again by the next run
+                    pass
+        finally:
+            handles, self.handles = self.handles, []
+            for h in handles:
+                h.close()
+            self.turn = 0
+
+    def __exit__(self, *exc):
+        try:
+            self.close()
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown()
+
+
+class _Done:
+    """A day staged at once on the calling thread (one handle)."""
+
+    def __init__(self, read, k: int, handle):
+        self.value, self.error = None, None
+        try:
+            self.value = read(k, handle)
+        except BaseException as e:
+            self.error = e
+
+    def result(self):
+        if self.error is not None:
+            raise self.error
+        return self.value

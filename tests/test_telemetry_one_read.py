@@ -63,19 +63,20 @@ def _site(root, power_w=POWER_W):
 
 
 def _recording(wh, monkeypatch) -> set[str]:
-    """Every statement the engine is given from here on (a set: a statement sent through two of the client's
-    methods is one read), but a DESCRIBE: it reads a file's footer (its schema), not its rows."""
+    """Every statement the engine is given from here on, on any handle (a load stages the next day on a second
+    one: etl/telemetry_load.py), as a set (a statement sent through two of the client's methods is one read),
+    but a DESCRIBE: it reads a file's footer (its schema), not its rows."""
     seen: set[str] = set()
-    client = wh.client
+    cls = type(wh.client)
     for name in ("command", "query", "query_arrow", "raw_query"):
-        f = getattr(client, name)
+        f = getattr(cls, name)
 
-        def wrap(sql, *a, _f=f, **k):
+        def wrap(self, sql, *a, _f=f, **k):
             if not sql.startswith("DESCRIBE"):
                 seen.add(sql)
-            return _f(sql, *a, **k)
+            return _f(self, sql, *a, **k)
 
-        monkeypatch.setattr(client, name, wrap)
+        monkeypatch.setattr(cls, name, wrap)
     return seen
 
 
