@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 from functools import wraps
 
+from ops_warehouse.etl import concurrent_steps
 from ops_warehouse.etl.watermarks import set_watermark
 from ops_warehouse.grain_versions import GRAINS, models, record_grains
 from ops_warehouse.progress import count_progress
@@ -48,6 +49,8 @@ _PIECE_NODE_H = 400_000
 # the runs one job_run statement reads (etl/grains.py _job_ranges): about 1.3 KB of the engine's memory a run
 # (docs/benchmarks.md, "Issue 50: sacct loads in bounded memory", round 3)
 _PIECE_RUNS = 50_000
+# the rows to merge over which a refresh's merges run two at once (below it, a night's: one after the other)
+_MERGE_ROWS_AT_ONCE = 500_000
 # the hours a load inside one_refresh left to refresh: etl_watermark's "grains pending <first hour>", its
 # watermark_ts the end, deleted once refreshed
 _PENDING = "grains pending "
@@ -123,21 +126,24 @@ def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct
 def _reading(files: list[str], decl: dict, changed: tuple[str, ...]) -> list[str]:
     """Those of ``files`` (in refresh order) that read a table of ``changed``, or one an earlier kept file
     writes, directly or through the views and includes they name (core/grain_versions.py's declarations)."""
-    def reads(name: str, seen: set[str]) -> set[str]:
-        out = set()
-        for r in decl.get(name, {}).get("reads", ()):
-            out.add(r)
-            via = next((n for n, d in decl.items() if n == r or r in d.get("defines", ())), None)
-            if via and via not in seen:
-                out |= reads(via, seen | {via})
-        return out
-
     reach, kept = set(changed), []
     for f in files:
-        if reads(f, {f}) & reach:
+        if _reads(f, decl) & reach:
             kept.append(f)
             reach |= set(decl[f]["writes"])
     return kept
+
+
+def _reads(name: str, decl: dict, seen: frozenset[str] = frozenset()) -> set[str]:
+    """The tables, views and includes model ``name`` reads, directly or through the views and includes it names
+    (its declaration's ``reads``, followed)."""
+    out = set()
+    for r in decl.get(name, {}).get("reads", ()):
+        out.add(r)
+        via = next((n for n, d in decl.items() if n == r or r in d.get("defines", ())), None)
+        if via and via not in seen | {name}:
+            out |= _reads(via, decl, seen | {name, via})
+    return out
 
 
 def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None = None,
@@ -173,13 +179,16 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
     # all its samples, one row a run) goes by the same pieces: over a first load's whole span it staged every
     # run of the history (1 M jobs: 180 MB over the load's own peak, the whole load's peak); a run
     # overlapping two pieces is formed in both, the same row written again (ReplacingMergeTree)
-    for c0, c1 in _chunks(w0, w1, size):
-        for f in files:
-            if decl[f].get("unit") == "hour":
-                _run_file(wh, f, {**params, "from_ts": c0, "to_ts": c1})
-        for f in files:
-            if decl[f].get("unit") != "hour":
-                _run_file(wh, f, {**params, "from_ts": c0, "to_ts": c1})
+    steps = [(c0, c1, f) for c0, c1 in _chunks(w0, w1, size) for hourly in (True, False)
+             for f in files if (decl[f].get("unit") == "hour") == hourly]
+    # the steps on two engine handles at once (etl/concurrent_steps.py): a file's piece after every earlier piece
+    # (its own and those before: run_node_hour reads run_sample_hour's hour before its piece) of each file whose
+    # table it reads, as the one-after-the-other order had it; the rest at once (run_telemetry reads no other
+    # model's table, and another piece's hours are another piece's rows)
+    upstream = {f: {g for g in files if g != f and set(decl[g]["writes"]) & _reads(f, decl)} for f in files}
+    after = [{j for j, (a0, _, g) in enumerate(steps[:i]) if g in upstream[f] and a0 <= c0}
+             for i, (c0, _, f) in enumerate(steps)]
+    concurrent_steps.run_steps(wh, steps, after, lambda h, s: _run_file(h, s[2], {**params, "from_ts": s[0], "to_ts": s[1]}))
     written = {t for f in files for t in decl[f]["writes"]}
     if compact:
         _compact_later(wh, *written)
@@ -491,10 +500,16 @@ def _refresh_as_of(wh) -> None:
 
 def _refresh_job_run(wh, first_ts: datetime) -> None:
     """job_run (the job-run model, sql/intermediate/fct_job_run.sql) for every job with a run from
-    ``first_ts`` on, a range of job ids at a time (``_job_ranges``)."""
-    for lo, hi in _job_ranges(wh, first_ts):
+    ``first_ts`` on, a range of job ids at a time (``_job_ranges``), two ranges at once (a range's runs are
+    its own: etl/concurrent_steps.py)."""
+    ranges = _job_ranges(wh, first_ts)
+    params = {"from_ts": first_ts, "every": int(first_ts.year < 2000)}
+
+    def run(h, r: tuple[str, str]) -> None:
         for stmt in sql_statements("intermediate/job_run.sql"):
-            wh.command(stmt, {"from_ts": first_ts, "every": int(first_ts.year < 2000), "job_lo": lo, "job_hi": hi})
+            h.command(stmt, {**params, "job_lo": r[0], "job_hi": r[1]})
+
+    concurrent_steps.run_steps(wh, ranges, [set() for _ in ranges], run)
     _compact_later(wh, "job_run")
 
 
@@ -584,12 +599,15 @@ def _compact(wh, tables: tuple[str, ...]) -> None:
     table)."""
     if not tables or getattr(wh.cfg, "deployment", "single") == "cluster":
         return  # (no table: refresh_pending's call when no job load deferred a merge asks the engine nothing)
-    rows = wh.query_rows("SELECT table, partition_id, count() FROM system.parts WHERE database = currentDatabase() "
-                         "AND table IN {t:Array(String)} AND active GROUP BY table, partition_id "
+    rows = wh.query_rows("SELECT table, partition_id, count(), sum(rows) FROM system.parts WHERE database = "
+                         "currentDatabase() AND table IN {t:Array(String)} AND active GROUP BY table, partition_id "
                          "HAVING count() > 1 ORDER BY table, partition_id", {"t": list(tables)})
-    for table, partition, parts in rows:
-        if re.fullmatch(r"\w+", partition):
-            wh.command(f"OPTIMIZE TABLE {table} PARTITION ID '{partition}' FINAL")
+    merges = [f"OPTIMIZE TABLE {table} PARTITION ID '{partition}' FINAL"
+              for table, partition, _, _ in rows if re.fullmatch(r"\w+", partition)]
+    # a partition's merge runs on one thread: a first load's (job_run's and run_node_hour's months) two at once;
+    # a night's few small ones one after the other, where a second handle would cost more than it saves
+    at_once = concurrent_steps.HANDLES if sum(r[3] for r in rows) >= _MERGE_ROWS_AT_ONCE else 1
+    concurrent_steps.run_steps(wh, merges, [set() for _ in merges], lambda h, m: h.command(m), handles=at_once)
 
 
 def _hour(t: datetime) -> datetime:
