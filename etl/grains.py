@@ -179,16 +179,20 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
     # all its samples, one row a run) goes by the same pieces: over a first load's whole span it staged every
     # run of the history (1 M jobs: 180 MB over the load's own peak, the whole load's peak); a run
     # overlapping two pieces is formed in both, the same row written again (ReplacingMergeTree)
-    steps = [(c0, c1, f) for c0, c1 in _chunks(w0, w1, size) for hourly in (True, False)
+    pieces = _chunks(w0, w1, size)
+    steps = [(c0, c1, f) for c0, c1 in pieces for hourly in (True, False)
              for f in files if (decl[f].get("unit") == "hour") == hourly]
     # the steps on two engine handles at once (etl/concurrent_steps.py): a file's piece after every earlier piece
     # (its own and those before: run_node_hour reads run_sample_hour's hour before its piece) of each file whose
     # table it reads, as the one-after-the-other order had it; the rest at once (run_telemetry reads no other
-    # model's table, and another piece's hours are another piece's rows)
+    # model's table). A span cut into pieces (its work over _PIECE_NODE_H) runs them one after the other: they
+    # were cut for memory, and two at once held what a piece twice the size holds (a 1 M-job first load's
+    # run_node_hour: 1,000-1,139 MB against 785-898; docs/benchmarks.md, "Issue 50", round 8)
     upstream = {f: {g for g in files if g != f and set(decl[g]["writes"]) & _reads(f, decl)} for f in files}
     after = [{j for j, (a0, _, g) in enumerate(steps[:i]) if g in upstream[f] and a0 <= c0}
              for i, (c0, _, f) in enumerate(steps)]
-    concurrent_steps.run_steps(wh, steps, after, lambda h, s: _run_file(h, s[2], {**params, "from_ts": s[0], "to_ts": s[1]}))
+    concurrent_steps.run_steps(wh, steps, after, lambda h, s: _run_file(h, s[2], {**params, "from_ts": s[0], "to_ts": s[1]}),
+                               handles=1 if len(pieces) > 1 else None)
     written = {t for f in files for t in decl[f]["writes"]}
     if compact:
         _compact_later(wh, *written)

@@ -81,14 +81,13 @@ def site(tmp_path, cfg):
 GRAIN_TABLES = ("run_sample_hour", "capacity_node_hour", "run_node_hour", "run_telemetry")
 
 
-def test_a_refresh_in_day_pieces_over_two_handles_gives_the_rows_of_one(site, monkeypatch):
-    """The history (October 1 to the hour after the as-of time, 2026-10-05 19:04) refreshed a day at a time
-    (``_PIECE_NODE_H`` = 1: 5 pieces × run_sample_hour, capacity_node_hour, run_node_hour, run_telemetry):
-    over two handles, run_node_hour's piece starts after run_sample_hour's piece before it has ended (it reads
-    that piece's last hour) and after its own piece's capacity_node_hour; both handles take steps; the grains
-    hold the hand-worked figures and every row the one-handle order writes (each refresh into emptied grains)."""
+def test_a_refresh_over_two_handles_gives_the_rows_of_one(site, monkeypatch):
+    """The history (October 1 to the hour after the as-of time, 2026-10-05 19:04) refreshed into emptied grains:
+    in one piece, run_telemetry (it reads none of the other models' tables) runs on one handle beside
+    run_sample_hour, capacity_node_hour and run_node_hour on the other, each of these after the one before it has
+    ended; cut a day at a time (``_PIECE_NODE_H`` = 1: pieces cut for memory), the pieces one after the other on
+    one handle. Either way the grains hold the hand-worked figures and every row the one-handle order writes."""
     wh = site
-    monkeypatch.setattr(grains, "_PIECE_NODE_H", 1)
     events: list[tuple[str, object, float, float, int]] = []
     real = grains._run_file
 
@@ -97,14 +96,17 @@ def test_a_refresh_in_day_pieces_over_two_handles_gives_the_rows_of_one(site, mo
         real(h, name, params)
         events.append((name, params["from_ts"], t, time.monotonic(), id(h)))
 
-    def emptied() -> None:  # (so that a piece run before what it reads would find nothing there)
+    def emptied() -> None:  # (so that a step run before what it reads would find nothing there)
         for t in GRAIN_TABLES:
             wh.command(f"TRUNCATE TABLE {t}")
+
+    def grain_rows() -> dict:
+        return {t: v for t, v in table_checksums(wh).items() if t in GRAIN_TABLES}
 
     monkeypatch.setattr(concurrent_steps, "HANDLES", 1)
     emptied()
     grains.refresh_history(wh)
-    one = {t: v for t, v in table_checksums(wh).items() if t in GRAIN_TABLES}
+    one = grain_rows()
     assert _hours(wh) == _expected()
 
     monkeypatch.setattr(concurrent_steps, "HANDLES", 2)
@@ -112,18 +114,19 @@ def test_a_refresh_in_day_pieces_over_two_handles_gives_the_rows_of_one(site, mo
     emptied()
     grains.refresh_history(wh)
     assert _hours(wh) == _expected()
-    assert {t: v for t, v in table_checksums(wh).items() if t in GRAIN_TABLES} == one
-    assert len({e[4] for e in events}) == 2  # both handles took steps
+    assert grain_rows() == one
+    ran = {e[0]: e[2:] for e in events}
+    assert sorted(ran) == sorted(GRAIN_TABLES)  # one piece: each file once
+    chain = ("run_sample_hour", "capacity_node_hour", "run_node_hour")
+    assert all(ran[a][1] <= ran[b][0] for a, b in zip(chain, chain[1:])), ran
+    assert len({ran[m][2] for m in chain}) == 1 and ran["run_telemetry"][2] != ran[chain[0]][2]
 
-    def span(model: str, piece) -> tuple[float, float]:
-        """When the model's file ran for the piece starting at ``piece``: start, end."""
-        (s,) = [e[2:4] for e in events if e[0] == model and e[1] == piece]
-        return s
-
-    pieces = sorted({e[1] for e in events if e[0] == "run_node_hour"})
-    assert len(pieces) == 5, pieces
-    for k, piece in enumerate(pieces):
-        start = span("run_node_hour", piece)[0]
-        assert span("capacity_node_hour", piece)[1] <= start
-        for earlier in pieces[:k + 1]:
-            assert span("run_sample_hour", earlier)[1] <= start, (piece, earlier)
+    events.clear()
+    monkeypatch.setattr(grains, "_PIECE_NODE_H", 1)  # as if every day of it were a 4,000-node machine's
+    emptied()
+    grains.refresh_history(wh)
+    assert _hours(wh) == _expected()
+    assert grain_rows() == one
+    assert len({e[1] for e in events}) == 5 and len({e[4] for e in events}) == 1
+    # one after the other, in the order of main's loop: each piece's files, the pieces in time order
+    assert [e[:2] for e in events] == sorted((e[:2] for e in events), key=lambda k: (k[1], list(GRAIN_TABLES).index(k[0])))
