@@ -126,24 +126,21 @@ def refresh_capacity(wh, cluster: str, w0: datetime, w1: datetime, idle_util_pct
 def _reading(files: list[str], decl: dict, changed: tuple[str, ...]) -> list[str]:
     """Those of ``files`` (in refresh order) that read a table of ``changed``, or one an earlier kept file
     writes, directly or through the views and includes they name (core/grain_versions.py's declarations)."""
+    def reads(name: str, seen: set[str]) -> set[str]:
+        out = set()
+        for r in decl.get(name, {}).get("reads", ()):
+            out.add(r)
+            via = next((n for n, d in decl.items() if n == r or r in d.get("defines", ())), None)
+            if via and via not in seen:
+                out |= reads(via, seen | {via})
+        return out
+
     reach, kept = set(changed), []
     for f in files:
-        if _reads(f, decl) & reach:
+        if reads(f, {f}) & reach:
             kept.append(f)
             reach |= set(decl[f]["writes"])
     return kept
-
-
-def _reads(name: str, decl: dict, seen: frozenset[str] = frozenset()) -> set[str]:
-    """The tables, views and includes model ``name`` reads, directly or through the views and includes it names
-    (its declaration's ``reads``, followed)."""
-    out = set()
-    for r in decl.get(name, {}).get("reads", ()):
-        out.add(r)
-        via = next((n for n, d in decl.items() if n == r or r in d.get("defines", ())), None)
-        if via and via not in seen | {name}:
-            out |= _reads(via, decl, seen | {name, via})
-    return out
 
 
 def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None = None,
@@ -179,20 +176,17 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
     # all its samples, one row a run) goes by the same pieces: over a first load's whole span it staged every
     # run of the history (1 M jobs: 180 MB over the load's own peak, the whole load's peak); a run
     # overlapping two pieces is formed in both, the same row written again (ReplacingMergeTree)
-    pieces = _chunks(w0, w1, size)
-    steps = [(c0, c1, f) for c0, c1 in pieces for hourly in (True, False)
-             for f in files if (decl[f].get("unit") == "hour") == hourly]
-    # the steps on two engine handles at once (etl/concurrent_steps.py): a file's piece after every earlier piece
-    # (its own and those before: run_node_hour reads run_sample_hour's hour before its piece) of each file whose
-    # table it reads, as the one-after-the-other order had it; the rest at once (run_telemetry reads no other
-    # model's table). A span cut into pieces (its work over _PIECE_NODE_H) runs them one after the other: they
-    # were cut for memory, and two at once held what a piece twice the size holds (a 1 M-job first load's
-    # run_node_hour: 1,000-1,139 MB against 785-898; docs/benchmarks.md, "Issue 50", round 8)
-    upstream = {f: {g for g in files if g != f and set(decl[g]["writes"]) & _reads(f, decl)} for f in files}
-    after = [{j for j, (a0, _, g) in enumerate(steps[:i]) if g in upstream[f] and a0 <= c0}
-             for i, (c0, _, f) in enumerate(steps)]
-    concurrent_steps.run_steps(wh, steps, after, lambda h, s: _run_file(h, s[2], {**params, "from_ts": s[0], "to_ts": s[1]}),
-                               handles=1 if len(pieces) > 1 else None)
+    # one file after the other, on one handle: run_sample_hour's statements already keep both cores busy, and
+    # run_telemetry on a second handle beside them took back nothing of the demo backfill's 15.8 s refresh (load
+    # 2) while its peak RSS rose by 170 MB; pieces two at a time held what a piece twice the size holds (a 1 M-job
+    # first load's run_node_hour: 1,000-1,139 MB against 785-898; docs/benchmarks.md, "Issue 50", round 8)
+    for c0, c1 in _chunks(w0, w1, size):
+        for f in files:
+            if decl[f].get("unit") == "hour":
+                _run_file(wh, f, {**params, "from_ts": c0, "to_ts": c1})
+        for f in files:
+            if decl[f].get("unit") != "hour":
+                _run_file(wh, f, {**params, "from_ts": c0, "to_ts": c1})
     written = {t for f in files for t in decl[f]["writes"]}
     if compact:
         _compact_later(wh, *written)

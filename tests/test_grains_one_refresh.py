@@ -23,7 +23,6 @@ from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.warehouse import close_embedded, open_warehouse
-from tests.handles import on_every_handle
 from tests.test_hung_and_idle_jobs import DAY
 from tests.test_sample_step_attribution import _sacct, _telemetry
 
@@ -63,22 +62,18 @@ def _recording(wh, *tables: str) -> list[tuple]:
     staged by the statements before it, and names none: the staging of its samples, _rsh_g, does; run_telemetry's
     the staging of its runs, _rt_runs)."""
     spans: list[tuple] = []
+    real = wh.client.command
     staged = {"run_sample_hour": "CREATE TEMPORARY TABLE _rsh_g ", "run_telemetry": "CREATE TEMPORARY TABLE _rt_runs "}
     heads = tuple(staged.get(t, f"INSERT INTO {t}") for t in tables)
 
-    def recording(h) -> None:  # (the refresh's steps run on two handles at once: etl/concurrent_steps.py)
-        real = h.client.command
+    def command(sql, *a, **k):
+        if sql.lstrip().startswith(heads):
+            p = k.get("parameters") or a[0]
+            if "from_ts" in p:
+                spans.append((p["from_ts"], p["to_ts"]))
+        return real(sql, *a, **k)
 
-        def command(sql, *a, **k):
-            if sql.lstrip().startswith(heads):
-                p = k.get("parameters") or a[0]
-                if "from_ts" in p:
-                    spans.append((p["from_ts"], p["to_ts"]))
-            return real(sql, *a, **k)
-
-        h.client.command = command
-
-    on_every_handle(wh, recording)
+    wh.client.command = command
     return spans
 
 
@@ -90,7 +85,6 @@ def test_a_night_refreshes_its_hours_once(files):
         load_parquet_dir(wh, d / "telemetry", DAY, DAY, cluster="t2")
     # every hour once: the pieces follow each other (before: the sacct load's refresh of the history, then the
     # telemetry day's again, 2026-10-04 23:00 .. 2026-10-06 00:00)
-    spans.sort()
     assert spans and all(a[1] == b[0] for a, b in zip(spans, spans[1:])), spans
     assert _hours(wh) == _expected()
     # nothing left pending
@@ -136,10 +130,7 @@ def test_a_refresh_of_a_long_span_goes_a_day_at_a_time(files, monkeypatch):
     run_spans.clear()
     monkeypatch.setattr(grains, "_PIECE_NODE_H", 1)  # as if every day of it were a 4,000-node machine's
     grains.refresh_history(wh)  # everything: October 1 to the hour after the as-of time's (2026-10-05 19:04:00)
-    # (before: one statement over the whole span); the pieces two at a time (etl/concurrent_steps.py), each
-    # recorded when it starts
-    spans.sort()
-    run_spans.sort()
+    # (before: one statement over the whole span)
     assert spans[0][0] == datetime(2026, 10, 1, tzinfo=timezone.utc)
     assert spans[-1][1] == datetime(2026, 10, 5, 20, tzinfo=timezone.utc)  # (the hour after the as-of time's)
     assert all(a[1] == b[0] for a, b in zip(spans, spans[1:])), spans
@@ -193,25 +184,21 @@ def _reads(wh, tables: tuple[str, ...]) -> dict[str, dict[str, int]]:
     temporary table a CREATE stages), how often the engine's plan of its query reads each of ``tables``
     (EXPLAIN: a CTE named n times is read n times; the DELETEs' subqueries are not counted)."""
     seen: dict[str, dict[str, int]] = {}
+    real = wh.client.command
 
-    def recording(h) -> None:  # (each statement explained on its own handle, where its staged tables are)
-        real = h.client.command
+    def command(sql, *a, **k):
+        s = sql.strip()
+        m = re.match(r"(?:INSERT INTO (\w+) \([^)]*\)\s*\n|CREATE TEMPORARY TABLE (\w+) [^\n]* AS\n)", s)
+        if m:
+            plan = real("EXPLAIN " + s[m.end():], *a, **k)
+            plan = plan if isinstance(plan, str) else "\n".join(map(str, plan))
+            counts = seen.setdefault(m.group(1) or m.group(2), {})
+            for t in re.findall(r"ReadFromMergeTree \(\w+\.(\w+)\)", plan):
+                if t in tables:
+                    counts[t] = counts.get(t, 0) + 1
+        return real(sql, *a, **k)
 
-        def command(sql, *a, **k):
-            s = sql.strip()
-            m = re.match(r"(?:INSERT INTO (\w+) \([^)]*\)\s*\n|CREATE TEMPORARY TABLE (\w+) [^\n]* AS\n)", s)
-            if m:
-                plan = real("EXPLAIN " + s[m.end():], *a, **k)
-                plan = plan if isinstance(plan, str) else "\n".join(map(str, plan))
-                counts = seen.setdefault(m.group(1) or m.group(2), {})
-                for t in re.findall(r"ReadFromMergeTree \(\w+\.(\w+)\)", plan):
-                    if t in tables:
-                        counts[t] = counts.get(t, 0) + 1
-            return real(sql, *a, **k)
-
-        h.client.command = command
-
-    on_every_handle(wh, recording)
+    wh.client.command = command
     return seen
 
 
@@ -258,18 +245,14 @@ def test_a_refresh_deletes_old_rows_only_where_some_are_not_written_again(files)
                (11, "n1", "4002"): round(4 * (31 + 40 / 60), 6), (18, "n1", "4005"): 8 * 60}
     assert _sample_rows(wh) == by_hand
     deletes: list[str] = []
+    real = wh.client.command
 
-    def recording(h) -> None:
-        real = h.client.command
+    def command(sql, *a, **k):
+        if sql.lstrip().startswith("DELETE FROM run_sample_hour"):
+            deletes.append(sql)
+        return real(sql, *a, **k)
 
-        def command(sql, *a, **k):
-            if sql.lstrip().startswith("DELETE FROM run_sample_hour"):
-                deletes.append(sql)
-            return real(sql, *a, **k)
-
-        h.client.command = command
-
-    on_every_handle(wh, recording)
+    wh.client.command = command
     grains.refresh_history(wh)  # every hour again, each row written as it was
     assert deletes == []
     assert _sample_rows(wh) == by_hand and _hours(wh) == _expected()
@@ -330,18 +313,14 @@ def test_a_nights_refresh_drops_its_staging_at_once_and_looks_at_the_parts_once(
     are found in one look at system.parts (before: three), every partition of them left in one part."""
     wh, d = files
     sent: list[str] = []
+    for name in ("command", "query"):
+        real = getattr(wh.client, name)
 
-    def recording(h) -> None:
-        for name in ("command", "query"):
-            real = getattr(h.client, name)
+        def call(sql, *a, _real=real, **k):
+            sent.append(" ".join(sql.split()))
+            return _real(sql, *a, **k)
 
-            def call(sql, *a, _real=real, **k):
-                sent.append(" ".join(sql.split()))
-                return _real(sql, *a, **k)
-
-            setattr(h.client, name, call)
-
-    on_every_handle(wh, recording)
+        setattr(wh.client, name, call)
     with grains.one_refresh(wh):
         assert load_sacct(wh, d / "sacct.psv").quarantined == 0
         load_parquet_dir(wh, d / "telemetry", DAY, DAY, cluster="t2")

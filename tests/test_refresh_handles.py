@@ -1,11 +1,6 @@
-"""A refresh's steps over two engine handles at once (etl/concurrent_steps.py, issue 50 item 4, round 8): a step
-starts only once the steps it reads have ended, the others run beside it, and the grains hold the rows the
-one-after-the-other order gives.
-
-The site of the second test is tests/test_sample_step_attribution.py's hand-built day (cluster t2, one 8-GPU
-H100 node n1, 5-minute samples of 2026-10-05 labelled with the job holding each GPU), whose figures per hour
-(allocated, observed, busy GPU-minutes) are worked out there by hand from the raw lines
-(tests/test_grains_one_refresh.py: EXPECTED_GPU_MIN)."""
+"""A refresh's steps over two engine handles at once (etl/concurrent_steps.py, issue 50 item 4, round 8: job_run's
+ranges of ids, a first load's merges): a step starts only once the steps it reads have ended, the others run
+beside it. (job_run's ranges over two handles, their rows worked by hand: tests/test_job_run_pieces.py.)"""
 
 from __future__ import annotations
 
@@ -14,14 +9,7 @@ import time
 
 import pytest
 
-from ops_warehouse.etl import concurrent_steps, grains
-from ops_warehouse.etl.capacity_sources import load_capacity
-from ops_warehouse.etl.sacct_load import load_sacct
-from ops_warehouse.etl.telemetry_load import load_parquet_dir
-from tests.conftest import table_checksums
-from tests.test_grains_one_refresh import _expected, _hours
-from tests.test_hung_and_idle_jobs import DAY
-from tests.test_sample_step_attribution import _sacct, _telemetry
+from ops_warehouse.etl import concurrent_steps
 
 pytestmark = pytest.mark.both_forms
 
@@ -59,74 +47,3 @@ def test_a_step_starts_once_the_steps_it_reads_have_ended_and_the_others_run_bes
     with pytest.raises(Exception, match="no_such_function"):
         concurrent_steps.run_steps(wh, [0, 1, 2], [set(), set(), {1}], failing, handles=2)
     assert 2 not in ran
-
-
-@pytest.fixture
-def site(tmp_path, cfg):
-    cfg.projects = {"proja": "A"}
-    _sacct(tmp_path / "sacct.psv")
-    (tmp_path / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
-                                            "n1,h100,8,gpu,r1,2025-01-01\n")
-    _telemetry(tmp_path / "telemetry", True)
-    from ops_warehouse.warehouse import open_warehouse
-
-    wh = open_warehouse(cfg)
-    load_capacity(wh, inventory=tmp_path / "inventory.csv", cluster="t2")
-    assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
-    load_parquet_dir(wh, tmp_path / "telemetry", DAY, DAY, cluster="t2")
-    yield wh
-    wh.close()
-
-
-GRAIN_TABLES = ("run_sample_hour", "capacity_node_hour", "run_node_hour", "run_telemetry")
-
-
-def test_a_refresh_over_two_handles_gives_the_rows_of_one(site, monkeypatch):
-    """The history (October 1 to the hour after the as-of time, 2026-10-05 19:04) refreshed into emptied grains:
-    in one piece, run_telemetry (it reads none of the other models' tables) runs on one handle beside
-    run_sample_hour, capacity_node_hour and run_node_hour on the other, each of these after the one before it has
-    ended; cut a day at a time (``_PIECE_NODE_H`` = 1: pieces cut for memory), the pieces one after the other on
-    one handle. Either way the grains hold the hand-worked figures and every row the one-handle order writes."""
-    wh = site
-    events: list[tuple[str, object, float, float, int]] = []
-    real = grains._run_file
-
-    def recording(h, name: str, params: dict) -> None:  # each file's statements for a piece, on its handle
-        t = time.monotonic()
-        real(h, name, params)
-        events.append((name, params["from_ts"], t, time.monotonic(), id(h)))
-
-    def emptied() -> None:  # (so that a step run before what it reads would find nothing there)
-        for t in GRAIN_TABLES:
-            wh.command(f"TRUNCATE TABLE {t}")
-
-    def grain_rows() -> dict:
-        return {t: v for t, v in table_checksums(wh).items() if t in GRAIN_TABLES}
-
-    monkeypatch.setattr(concurrent_steps, "HANDLES", 1)
-    emptied()
-    grains.refresh_history(wh)
-    one = grain_rows()
-    assert _hours(wh) == _expected()
-
-    monkeypatch.setattr(concurrent_steps, "HANDLES", 2)
-    monkeypatch.setattr(grains, "_run_file", recording)
-    emptied()
-    grains.refresh_history(wh)
-    assert _hours(wh) == _expected()
-    assert grain_rows() == one
-    ran = {e[0]: e[2:] for e in events}
-    assert sorted(ran) == sorted(GRAIN_TABLES)  # one piece: each file once
-    chain = ("run_sample_hour", "capacity_node_hour", "run_node_hour")
-    assert all(ran[a][1] <= ran[b][0] for a, b in zip(chain, chain[1:])), ran
-    assert len({ran[m][2] for m in chain}) == 1 and ran["run_telemetry"][2] != ran[chain[0]][2]
-
-    events.clear()
-    monkeypatch.setattr(grains, "_PIECE_NODE_H", 1)  # as if every day of it were a 4,000-node machine's
-    emptied()
-    grains.refresh_history(wh)
-    assert _hours(wh) == _expected()
-    assert grain_rows() == one
-    assert len({e[1] for e in events}) == 5 and len({e[4] for e in events}) == 1
-    # one after the other, in the order of main's loop: each piece's files, the pieces in time order
-    assert [e[:2] for e in events] == sorted((e[:2] for e in events), key=lambda k: (k[1], list(GRAIN_TABLES).index(k[0])))
