@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 from functools import wraps
 
+from ops_warehouse.etl import concurrent_steps
 from ops_warehouse.etl.watermarks import set_watermark
 from ops_warehouse.grain_versions import GRAINS, models, record_grains
 from ops_warehouse.progress import count_progress
@@ -48,6 +49,8 @@ _PIECE_NODE_H = 400_000
 # the runs one job_run statement reads (etl/grains.py _job_ranges): about 1.3 KB of the engine's memory a run
 # (docs/benchmarks.md, "Issue 50: sacct loads in bounded memory", round 3)
 _PIECE_RUNS = 50_000
+# the rows to merge over which a refresh's merges run two at once (below it, a night's: one after the other)
+_MERGE_ROWS_AT_ONCE = 500_000
 # the hours a load inside one_refresh left to refresh: etl_watermark's "grains pending <first hour>", its
 # watermark_ts the end, deleted once refreshed
 _PENDING = "grains pending "
@@ -173,6 +176,10 @@ def _refresh_hours(wh, w0: datetime, w1: datetime, idle_util_pct: float | None =
     # all its samples, one row a run) goes by the same pieces: over a first load's whole span it staged every
     # run of the history (1 M jobs: 180 MB over the load's own peak, the whole load's peak); a run
     # overlapping two pieces is formed in both, the same row written again (ReplacingMergeTree)
+    # one file after the other, on one handle: run_sample_hour's statements already keep both cores busy, and
+    # run_telemetry on a second handle beside them took back nothing of the demo backfill's 15.8 s refresh (load
+    # 2) while its peak RSS rose by 170 MB; pieces two at a time held what a piece twice the size holds (a 1 M-job
+    # first load's run_node_hour: 1,000-1,139 MB against 785-898; docs/benchmarks.md, "Issue 50", round 8)
     for c0, c1 in _chunks(w0, w1, size):
         for f in files:
             if decl[f].get("unit") == "hour":
@@ -493,17 +500,22 @@ def _refresh_as_of(wh) -> None:
 
 def _refresh_job_run(wh, first_ts: datetime, job_ids: tuple[str, str] | None = None) -> None:
     """job_run (the job-run model, sql/intermediate/fct_job_run.sql) for every job with a run from
-    ``first_ts`` on, a range of job ids at a time (``_job_ranges``); or, ``job_ids`` (the smallest and
-    largest id of a load's runs, at most _PIECE_RUNS of them), for the jobs of those ids: the model forms
-    the jobs whose records job_run does not hold, and those a load changed are the ones it wrote. One
-    statement, without the look for ranges, and its reads bounded by the ids: a nightly file's 0.10 CPU-s
-    statement 0.08 (docs/benchmarks.md, "Issue 50: sacct loads in bounded memory", round 8)."""
+    ``first_ts`` on, a range of job ids at a time (``_job_ranges``), two ranges at once (a range's runs are
+    its own: etl/concurrent_steps.py); or, ``job_ids`` (the smallest and largest id of a load's runs, at most
+    _PIECE_RUNS of them), for the jobs of those ids: the model forms the jobs whose records job_run does not
+    hold, and those a load changed are the ones it wrote. One statement, without the look for ranges, and its
+    reads bounded by the ids: a nightly file's 0.10 CPU-s statement 0.08 (docs/benchmarks.md, "Issue 50: sacct
+    loads in bounded memory", round 8)."""
     # '~' sorts after every character of a job id (digits, '_' of an array task, '+' of a het job): the
     # range's exclusive end just past the largest id
     ranges = [(job_ids[0], job_ids[1] + "~")] if job_ids else _job_ranges(wh, first_ts)
-    for lo, hi in ranges:
+    params = {"from_ts": first_ts, "every": int(first_ts.year < 2000)}
+
+    def run(h, r: tuple[str, str]) -> None:
         for stmt in sql_statements("intermediate/job_run.sql"):
-            wh.command(stmt, {"from_ts": first_ts, "every": int(first_ts.year < 2000), "job_lo": lo, "job_hi": hi})
+            h.command(stmt, {**params, "job_lo": r[0], "job_hi": r[1]})
+
+    concurrent_steps.run_steps(wh, ranges, [set() for _ in ranges], run)
     _compact_later(wh, "job_run")
 
 
@@ -593,12 +605,15 @@ def _compact(wh, tables: tuple[str, ...]) -> None:
     table)."""
     if not tables or getattr(wh.cfg, "deployment", "single") == "cluster":
         return  # (no table: refresh_pending's call when no job load deferred a merge asks the engine nothing)
-    rows = wh.query_rows("SELECT table, partition_id, count() FROM system.parts WHERE database = currentDatabase() "
-                         "AND table IN {t:Array(String)} AND active GROUP BY table, partition_id "
+    rows = wh.query_rows("SELECT table, partition_id, count(), sum(rows) FROM system.parts WHERE database = "
+                         "currentDatabase() AND table IN {t:Array(String)} AND active GROUP BY table, partition_id "
                          "HAVING count() > 1 ORDER BY table, partition_id", {"t": list(tables)})
-    for table, partition, parts in rows:
-        if re.fullmatch(r"\w+", partition):
-            wh.command(f"OPTIMIZE TABLE {table} PARTITION ID '{partition}' FINAL")
+    merges = [f"OPTIMIZE TABLE {table} PARTITION ID '{partition}' FINAL"
+              for table, partition, _, _ in rows if re.fullmatch(r"\w+", partition)]
+    # a partition's merge runs on one thread: a first load's (job_run's and run_node_hour's months) two at once;
+    # a night's few small ones one after the other, where a second handle would cost more than it saves
+    at_once = concurrent_steps.HANDLES if sum(r[3] for r in rows) >= _MERGE_ROWS_AT_ONCE else 1
+    concurrent_steps.run_steps(wh, merges, [set() for _ in merges], lambda h, m: h.command(m), handles=at_once)
 
 
 def _hour(t: datetime) -> datetime:

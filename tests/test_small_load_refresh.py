@@ -18,6 +18,7 @@ import pytest
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from tests.conftest import rows
+from tests.handles import on_every_handle
 from tests.test_hung_and_idle_jobs import DAY
 from tests.test_per_sample_attribution import write_dcgm_day
 from tests.test_sacct_semantics import line, write
@@ -30,16 +31,21 @@ SAMPLE_GRAINS = ("CREATE TEMPORARY TABLE _rsh_", "CREATE TEMPORARY TABLE _rt_run
 
 @pytest.fixture
 def sent(wh):
-    """Every statement the warehouse's client is sent from now on, in order."""
+    """Every statement the warehouse's clients are sent from now on (its own and a refresh's second handle's),
+    in the order they are sent."""
     out: list[str] = []
-    for name in ("command", "query"):
-        real = getattr(wh.client, name)
 
-        def call(sql, *a, _real=real, **k):
-            out.append(" ".join(str(sql).split()))
-            return _real(sql, *a, **k)
+    def recording(h) -> None:
+        for name in ("command", "query"):
+            real = getattr(h.client, name)
 
-        setattr(wh.client, name, call)
+            def call(sql, *a, _real=real, **k):
+                out.append(" ".join(str(sql).split()))
+                return _real(sql, *a, **k)
+
+            setattr(h.client, name, call)
+
+    on_every_handle(wh, recording)
     return out
 
 
