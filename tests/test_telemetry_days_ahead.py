@@ -23,6 +23,7 @@ from ops_warehouse.etl.backfill import backfill_key, load_resumably, loaded_thro
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.warehouse import Warehouse
 from tests.conftest import rows
+from tests.handles import statements_on_every_client
 
 DAY1 = date(2026, 10, 1)
 DAYS = 3
@@ -98,17 +99,7 @@ def _recorded(monkeypatch, wh, log: list, gate: dict | None = None):
 @pytest.mark.both_forms
 def test_the_next_day_is_staged_on_a_handle_of_its_own_while_the_day_is_written(wh, tmp_path, monkeypatch):
     paths = _site(tmp_path / "telemetry")
-    seen: set[str] = set()  # every statement, on any handle
-    cls = type(wh.client)
-    for name in ("command", "query", "query_arrow", "raw_query"):
-        f = getattr(cls, name)
-
-        def wrap(self, sql, *a, _f=f, **k):
-            if not sql.startswith("DESCRIBE"):
-                seen.add(sql)
-            return _f(self, sql, *a, **k)
-
-        monkeypatch.setattr(cls, name, wrap)
+    seen = statements_on_every_client(wh, monkeypatch)  # every statement, on any handle
     log: list = []
     gate: dict = {}
     _recorded(monkeypatch, wh, log, gate)

@@ -25,6 +25,7 @@ import pytest
 from ops_warehouse.etl import telemetry_insert
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from tests.conftest import rows
+from tests.handles import statements_on_every_client
 
 T0 = datetime(2026, 10, 1, 23, 58, tzinfo=timezone.utc)
 UUID = "GPU-9c1b6f3e-52f7-4a55-8a3b-8c7d0e1f2a3b"
@@ -62,30 +63,12 @@ def _site(root, power_w=POWER_W):
     return paths
 
 
-def _recording(wh, monkeypatch) -> set[str]:
-    """Every statement the engine is given from here on, on any handle (a load stages the next day on a second
-    one: etl/telemetry_load.py), as a set (a statement sent through two of the client's methods is one read),
-    but a DESCRIBE: it reads a file's footer (its schema), not its rows."""
-    seen: set[str] = set()
-    cls = type(wh.client)
-    for name in ("command", "query", "query_arrow", "raw_query"):
-        f = getattr(cls, name)
-
-        def wrap(self, sql, *a, _f=f, **k):
-            if not sql.startswith("DESCRIBE"):
-                seen.add(sql)
-            return _f(self, sql, *a, **k)
-
-        monkeypatch.setattr(cls, name, wrap)
-    return seen
-
-
 @pytest.mark.parametrize("group_rows", [None, 1])
 def test_each_day_file_is_read_once_a_load_and_the_steps_are_the_files(wh, tmp_path, monkeypatch, group_rows):
     if group_rows:  # a large stage is written a group of nodes at a time: here each row is a group's worth
         monkeypatch.setattr(telemetry_insert, "GROUP_ROWS", group_rows)
     paths = _site(tmp_path / "telemetry")
-    seen = _recording(wh, monkeypatch)
+    seen = statements_on_every_client(wh, monkeypatch)
     c = load_parquet_dir(wh, tmp_path, date(2026, 10, 1), date(2026, 10, 2), cluster="c1")
     reads = {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()}
     # each file once, for its own day's rows: the second day's counters are seeded by the edges the first day's
@@ -108,7 +91,7 @@ def test_each_day_file_is_read_once_a_load_and_the_steps_are_the_files(wh, tmp_p
 
 def test_the_second_day_alone_is_seeded_by_the_first_days_files(wh, tmp_path, monkeypatch):
     paths = _site(tmp_path / "telemetry")
-    seen = _recording(wh, monkeypatch)
+    seen = statements_on_every_client(wh, monkeypatch)
     load_parquet_dir(wh, tmp_path, date(2026, 10, 2), date(2026, 10, 2), cluster="c1")
     # the day before's files are read for their last samples, but not IPMI's: a family without a counter seeds
     # nothing (its power is a gauge)
@@ -131,7 +114,7 @@ def test_a_day_loaded_in_part_before_still_seeds_from_its_files(wh, tmp_path, mo
     load_parquet_dir(wh, tmp_path, date(2026, 10, 1), date(2026, 10, 1), cluster="c1")
     for (fam, day), df in whole.items():
         df.write_parquet(paths[(fam, day)])
-    seen = _recording(wh, monkeypatch)
+    seen = statements_on_every_client(wh, monkeypatch)
     load_parquet_dir(wh, tmp_path, date(2026, 10, 2), date(2026, 10, 2), cluster="c1")
     reads = {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()}
     assert reads[("dcgm", "2026-10-01")] == 1 and reads[("nic", "2026-10-01")] == 1
@@ -145,7 +128,7 @@ def test_a_bad_value_in_one_of_a_kinds_files_is_named_by_that_file_and_line(wh, 
     power = [*POWER_W]
     power[3] = float("nan")  # the second day's second row: line 2 of its file, row 1
     paths = _site(tmp_path / "telemetry", power_w=power)
-    seen = _recording(wh, monkeypatch)
+    seen = statements_on_every_client(wh, monkeypatch)
     c = load_parquet_dir(wh, tmp_path, date(2026, 10, 2), date(2026, 10, 2), cluster="c1")
     assert c["quarantined"] == 1 and c["node_rows"] == 3
     assert rows(wh, "SELECT source, line_no, reason FROM etl_quarantine") == [
@@ -170,7 +153,7 @@ def test_a_kinds_series_are_grouped_once_a_load_for_the_seed_and_the_edges(wh, t
     df = pl.read_parquet(tmp_path / "telemetry" / "dcgm" / "2026-10-02.parquet")
     df.with_columns(pl.Series("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", energy[2:])).write_parquet(
         tmp_path / "telemetry" / "dcgm" / "2026-10-02.parquet")
-    seen = _recording(wh, monkeypatch)
+    seen = statements_on_every_client(wh, monkeypatch)
     c = load_parquet_dir(wh, tmp_path, date(2026, 10, 1), date(2026, 10, 2), cluster="c1")
     assert c["quarantined"] == 1
     # each kind's stage grouped by its series once a day (2 days × GPU and node kinds), not twice
@@ -219,7 +202,7 @@ def test_a_stage_in_groups_of_nodes_writes_bus_ids_and_xids_in_one_statement_and
     for fam, df in frames.items():
         (root / fam).mkdir(parents=True)
         df.with_columns(pl.col("timestamp").dt.cast_time_unit("ms")).write_parquet(root / fam / "2026-10-02.parquet")
-    seen = _recording(wh, monkeypatch)
+    seen = statements_on_every_client(wh, monkeypatch)
     c = load_parquet_dir(wh, tmp_path, date(2026, 10, 2), date(2026, 10, 2), cluster="c1")
     written = {t: sum(sql.lstrip().startswith(f"INSERT INTO {t} ") for sql in seen)
                for t in ("gpu_sample", "node_sample", "gpu_pci", "xid_event")}
