@@ -1,6 +1,6 @@
-"""What a test that records the statements a load or a refresh sends needs: the refresh runs its steps over two engine
-handles at once (etl/concurrent_steps.py), the warehouse's own and one it opens, so a recording on the
-warehouse's client alone would see some of them."""
+"""What a test that records the statements a load or a refresh sends needs: the refresh runs its steps over
+two engine handles at once (etl/concurrent_steps.py), the warehouse's own and one it opens, and a telemetry load
+stages its next day on a handle of its own, so a recording on the warehouse's client alone would see some."""
 
 from __future__ import annotations
 
