@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -169,7 +169,7 @@ class _Ahead:
 
     def start(self, read, k: int) -> None:
         if not self.enabled:
-            self.future = _Done(read, k, self.wh)
+            self.future = _done_now(read, k, self.wh)
             return
         if len(self.handles) < 2:
             self.handles.append(self.wh.another_handle())
@@ -209,17 +209,11 @@ class _Ahead:
                 self.pool.shutdown()
 
 
-class _Done:
-    """A day staged at once on the calling thread (one handle)."""
-
-    def __init__(self, read, k: int, handle):
-        self.value, self.error = None, None
-        try:
-            self.value = read(k, handle)
-        except BaseException as e:
-            self.error = e
-
-    def result(self):
-        if self.error is not None:
-            raise self.error
-        return self.value
+def _done_now(read, k: int, handle) -> Future:
+    """Day k staged at once on the calling thread (one handle), as a future already done."""
+    f: Future = Future()
+    try:
+        f.set_result(read(k, handle))
+    except BaseException as e:
+        f.set_exception(e)
+    return f
