@@ -110,11 +110,15 @@ class SlurmCluster:
         self._write_conf()
         self._daemon("slurmdbd", ["slurmdbd"], b / "run" / "slurmdbd.pid")
         _wait(lambda: _port_open(self.dbd_port), "slurmdbd")
-        self.run(["sacctmgr", "-i", "add", "cluster", CLUSTER])
-        for user, account in USERS.items():
-            self.run(["sacctmgr", "-i", "add", "account", account, f"cluster={CLUSTER}"])
-            self.run(["sacctmgr", "-i", "add", "user", user, f"account={account}", f"cluster={CLUSTER}"])
-        self.run(["sacctmgr", "-i", "add", "user", "root", "account=proja", f"cluster={CLUSTER}"])
+        # the cluster, its accounts and users in one `sacctmgr load` (sacctmgr dump's format): each sacctmgr
+        # command costs 0.6-1.4 s of slurmdbd's commit, six of them were 4.7 s of the cluster's 10 s start
+        assoc = b / "etc" / "associations.cfg"
+        assoc.write_text(f"Cluster - '{CLUSTER}'\nParent - 'root'\n"
+                         + "".join(f"Account - '{a}':Description='{a}':Organization='{a}'\n" for a in USERS.values())
+                         + "".join(f"Parent - '{a}'\n" + "".join(f"User - '{u}':DefaultAccount='{a}'\n"
+                                                                  for u, ua in USERS.items() if ua == a)
+                                   + ("User - 'root'\n" if a == "proja" else "") for a in USERS.values()))
+        self.run(["sacctmgr", "-i", "load", f"file={assoc}"])
         self._daemon("slurmctld", ["slurmctld"], b / "run" / "slurmctld.pid")
         _wait(lambda: _port_open(self.ctld_port), "slurmctld")
         for n in NODES:
@@ -284,7 +288,8 @@ class SlurmCluster:
         """Until slurmctld has no job left and the accounting database has every job ended."""
         left = lambda: self.run(["squeue", "-h", "-o", "%i %T %r"]).strip()  # noqa: E731
         try:
-            _wait(lambda: not left(), "the queue to drain", timeout_s, 1)
+            # polled every 0.25 s (squeue: ~3 ms of CPU a call): a one-second poll left the jobs' ends waiting
+            _wait(lambda: not left(), "the queue to drain", timeout_s, 0.25)
         except RuntimeError:
             raise RuntimeError(f"jobs still queued after {timeout_s} s: {left()}") from None
         # sacct -s selects jobs that were in a state at any time in the window: read the current states instead
@@ -302,7 +307,7 @@ class SlurmCluster:
             return self.submitted <= seen and not any(
                 r[2].split()[0] in ("RUNNING", "PENDING", "COMPLETING", "CONFIGURING") for r in rows)
         try:
-            _wait(settled, "accounting to catch up", 60, 1)
+            _wait(settled, "accounting to catch up", 60, 0.25)
         except RuntimeError:
             raise RuntimeError("accounting has not caught up after 60 s: submitted "
                                f"{sorted(self.submitted)}; sacct says\n" + self.run(
