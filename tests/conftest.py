@@ -86,6 +86,7 @@ XDIST_GROUPS = {"tests/test_slurm_live.py": "slurm", "tests/test_whatif_live_slu
                 "tests/test_api.py": "demo", "tests/test_demo.py": "demo", "tests/test_notebooks.py": "demo",
                 "tests/test_checks.py::test_laws_on_the_demo": "demo",
                 "tests/test_focus_export.py::test_demo_": "demo", "tests/test_demo_efficiency.py": "demo",
+                "tests/test_demo_load_shapes.py": "demo",
                 "tests/test_monthly_scenario.py": "scenario", "tests/test_carbon_intensity.py": "scenario",
                 "tests/test_monthly_two_handles.py": "scenario"}
 
@@ -438,7 +439,9 @@ DEMO_DAYS = 3
 @pytest.fixture(scope="session")
 def demo_runs(tmp_path_factory):
     """`ops-report demo` run twice (3 days, 300 jobs a day) in folders a and b, as the README runs it: the
-    folder and the outputs of each (tests/test_demo.py); the notebooks run on a's warehouse."""
+    folder and the outputs of each (tests/test_demo.py); the notebooks run on a's warehouse. What each printed
+    is kept beside its folder (``a.stdout``, ``b.stdout``): b is the backfill shape of
+    tests/test_demo_load_shapes.py."""
     from tests.cli_runner import ops
 
     base = tmp_path_factory.mktemp("demo")
@@ -447,6 +450,7 @@ def demo_runs(tmp_path_factory):
         p = ops("demo", "--dir", str(base / run), "--days", str(DEMO_DAYS), "--jobs-per-day", "300", cwd=base,
                 env={"OPS_WAREHOUSE": "", "OPS_CONFIG": ""})
         assert "quarantined 0" in p.stdout and "| A " in p.stdout
+        (base / f"{run}.stdout").write_text(p.stdout)
         out = base / run / "out"
         outs.append({str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()})
     return base, outs
