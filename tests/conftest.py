@@ -389,21 +389,23 @@ def table_checksums(wh, ignore: tuple[str, ...] = ()) -> dict[str, tuple]:
     """Order-independent content checksums (row count, sum of row hashes) of every warehouse table, as
     queries see it (FINAL: after ReplacingMergeTree's deduplication), without VOLATILE_COLUMNS nor the
     columns ``ignore`` names."""
-    out = {}
-    tables = [t for (t,) in wh.query_rows(
-        "SELECT name FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree' "
-        "ORDER BY name")]
-    for t in tables:
-        if t in LOG_TABLES:
-            continue
-        cols = [c for (c,) in wh.query_rows(
-            "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String} "
-            "ORDER BY position", {"t": t}) if c not in VOLATILE_COLUMNS and c not in ignore]
-        # over one tuple: cityHash64(a, b, ...) is NULL when any argument is, and sum() skips NULLs, so a row
-        # with a NULL column counted by count() alone; a tuple's hash sets NULL apart from 0 and '' (issue 49)
-        expr = "cityHash64(tuple(" + ", ".join(f"`{c}`" for c in cols) + "))"
-        out[t] = tuple(wh.query_rows(f"SELECT count(), sum({expr}) FROM {t} FINAL")[0])
-    return out
+    # every table's columns in one query and every table's checksum in one more (a query a table, two with its
+    # columns, cost ~60 statements' fixed cost a call: the SIGKILL and rerun tests call this dozens of times)
+    cols: dict[str, list[str]] = {}
+    for t, c in wh.query_rows(
+            "SELECT table, name FROM system.columns WHERE database = currentDatabase() AND table IN (SELECT name "
+            "FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree') "
+            "ORDER BY table, position"):
+        if t not in LOG_TABLES:
+            cols.setdefault(t, [])
+            if c not in VOLATILE_COLUMNS and c not in ignore:
+                cols[t].append(c)
+    # over one tuple: cityHash64(a, b, ...) is NULL when any argument is, and sum() skips NULLs, so a row
+    # with a NULL column counted by count() alone; a tuple's hash sets NULL apart from 0 and '' (issue 49)
+    parts = [f"SELECT '{t}', count(), sum(cityHash64(tuple(" + ", ".join(f"`{c}`" for c in cs) + f"))) FROM {t} FINAL"
+             for t, cs in sorted(cols.items())]
+    got = {t: (n, h) for t, n, h in wh.query_rows(" UNION ALL ".join(parts))} if parts else {}
+    return {t: got[t] for t in sorted(got)}
 
 
 def warehouse_checksums(path) -> dict[str, tuple]:
