@@ -86,6 +86,7 @@ XDIST_GROUPS = {"tests/test_slurm_live.py": "slurm", "tests/test_whatif_live_slu
                 "tests/test_api.py": "demo", "tests/test_demo.py": "demo", "tests/test_notebooks.py": "demo",
                 "tests/test_checks.py::test_laws_on_the_demo": "demo",
                 "tests/test_focus_export.py::test_demo_": "demo", "tests/test_demo_efficiency.py": "demo",
+                "tests/test_demo_load_shapes.py": "demo",
                 "tests/test_monthly_scenario.py": "scenario", "tests/test_carbon_intensity.py": "scenario",
                 "tests/test_monthly_two_handles.py": "scenario"}
 
@@ -388,21 +389,23 @@ def table_checksums(wh, ignore: tuple[str, ...] = ()) -> dict[str, tuple]:
     """Order-independent content checksums (row count, sum of row hashes) of every warehouse table, as
     queries see it (FINAL: after ReplacingMergeTree's deduplication), without VOLATILE_COLUMNS nor the
     columns ``ignore`` names."""
-    out = {}
-    tables = [t for (t,) in wh.query_rows(
-        "SELECT name FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree' "
-        "ORDER BY name")]
-    for t in tables:
-        if t in LOG_TABLES:
-            continue
-        cols = [c for (c,) in wh.query_rows(
-            "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String} "
-            "ORDER BY position", {"t": t}) if c not in VOLATILE_COLUMNS and c not in ignore]
-        # over one tuple: cityHash64(a, b, ...) is NULL when any argument is, and sum() skips NULLs, so a row
-        # with a NULL column counted by count() alone; a tuple's hash sets NULL apart from 0 and '' (issue 49)
-        expr = "cityHash64(tuple(" + ", ".join(f"`{c}`" for c in cols) + "))"
-        out[t] = tuple(wh.query_rows(f"SELECT count(), sum({expr}) FROM {t} FINAL")[0])
-    return out
+    # every table's columns in one query and every table's checksum in one more (a query a table, two with its
+    # columns, cost ~60 statements' fixed cost a call: the SIGKILL and rerun tests call this dozens of times)
+    cols: dict[str, list[str]] = {}
+    for t, c in wh.query_rows(
+            "SELECT table, name FROM system.columns WHERE database = currentDatabase() AND table IN (SELECT name "
+            "FROM system.tables WHERE database = currentDatabase() AND engine LIKE '%MergeTree') "
+            "ORDER BY table, position"):
+        if t not in LOG_TABLES:
+            cols.setdefault(t, [])
+            if c not in VOLATILE_COLUMNS and c not in ignore:
+                cols[t].append(c)
+    # over one tuple: cityHash64(a, b, ...) is NULL when any argument is, and sum() skips NULLs, so a row
+    # with a NULL column counted by count() alone; a tuple's hash sets NULL apart from 0 and '' (issue 49)
+    parts = [f"SELECT '{t}', count(), sum(cityHash64(tuple(" + ", ".join(f"`{c}`" for c in cs) + f"))) FROM {t} FINAL"
+             for t, cs in sorted(cols.items())]
+    got = {t: (n, h) for t, n, h in wh.query_rows(" UNION ALL ".join(parts))} if parts else {}
+    return {t: got[t] for t in sorted(got)}
 
 
 def warehouse_checksums(path) -> dict[str, tuple]:
@@ -438,7 +441,9 @@ DEMO_DAYS = 3
 @pytest.fixture(scope="session")
 def demo_runs(tmp_path_factory):
     """`ops-report demo` run twice (3 days, 300 jobs a day) in folders a and b, as the README runs it: the
-    folder and the outputs of each (tests/test_demo.py); the notebooks run on a's warehouse."""
+    folder and the outputs of each (tests/test_demo.py); the notebooks run on a's warehouse. What each printed
+    is kept beside its folder (``a.stdout``, ``b.stdout``): b is the backfill shape of
+    tests/test_demo_load_shapes.py."""
     from tests.cli_runner import ops
 
     base = tmp_path_factory.mktemp("demo")
@@ -447,6 +452,7 @@ def demo_runs(tmp_path_factory):
         p = ops("demo", "--dir", str(base / run), "--days", str(DEMO_DAYS), "--jobs-per-day", "300", cwd=base,
                 env={"OPS_WAREHOUSE": "", "OPS_CONFIG": ""})
         assert "quarantined 0" in p.stdout and "| A " in p.stdout
+        (base / f"{run}.stdout").write_text(p.stdout)
         out = base / run / "out"
         outs.append({str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()})
     return base, outs

@@ -6,6 +6,7 @@ uninterrupted load leaves."""
 from __future__ import annotations
 
 import io
+import shutil
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
@@ -13,6 +14,7 @@ import pytest
 from ops_warehouse import progress as progress_mod
 from ops_warehouse.etl import telemetry_load
 from ops_warehouse.generate import generate
+from ops_warehouse.warehouse import close_embedded
 from tests.cli_runner import cli
 from tests.conftest import warehouse_checksums
 
@@ -77,8 +79,9 @@ def test_a_stopped_backfill_resumes_where_it_stopped(site, tmp_path, monkeypatch
     args = ["etl", "metrics", "--source", "file", "--file", str(site), "--from", str(DAY1),
             "--to", str(DAY1 + timedelta(days=DAYS - 1)), "--cluster", "ai1"]
     whole, stopped = tmp_path / "whole", tmp_path / "stopped"
-    for wh in (whole, stopped):
-        cli("--warehouse", f"chdb://{wh}", "etl", "sacct", str(site / "sacct" / "sacct.psv"), env=env)
+    cli("--warehouse", f"chdb://{whole}", "etl", "sacct", str(site / "sacct" / "sacct.psv"), env=env)
+    close_embedded()  # closed before it is copied: the stopped side starts from the same sacct load
+    shutil.copytree(whole, stopped, symlinks=True)
     cli("--warehouse", f"chdb://{whole}", *args, env=env)
 
     real = telemetry_load.load_parquet_dir

@@ -35,6 +35,7 @@ from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from tests.test_hung_and_idle_jobs import DAY, OCT, at
 from tests.test_per_sample_attribution import write_dcgm_day, write_sacct
+from tests.warehouse_copies import Loaded, copy_of
 
 pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
 
@@ -73,31 +74,44 @@ def _telemetry(root, labelled: bool):
     write_dcgm_day(root, rows)
 
 
+@pytest.fixture(scope="module")
+def loaded(form, request, tmp_path_factory):
+    """The two runs' day loaded once per form and label (a load is most of a test's time): the tests that
+    write (a refresh, a hand-made row) each get a copy (tests/warehouse_copies.py)."""
+    return Loaded(form, request, tmp_path_factory, _build, {"proja": "A", "projb": "B"})
+
+
 @pytest.fixture(params=[True, False], ids=["hpc_job label", "no label"])
-def site(request, tmp_path, cfg):
-    return _build(tmp_path, cfg, request.param), request.param
+def site(request, loaded, tmp_path):
+    """(a copy of the day loaded with or without the label, the label, the folder of its files)."""
+    from ops_warehouse.warehouse import open_warehouse
+
+    cfg, folder, _ = loaded.get(request.param)
+    wh = open_warehouse(copy_of(cfg, tmp_path, request))
+    yield wh, request.param, folder
+    wh.close()
 
 
 @pytest.fixture
-def labelled_site(tmp_path, cfg):
-    """The site with dcgm-exporter's hpc_job label: the only form whose rows carry a run's own energy."""
-    return _build(tmp_path, cfg, True)
-
-
-def _build(tmp_path, cfg, labelled: bool):
+def labelled_site(request, loaded, tmp_path):
+    """A copy of the site with dcgm-exporter's hpc_job label: the only form whose rows carry a run's own energy."""
     from ops_warehouse.warehouse import open_warehouse
 
-    cfg.projects = {"proja": "A", "projb": "B"}
-    wh = open_warehouse(cfg)
-    write_sacct(tmp_path / "sacct.psv", JOBS)
-    (tmp_path / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
-                                            "n1,h100,8,gpu,r1,2025-01-01\n")
-    assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
-    load_capacity(wh, inventory=tmp_path / "inventory.csv", cluster="t2")
-    _telemetry(tmp_path / "telemetry", labelled)
-    load_parquet_dir(wh, tmp_path, DAY, DAY, cluster="t2")
+    cfg, _, _ = loaded.get(True)
+    wh = open_warehouse(copy_of(cfg, tmp_path, request))
+    yield wh
+    wh.close()
+
+
+def _build(wh, folder, labelled: bool):
+    write_sacct(folder / "sacct.psv", JOBS)
+    (folder / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
+                                          "n1,h100,8,gpu,r1,2025-01-01\n")
+    assert load_sacct(wh, folder / "sacct.psv").quarantined == 0
+    load_capacity(wh, inventory=folder / "inventory.csv", cluster="t2")
+    _telemetry(folder / "telemetry", labelled)
+    load_parquet_dir(wh, folder, DAY, DAY, cluster="t2")
     refresh_capacity(wh, "t2", *OCT)
-    return wh
 
 
 def _duckdb_own_j(root) -> dict[str, float]:
@@ -119,10 +133,10 @@ def _duckdb_own_j(root) -> dict[str, float]:
     return dict(rows)
 
 
-def test_a_runs_gpu_energy_on_a_shared_node_is_its_own_gpus(site, tmp_path):
-    wh, labelled = site
+def test_a_runs_gpu_energy_on_a_shared_node_is_its_own_gpus(site):
+    wh, labelled, folder = site
     if labelled:
-        assert _duckdb_own_j(tmp_path / "telemetry") == pytest.approx(OWN_J)
+        assert _duckdb_own_j(folder / "telemetry") == pytest.approx(OWN_J)
         want = LABELLED_KWH
         assert want == pytest.approx({"3001": 4.804, "3002": 0.804})
     else:  # sacct does not say which GPUs each run held: the node's energy shared by GPU time
@@ -161,7 +175,7 @@ def test_a_refresh_ending_inside_the_runs_gives_the_same_energy(site):
     is 11:00): the step read at 11:00 belongs to the 10:00 rows of the grain and is counted, for the rest, in
     the hour it is read in. Were it left out of 11:00's labelled energy, 11:00 would hold a 168 kJ rest (the
     runs' own step, 4 × 600 W + 4 × 100 W for 60 s) shared a second time: 3001 84 kJ over 4.804 kWh."""
-    wh, labelled = site
+    wh, labelled, _ = site
     refresh_capacity(wh, "t2", at("10:00"), at("12:00"))
     want = LABELLED_KWH if labelled else {"3001": NODE_SHARE_KWH, "3002": NODE_SHARE_KWH}
     got = {r["job_id"]: r["gpu_kwh"] for r in run_mart(wh, "job_energy", cluster="t2", window=OCT).to_dicts()}

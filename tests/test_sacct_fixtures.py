@@ -6,6 +6,7 @@ sacct --json samples (mila-iqia/SARC), and a real Slurm 22.05.8 cluster's sacct/
 
 from __future__ import annotations
 
+import shutil
 from datetime import datetime, timezone
 
 import pytest
@@ -159,13 +160,16 @@ KEY_COLUMNS = ["job_id", "job_id_raw", "array_job_id", "array_task_id", "job_nam
 
 
 @pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
-def test_json_2205_gives_the_same_facts_as_parsable2(cfg, tmp_path):
+@pytest.mark.embedded_only("both sides load into embedded warehouses of the test's own, whatever the form")
+def test_json_2205_gives_the_same_facts_as_parsable2(cfg, tmp_path, embedded_template):
     """Same 15 jobs through both paths; the documented 22.05 JSON bugs (exit codes, reservation name,
     unlimited time limits) are the only differences."""
     from ops_warehouse.warehouse import close_embedded, open_warehouse
 
     results = {}
     for name, path in (("psv", LIVE / "sacct.psv"), ("json", LIVE / "sacct.json")):
+        # a copy of the session's migrated empty warehouse, as every fresh embedded one (tests/conftest.py)
+        shutil.copytree(embedded_template, tmp_path / name, symlinks=True)
         cfg.dsn = f"chdb://{tmp_path / name}"
         w = open_warehouse(cfg)
         r = load_sacct(w, path, cluster="testclu")

@@ -3,6 +3,7 @@ loads, pending array ranges, het jobs, idempotency, projects, time zones, quaran
 
 from __future__ import annotations
 
+import shutil
 from datetime import date
 from pathlib import Path
 
@@ -194,7 +195,8 @@ def test_projects_map_accounts_from_config(cfg, tmp_path):
 
 
 @pytest.mark.slow  # more than 4.5 s on 2 vCPUs: out of the inner loop (docs/testing.md)
-def test_fast_and_line_by_line_paths_give_the_same_facts(cfg, tmp_path):
+@pytest.mark.embedded_only("both sides load into embedded warehouses of the test's own, whatever the form")
+def test_fast_and_line_by_line_paths_give_the_same_facts(cfg, tmp_path, embedded_template):
     """A one-byte delimiter with exact field counts takes the multi-threaded read; the same records with a
     multi-byte delimiter take the line-by-line path. Same facts either way."""
     from ops_warehouse.warehouse import close_embedded, open_warehouse
@@ -205,6 +207,8 @@ def test_fast_and_line_by_line_paths_give_the_same_facts(cfg, tmp_path):
     snow.write_text(text.replace("|", "☃"), encoding="utf-8")
     sums = []
     for name, path, delim in (("fast", LIVE / "sacct.psv", "|"), ("slow", snow, "☃")):
+        # a copy of the session's migrated empty warehouse, as every fresh embedded one (tests/conftest.py)
+        shutil.copytree(embedded_template, tmp_path / name, symlinks=True)
         cfg.dsn = f"chdb://{tmp_path / name}"
         w = open_warehouse(cfg)
         r = load_sacct(w, path, delimiter=delim, cluster="testclu", source="same")

@@ -52,6 +52,7 @@ from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from tests.conftest import warehouse_config
 from tests.test_hung_and_idle_jobs import DAY, HEAD, OCT
 from tests.test_per_sample_attribution import write_dcgm_day
+from tests.warehouse_copies import copy_of
 
 pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
 
@@ -124,29 +125,26 @@ def loaded(request, form, tmp_path_factory):
     with open_warehouse(cfg) as wh:
         _load(wh, folder, request.param)
     close_embedded()
-    return cfg, request.param
+    return cfg, request.param, folder
 
 
 @pytest.fixture
 def site(loaded):
     from ops_warehouse.warehouse import open_warehouse
 
-    cfg, labelled = loaded
+    cfg, labelled, _ = loaded
     # opened for each test: a test between may have closed the process's embedded engines (close_embedded)
     wh = open_warehouse(cfg)
     yield wh, labelled
     wh.close()
 
 
-@pytest.fixture(**LABELS)
-def own_site(request, tmp_path, cfg):
-    """A warehouse of the test's own, for a test that writes to it."""
-    from ops_warehouse.warehouse import open_warehouse
-
-    cfg.projects = {"proja": "A"}
-    wh = open_warehouse(cfg)
-    _load(wh, tmp_path, request.param)
-    return wh, request.param
+@pytest.fixture
+def own_site(loaded, tmp_path, request):
+    """A copy of the loaded day, for a test that writes to it (tests/warehouse_copies.py): (its Config, the
+    label, the folder of the loaded files)."""
+    cfg, labelled, folder = loaded
+    return copy_of(cfg, tmp_path, request), labelled, folder
 
 
 def test_observed_equals_allocated_at_run_edges(site):
@@ -195,13 +193,14 @@ def test_the_idle_run_of_exactly_an_hour_is_found(site):
 
 
 
-def test_a_warehouse_built_by_the_old_rule_is_built_again_by_its_next_load(own_site, tmp_path, cfg):
+def test_a_warehouse_built_by_the_old_rule_is_built_again_by_its_next_load(own_site):
     """A warehouse whose run_sample_hour was built by the rule before (its runs' edges short; the hourly grain's
     fingerprint an earlier version's, core/grain_versions.py) is built again, without being asked, by its next
     load."""
     from ops_warehouse.warehouse import close_embedded, open_warehouse
 
-    wh, _ = own_site
+    cfg, _, folder = own_site
+    wh = open_warehouse(cfg)
     wh.command("INSERT INTO schema_migrations (name, kind, checksum, applied_at) "
                "VALUES ('grains/hourly', 'grain', 'an earlier version', now64(3))")
     # what the old rule left in hour 10: the samples of 10:50 and 10:55, 10 of 4001's 13 minutes
@@ -211,6 +210,6 @@ def test_a_warehouse_built_by_the_old_rule_is_built_again_by_its_next_load(own_s
     close_embedded()
     wh = open_warehouse(cfg)
     assert wh.stale_grains == ("hourly",)
-    load_sacct(wh, tmp_path / "sacct.psv")
+    load_sacct(wh, folder / "sacct.psv")
     assert wh.query_rows("SELECT allocated_observed_gpu_s FROM capacity_node_hour FINAL WHERE cluster = 't2' "
                          "AND hour = '2026-10-05 10:00:00'") == [(4 * 13 * 60 + 4 * 450,)]

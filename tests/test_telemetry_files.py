@@ -3,6 +3,7 @@ telemetry`, checked against the same files read independently with polars."""
 
 from __future__ import annotations
 
+import shutil
 from datetime import date, datetime, timezone
 
 import polars as pl
@@ -12,6 +13,7 @@ from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.generate import generate
 from ops_warehouse.analytics.telemetry import telemetry
 from tests.conftest import rows, table_checksums
+from tests.warehouse_copies import Loaded, copy_of
 
 # the loads and reports here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
 pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
@@ -25,6 +27,38 @@ def site(tmp_path_factory):
     generate(out, start=datetime(2026, 10, 1, tzinfo=timezone.utc), days=2, jobs_per_day=150, nodes=12, seed=3,
              metrics_step_s=STEP_S)
     return out
+
+
+@pytest.fixture(scope="module")
+def two_days(site, form, request, tmp_path_factory):
+    """The site's two days loaded once per form (tests/warehouse_copies.py): (its Config, its folder, the
+    load's counts). The tests that load the window again on top of it each write to a copy."""
+    def build(wh, folder, _):
+        return load_parquet_dir(wh, site, date(2026, 10, 1), date(2026, 10, 2), cluster="ai1")
+
+    return Loaded(form, request, tmp_path_factory, build).get()
+
+
+@pytest.fixture
+def two_days_read(two_days):
+    """The two days' warehouse itself, for a test that only reads it, and the load's counts."""
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+    w = open_warehouse(two_days[0])
+    yield w, two_days[2]
+    w.close()
+    close_embedded()
+
+
+@pytest.fixture
+def two_days_copy(two_days, tmp_path, request):
+    """A warehouse of the test's own holding the two days as one load_parquet_dir of them left them."""
+    from ops_warehouse.warehouse import close_embedded, open_warehouse
+
+    w = open_warehouse(copy_of(two_days[0], tmp_path, request))
+    yield w
+    w.close()
+    close_embedded()
 
 
 def _counter_steps(df: pl.DataFrame, keys: list[str], col: str) -> pl.Series:
@@ -44,8 +78,8 @@ def test_counter_steps_handle_resets(wh):
         ("gpu-017", "h100-001")]
 
 
-def test_loaded_telemetry_matches_the_files(site, wh):
-    c = load_parquet_dir(wh, site, date(2026, 10, 1), date(2026, 10, 2), cluster="ai1")
+def test_loaded_telemetry_matches_the_files(site, two_days_read):
+    wh, c = two_days_read  # the load's counts of the two days
     dcgm = pl.concat([pl.read_parquet(p) for p in sorted((site / "telemetry" / "dcgm").glob("*.parquet"))])
     assert c["gpu_rows"] == dcgm.height
     got = telemetry(wh, date(2026, 10, 1), date(2026, 10, 2), "cluster").row(0, named=True)
@@ -80,8 +114,8 @@ def test_per_gpu_and_model_keys_and_null_for_missing(site, wh):
     assert models == ["NVIDIA H100 80GB HBM3", "NVIDIA H200"]  # the B200 node is not in service yet
 
 
-def test_reloading_a_window_is_idempotent(site, wh):
-    load_parquet_dir(wh, site, date(2026, 10, 1), date(2026, 10, 2), cluster="ai1")
+def test_reloading_a_window_is_idempotent(site, two_days_copy):
+    wh = two_days_copy  # the window loaded once
     once = {t: rows(wh, f"SELECT count(), sum(cityHash64(*)) FROM {t} FINAL")[0]
             for t in ("gpu_sample", "node_sample", "xid_event")}
     load_parquet_dir(wh, site, date(2026, 10, 2), date(2026, 10, 2), cluster="ai1")
@@ -92,8 +126,8 @@ def test_reloading_a_window_is_idempotent(site, wh):
     assert table_checksums(wh)["slurm_job_run"][0] == 0
 
 
-def test_hourly_rollups_add_up_to_the_fine_rows(site, wh):
-    load_parquet_dir(wh, site, date(2026, 10, 1), date(2026, 10, 2), cluster="ai1")
+def test_hourly_rollups_add_up_to_the_fine_rows(site, two_days_copy):
+    wh = two_days_copy  # the window loaded once
     fine = rows(wh, "SELECT count(), sum(energy_j), sum(if(bitAnd(ifNull(throttle_reasons, 0), 0xEC) != 0, step_s, 0)),"
                     " max(power_w) FROM gpu_sample FINAL")[0]
     hourly = rows(wh, "SELECT sum(samples), sum(energy_j), sum(throttled_s), max(power_w_max) FROM gpu_hour FINAL")[0]
@@ -106,7 +140,8 @@ def test_hourly_rollups_add_up_to_the_fine_rows(site, wh):
     assert rows(wh, "SELECT sum(nic_rx_bytes) FROM node_hour FINAL")[0][0] == n_fine
 
 
-def test_csv_files_give_the_rows_of_the_parquet_files(site, cfg, tmp_path):
+@pytest.mark.embedded_only("both sides load into embedded warehouses of the test's own, whatever the form")
+def test_csv_files_give_the_rows_of_the_parquet_files(site, cfg, tmp_path, embedded_template):
     """The same exporter columns as CSV (ISO timestamps) load to the same rows."""
     from ops_warehouse.warehouse import close_embedded, open_warehouse
 
@@ -118,6 +153,8 @@ def test_csv_files_give_the_rows_of_the_parquet_files(site, cfg, tmp_path):
                 pl.read_parquet(f).write_csv(csv_root / fam_dir.name / f"{f.stem}.csv")
     out = []
     for name, root in (("p", site), ("c", csv_root)):
+        # a copy of the session's migrated empty warehouse, as every fresh embedded one (tests/conftest.py)
+        shutil.copytree(embedded_template, tmp_path / name, symlinks=True)
         cfg.dsn = f"chdb://{tmp_path / name}"
         w = open_warehouse(cfg)
         load_parquet_dir(w, root, date(2026, 10, 1), date(2026, 10, 2), cluster="ai1")
