@@ -45,9 +45,13 @@ def run_workload(sc: SlurmCluster) -> dict[str, int]:
           "the requeued job to be pending", 60, 0.5)
     time.sleep(3)
     sc.run(["scontrol", "update", f"JobId={jobs['requeue']}", "StartTime=now"], check=False)
-    # an operator drains a node with a reason and resumes it
+    # an operator drains a node with a reason and resumes it. slurmctld writes the drain's node event only once
+    # the node holds no job (a DRAINING node writes none; under load a short job may still be on g4), so the
+    # node is resumed only once it is DRAINED, or the database would never hear of the drain
     sc.run(["scontrol", "update", "NodeName=g4", "State=DRAIN", "Reason=thermal: GPU over temp"])
     time.sleep(3)
+    _wait(lambda: sc.run(["sinfo", "-h", "-n", "g4", "-o", "%T"]).strip().startswith("drained"),
+          "g4 to be drained", 120, 0.25)
     sc.run(["scontrol", "update", "NodeName=g4", "State=RESUME"])
     sc.wait_jobs_done(timeout_s=240)
     return jobs
