@@ -69,8 +69,8 @@ def _open(path):
 def scenario_check(scenario_site, tmp_path_factory):
     """`ops-report check --month 2026-10 --format json` on a copy of the hand-built month, run once for the
     module: every law's entry, read by the command's test and by each law's (it ran once for each of them,
-    and every broken-on-purpose test ran its law once more on the month unbroken: ~14 CPU-s of laws run
-    again on the same rows, docs/benchmarks.md issue 51 round 9). Returns (the command's result, its JSON, the
+    and every broken-on-purpose test ran its law once more on the month unbroken: the module's 64 tests other
+    than the demo's took 120-122 CPU-s with them, 90-100 without, docs/benchmarks.md issue 51 round 9). Returns (the command's result, its JSON, the
     copy's path, every table's checksum before the command: scenario_outcomes finds them unchanged after it and
     its own reads)."""
     path = scenario_site.open_copy(tmp_path_factory.mktemp("laws-scenario-cli"))
