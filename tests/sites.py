@@ -196,6 +196,39 @@ def _load_phillips(out: Path, *, log: str, log_sha256: str) -> dict:
     return {"stdout": stdout}
 
 
+# tests/user_scenario.py's hand-built day (its sacct lines, inventory and dcgm-exporter samples, loaded): the digest
+# (tests/test_digest.py) and the users' figures (tests/test_users_efficiency.py) each loaded it anew (~6 CPU-s)
+USER_DAY_SOURCE = Path(__file__).with_name("user_scenario.py")
+
+
+def user_day(tmp_path_factory, folder: Path):
+    """tests/user_scenario.py's day in ``folder`` as its ``load_day`` leaves one: the raw files, a copy of the
+    warehouse they were loaded into (built once per run) and ops.toml naming the copy; returns its Config."""
+    from ops_warehouse.config import Config
+
+    from tests import user_scenario as us
+
+    # the scenario's file in the key: a changed day is loaded anew
+    site = built_site(tmp_path_factory, "user-day", _load_user_day,
+                      source_sha256=hashlib.sha256(USER_DAY_SOURCE.read_bytes()).hexdigest())
+    shutil.copytree(site.path, folder, symlinks=True, dirs_exist_ok=True,
+                    ignore=lambda d, names: ["warehouse", "facts.json"] if Path(d) == site.path else [])
+    site.open_copy(folder)
+    (folder / "ops.toml").write_text(f'[warehouse]\ndsn = "chdb://{folder / "warehouse"}"\n'
+                                     '[projects]\nproja = "A"\nprojb = "B"\n')
+    cfg = Config(dsn=f"chdb://{folder / 'warehouse'}")
+    cfg.projects = dict(us.PROJECTS)
+    return cfg
+
+
+def _load_user_day(out: Path, *, source_sha256: str) -> dict:
+    from tests import user_scenario as us
+
+    us.load_day(out)
+    (out / "ops.toml").unlink()  # it names this folder's warehouse, which nobody opens: each copy writes its own
+    return {}
+
+
 def open_site(site: Site, folder: Path):
     """An open warehouse on a copy of ``site``'s (in ``folder``), configured as its build was."""
     from ops_warehouse.config import Config

@@ -18,7 +18,7 @@ from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.analytics.whatif import whatif, whatif_report
 from ops_warehouse.planning.changes import parse_change
 from ops_warehouse.etl.capacity_sources import load_capacity
-from ops_warehouse.etl.grains import refresh_capacity
+from ops_warehouse.etl.grains import one_refresh, refresh_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.reports.monthly_render import to_markdown
@@ -71,12 +71,16 @@ def _month(tmp_path, cfg, lines: list[str], nodes: int, events: str = "", resv: 
     if resv:
         (tmp_path / "resv.txt").write_text(resv)
         kw["reservations"] = tmp_path / "resv.txt"
-    assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
-    load_capacity(wh, inventory=tmp_path / "inventory.csv", cluster="t1", **kw)
-    if telemetry:
-        days = telemetry(tmp_path / "telemetry")
-        load_parquet_dir(wh, tmp_path, min(days), max(days), cluster="t1")
-    refresh_capacity(wh, "t1", *OCT)
+    # the loads and the month's grains in one refresh at the end (etl/grains.py one_refresh, as `etl nightly`
+    # runs a night's): each load refreshing its own hours, then the month once more, wrote the same rows up to
+    # three times over (every table's checksum equal either way; docs/benchmarks.md, issue 51 round 9)
+    with one_refresh(wh):
+        assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
+        load_capacity(wh, inventory=tmp_path / "inventory.csv", cluster="t1", **kw)
+        if telemetry:
+            days = telemetry(tmp_path / "telemetry")
+            load_parquet_dir(wh, tmp_path, min(days), max(days), cluster="t1")
+        refresh_capacity(wh, "t1", *OCT)
     return wh
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from tests import user_scenario as us
 from tests.cli_runner import cli
+from tests.sites import user_day
 
 # wasteful_users.sql's declared thresholds, as docs/efficiency.md states them
 DEFAULTS = {"idle_gpu_h": 8.0, "util_pct": 30.0, "gpu_mem_eff": 0.1, "min_gpu_h": 8.0}
@@ -17,7 +18,7 @@ DEFAULTS = {"idle_gpu_h": 8.0, "util_pct": 30.0, "gpu_mem_eff": 0.1, "min_gpu_h"
 @pytest.fixture(scope="module")
 def day(tmp_path_factory):
     folder = tmp_path_factory.mktemp("digest-day")
-    us.load_day(folder)
+    user_day(tmp_path_factory, folder)  # us.load_day's folder, the day loaded once per run (tests/sites.py)
     return folder
 
 

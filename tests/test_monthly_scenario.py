@@ -47,7 +47,7 @@ from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.analytics.marts import run_mart
-from ops_warehouse.etl.grains import refresh_capacity
+from ops_warehouse.etl.grains import one_refresh, refresh_capacity
 from ops_warehouse.analytics.api import Connection
 from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.analytics.pseudonyms import pseudonym, pseudonym_key
@@ -139,12 +139,16 @@ def build_scenario(tmp_path, cfg):
         "   Nodes=n1 NodeCnt=1 CoreCnt=112 Features=(null) PartitionName=gpu Flags=\n"
         "   TRES=cpu=112\n   Users=(null) Groups=(null) Accounts=proja Licenses=(null) State=INACTIVE\n")
     _telemetry(tmp_path / "telemetry")
-    assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
-    assert load_capacity(wh, inventory=tmp_path / "inventory.csv", events=tmp_path / "events.psv",
-                         reservations=tmp_path / "resv.txt", cluster="t1") == {
-        "node_inventory": 3, "node_event": 3, "reservation": 1}
-    load_parquet_dir(wh, tmp_path, date(2026, 10, 5), date(2026, 10, 20), cluster="t1")
-    refresh_capacity(wh, "t1", *OCT)
+    # the loads and the month's grains in one refresh at the end (etl/grains.py one_refresh, as `etl nightly` runs
+    # a night's): every table's checksum as with each load refreshing its hours and the month again after them
+    # (docs/benchmarks.md, issue 51 round 9)
+    with one_refresh(wh):
+        assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
+        assert load_capacity(wh, inventory=tmp_path / "inventory.csv", events=tmp_path / "events.psv",
+                             reservations=tmp_path / "resv.txt", cluster="t1") == {
+            "node_inventory": 3, "node_event": 3, "reservation": 1}
+        load_parquet_dir(wh, tmp_path, date(2026, 10, 5), date(2026, 10, 20), cluster="t1")
+        refresh_capacity(wh, "t1", *OCT)
     return wh
 
 
@@ -184,6 +188,13 @@ def scenario(form, tmp_path_factory, request):
     yield wh
     wh.close()
     close_embedded()
+
+
+@pytest.fixture(scope="module")
+def report_a(scenario):
+    """Project A's October report as `ops-report monthly --project A` makes it, made once per form for the tests
+    that only read it (three made the same report each: ~2 CPU-s apiece, docs/benchmarks.md issue 51 round 9)."""
+    return monthly_report(Connection(scenario), project="A", cluster="t1")
 
 
 def mart(wh, name, project="", **params):
@@ -308,8 +319,8 @@ def test_reservation_efficiency_and_cost(scenario):
     assert sum(x["cost"] for x in p.values()) == pytest.approx(c["total_cost"])
 
 
-def test_project_report_isolation_and_formats(scenario):
-    r = monthly_report(Connection(scenario), project="A", cluster="t1")
+def test_project_report_isolation_and_formats(scenario, report_a):
+    r = report_a
     assert r["month"] == "2026-10" and r["scope"] == "project" and r["month_complete"]  # J3 ends in November
     # month over month: September holds J0's first four hours
     prev = next(u for u in r["utilization_previous"] if u["level"] == "cluster")
@@ -389,14 +400,14 @@ def test_what_the_report_shows_is_computed_in_the_marts(scenario):
 
 
 @pytest.mark.embedded_only("the report's lists and the export's files against the marts' names")
-def test_one_name_per_statistic(scenario, tmp_path):
+def test_one_name_per_statistic(scenario, report_a, tmp_path):
     """A statistic has one name (sql/README.md): each list of the report and each file of the export is
     named after its mart (sql/marts/<name>.sql) and the API function that runs it."""
     from ops_warehouse.analytics.export import export_month
     from tests.conftest import REPO
 
     marts = {p.stem for p in (REPO / "sql" / "marts").glob("*.sql")}
-    r = monthly_report(Connection(scenario), project="A", cluster="t1")
+    r = report_a
     names = {k.removesuffix("_previous") for k, v in r.items() if isinstance(v, list)}
     names.discard("efficiency_by_project")  # the per-project rows of the efficiency mart (cluster reports)
     assert names <= marts and all(callable(getattr(Connection, n, None)) for n in names), names - marts
@@ -539,7 +550,7 @@ print(json.dumps({"files": files, "links": text.count("]("), "matplotlib": loade
 
 
 @pytest.mark.embedded_only("the renderers in a fresh interpreter, given the report")
-def test_json_and_terminal_markdown_draw_no_chart(scenario, tmp_path):
+def test_json_and_terminal_markdown_draw_no_chart(report_a, tmp_path):
     """The charts are drawn for the formats that show them, after the figures: the Markdown printed on the
     terminal links none and the JSON holds none, so neither draws one nor loads the chart library
     (matplotlib, 0.5 s to 3 s and 60 MB: it was imported with the renderers, before the report was made)."""
@@ -547,7 +558,7 @@ def test_json_and_terminal_markdown_draw_no_chart(scenario, tmp_path):
     import subprocess
     import sys
 
-    r = monthly_report(Connection(scenario), project="A", cluster="t1")
+    r = report_a
     done = subprocess.run([sys.executable, "-c", _RENDER, str(tmp_path / "out")], input=to_json(r), text=True,
                           capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]

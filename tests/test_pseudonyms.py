@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import shutil
 import stat
 from datetime import date
 from pathlib import Path
@@ -65,9 +66,14 @@ def anonymized(path: Path, out: Path | None, report: bool = False) -> tuple[dict
         close_embedded()
 
 
-def test_pseudonyms_are_keyed_per_warehouse_and_stable(tmp_path):
+def test_pseudonyms_are_keyed_per_warehouse_and_stable(tmp_path, embedded_template):
     users = site_users()
     assert len(users) == 3
+    # two fresh warehouses, each a copy of the run's migrated empty one (tests/conftest.py: ~0.3 s against ~1-2 s
+    # of migrating an empty folder): one folder copied twice, so the two keys below are each warehouse's own
+    for wh in ("a", "b"):
+        shutil.copytree(embedded_template, tmp_path / wh, symlinks=True)
+    assert not any((tmp_path / wh / "pseudonym.key").exists() for wh in ("a", "b"))
     a1, _ = anonymized(tmp_path / "a", tmp_path / "out-a1")
     # the warehouse opened again, for its report alone (a second export of it, which gave a1 again, evaluated 28
     # more marts)

@@ -13,6 +13,7 @@ import pytest
 from ops_warehouse.analytics.marts import run_mart
 from tests import user_scenario as us
 from tests.cli_runner import cli
+from tests.sites import user_day
 
 FIGURES = {  # the marts' columns (user_efficiency, user_resources): DuckDB's (tests/user_scenario.py, duckdb_runs)
     "runs": "runs", "gpu_h": "gpu_h", "gpu_util_pct": "util_pct", "sm_active": "sm", "tensor_active": "tensor",
@@ -24,7 +25,7 @@ FIGURES = {  # the marts' columns (user_efficiency, user_resources): DuckDB's (t
 def day(tmp_path_factory):
     """The day loaded once (embedded), with its folder of raw files."""
     folder = tmp_path_factory.mktemp("users-day")
-    cfg = us.load_day(folder)
+    cfg = user_day(tmp_path_factory, folder)  # us.load_day's folder, the day loaded once per run (tests/sites.py)
     return folder, cfg
 
 
