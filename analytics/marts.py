@@ -180,9 +180,7 @@ def _table(wh, state: "_Evaluated", name: str, params: dict) -> str | None:
         sql = _text(wh, f"marts/{name}.sql", params, state)
         with state._lock:  # (two handles evaluate at once: evaluate_ahead)
             table = f"_mart_{name}_{next(state._numbers)}"
-        # rowNumberInAllBlocks() over the mart's output keeps its ORDER BY (a stateful function: the engine
-        # keeps the sort under it)
-        select, bound = f"SELECT *, rowNumberInAllBlocks() AS {_ROW} FROM ({sql}){_settings(wh)}", _bound(sql, params)
+        select, bound = f"{_numbered(sql)}{_settings(wh)}", _bound(sql, params)
         shape = (_NUMBERED.sub(r"\1", sql), tuple(sorted((k, type(v).__name__) for k, v in bound.items())))
         with state._lock:
             like = state.shapes.get(shape)
@@ -209,6 +207,12 @@ def _table(wh, state: "_Evaluated", name: str, params: dict) -> str | None:
     return state.tables[key] if state.on[key] is wh else None
 
 
+def _numbered(sql: str) -> str:
+    # rowNumberInAllBlocks() over the mart's output keeps its ORDER BY (a stateful function: the engine keeps the
+    # sort under it)
+    return f"SELECT *, rowNumberInAllBlocks() AS {_ROW} FROM ({sql})"
+
+
 # an included mart's table in a query's text, its number apart (the shape of a query: _Evaluated.shapes)
 _NUMBERED = re.compile(r"\b(_mart_\w+)_\d+\b")
 
@@ -219,6 +223,25 @@ def _quoted(column: str) -> str:
 
 def _read(handle, table: str) -> pl.DataFrame:
     return _frame(handle.query_arrow(f"SELECT * EXCEPT {_ROW} FROM {table} ORDER BY {_ROW}"))
+
+
+def _rows_of(wh, state: "_Evaluated", name: str, params: dict) -> pl.DataFrame:
+    """Mart ``name``'s rows for ``params``, evaluated on handle ``wh`` as a query of its own (its included marts
+    read from their tables) and kept in the block's frames, with no table of its own: for a mart that nothing
+    evaluated in the block includes. A table costs the engine a second analysis of the query (CREATE ... AS
+    SELECT analyzes it once for the columns, once to fill them) and a read of the table after: 15 of the cluster
+    report's 32 marts are included by none (docs/benchmarks.md, issue 51, round 9). Should a later query of the
+    block include it after all, :func:`_table` evaluates it then."""
+    key, params = _key(name, params)
+    sql = _text(wh, f"marts/{name}.sql", params, state)
+    # the query as a table is filled (its rows numbered) and read (in their order): the same plan under the
+    # numbering, so the same rows in the same order, ties in the mart's ORDER BY included
+    frame = _frame(wh.query_arrow(f"SELECT * EXCEPT {_ROW} FROM ({_numbered(sql)}) ORDER BY {_ROW}{_settings(wh)}",
+                                  _bound(sql, params)))
+    with state._lock:
+        state.frames[key] = frame
+        state.evaluations[name] += 1
+    return frame
 
 
 @contextmanager
@@ -256,8 +279,13 @@ def evaluate_ahead(wh, asked: list[tuple[str, dict]]) -> None:
                          for n, whole in found if not _reads_whatif(n)]
         return key
 
-    wanted = {visit(name, params): None for name, params in asked if not _reads_whatif(name)}
-    wanted = [k for k in wanted if k not in state.frames]
+    # (a mart whose rows were read before in the block is not evaluated again: a project report asks for the
+    # cluster-level marts its cluster report read)
+    wanted = {visit(name, params): None for name, params in asked
+              if not _reads_whatif(name) and _key(name, params)[0] not in state.frames}
+    # the marts asked for that no other mart evaluated here includes: read as queries, no table (_rows_of)
+    included = {d for deps in includes.values() for d in deps}
+    alone = {k for k in wanted if k not in included}
     handle_index = {id(h): i for i, h in enumerate(state.handles)}
     todo = groups(includes, {k: handle_index[id(state.on[k])] for k in state.tables})
     if len(todo) > 1 and len(state.handles) < state.most_handles:
@@ -278,6 +306,9 @@ def evaluate_ahead(wh, asked: list[tuple[str, dict]]) -> None:
                     return
                 for key in keys:
                     name, params = what[key]
+                    if key in alone:
+                        _rows_of(handle, state, name, params)
+                        continue
                     table = _table(handle, state, name, params)
                     if key in wanted and table is not None:
                         state.frames[key] = _read(handle, table)
@@ -332,8 +363,10 @@ def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], 
     if state is None:
         if not m.depends:  # nothing to share: the query alone, no table to fill and read
             return run_file(wh, f"marts/{name}.sql", cluster=cluster, window=window, project=project, **params)
-        with each_mart_once(wh):
-            return run_mart(wh, name, cluster=cluster, window=window, project=project, **params)
+        # its included marts in tables of a block of its own, the mart itself read as a query (nothing in the
+        # block reads it after)
+        with each_mart_once(wh) as own:
+            return _rows_of(wh, own, name, _params(wh, cluster, window, project, params))
     if state.asked is not None:  # a report saying what it will ask for (asked_for)
         if not _reads_whatif(name):
             state.asked.append((name, _params(wh, cluster, window, project, params)))
