@@ -86,6 +86,10 @@ class _Evaluated:
         # [the first table that held its result, that table's handle, its columns once read] (_table: the next
         # evaluation of the same query with other values, another project's, takes its columns from there)
         self.shapes: dict[tuple, list] = {}
+        # the marts evaluate_ahead found one other mart alone reads, to be inlined into it (no table), and how
+        # many evaluations were inlined so, by mart (each also counted in evaluations)
+        self.inline: set[tuple] = set()
+        self.inlined: Counter[str] = Counter()
 
 
 _ONCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -139,11 +143,32 @@ def _text(wh, relpath: str, params: dict, state: "_Evaluated | None" = None) -> 
     def included(name: str, whole_cluster: bool) -> str | None:
         if _reads_whatif(name):
             return None  # inlined
+        key = _key(name, {**params, "project": ""} if whole_cluster else params)[0]
+        with state._lock:
+            if key in state.inline:  # its one reader: inlined here, once (a later reader gets a table)
+                state.inline.discard(key)
+                state.evaluations[name] += 1
+                state.inlined[name] += 1
+                return None
         table = _table(wh, state, name, {**params, "project": ""} if whole_cluster else params)
         # (None: a table of another handle's session, which this one cannot read: inlined)
         return None if table is None else f"SELECT * EXCEPT {_ROW} FROM {table}"
 
     return sql_query(relpath, included)
+
+
+def _as_exported(name: str, params: dict) -> bool:
+    # the evaluation `ops-report export` makes of the mart: it declares an export place and runs with its
+    # declared parameters' values
+    m = declarations.mart(name)
+    return m.export is not None and all(params.get(k) == v for k, v in m.parameters.items())
+
+
+@lru_cache(maxsize=None)
+def _keeps_totals(name: str) -> bool:
+    # rows a GROUPING SETS, ROLLUP, CUBE or WITH TOTALS adds, which only a table of the whole result keeps for a
+    # reader that selects none of the aggregates (each_mart_once)
+    return bool(re.search(r"\b(GROUPING\s+SETS|ROLLUP|CUBE|WITH\s+TOTALS)\b", mart_sql(name), re.IGNORECASE))
 
 
 @lru_cache(maxsize=None)
@@ -262,7 +287,9 @@ def evaluate_ahead(wh, asked: list[tuple[str, dict]]) -> None:
     :func:`each_mart_once` block, over the block's handles at once (analytics/mart_schedule.py: a group of
     marts joined by includes on one handle), and read the rows of the ones asked for; :func:`run_mart` then
     hands those rows back. One handle (``each_mart_once(wh, handles=1)``, or a single group): on ``wh``, one
-    after the other."""
+    after the other. A mart asked for that none of them includes is read as a query of its own
+    (:func:`_rows_of`), and an included one that a single mart here reads (and that includes none) is inlined
+    into that reader: a table only where two read it or it is asked for too."""
     state = _ONCE[wh]
     includes: dict[tuple, list[tuple]] = {}
     what: dict[tuple, tuple[str, dict]] = {}
@@ -286,6 +313,17 @@ def evaluate_ahead(wh, asked: list[tuple[str, dict]]) -> None:
     # the marts asked for that no other mart evaluated here includes: read as queries, no table (_rows_of)
     included = {d for deps in includes.values() for d in deps}
     alone = {k for k in wanted if k not in included}
+    # an included mart not asked for, read by one mart here, including none itself and without a total row that
+    # a table keeps whatever its reader selects (GROUPING SETS): inlined into its reader, which plans it anyway;
+    # its table would cost a second analysis, the table's write and its read (largest_jobs' job_efficiency,
+    # idle_gpu_jobs' run_observed, chargeback's run_allocation_daily; docs/benchmarks.md, issue 51, round 9)
+    # An exported mart with its declared parameters is kept a table all the same: an export in the same block
+    # (the demo's, after its reports) asks for that very evaluation and reads the table, where an inlined one
+    # would be evaluated again (job_energy; largest_jobs' job_efficiency, runs_limit 15, is not the export's).
+    readers = Counter(d for deps in includes.values() for d in set(deps))
+    inline = {k for k in includes if k not in wanted and readers[k] == 1 and not includes[k]
+              and not _keeps_totals(what[k][0]) and not _as_exported(*what[k])}
+    state.inline |= inline
     handle_index = {id(h): i for i, h in enumerate(state.handles)}
     todo = groups(includes, {k: handle_index[id(state.on[k])] for k in state.tables})
     if len(todo) > 1 and len(state.handles) < state.most_handles:
@@ -306,6 +344,8 @@ def evaluate_ahead(wh, asked: list[tuple[str, dict]]) -> None:
                     return
                 for key in keys:
                     name, params = what[key]
+                    if key in inline:
+                        continue
                     if key in alone:
                         _rows_of(handle, state, name, params)
                         continue

@@ -57,8 +57,9 @@ def _reports(wh, handles: int, monkeypatch) -> tuple[list[dict], list[tuple], di
         reports = [monthly_report(Connection(wh), cluster="t1", project=p) for p in (None, "A")]
         evaluations = dict(state.evaluations)
         tables = len(state.tables)
+        inlined = dict(state.inlined)
     monkeypatch.undo()
-    return reports, made, {"evaluations": evaluations, "tables": tables}
+    return reports, made, {"evaluations": evaluations, "tables": tables, "inlined": inlined}
 
 
 @pytest.mark.both_forms
@@ -66,7 +67,7 @@ def test_each_mart_once_per_scope_on_a_handle_holding_its_includes(scenario, mon
     _, made, state = _reports(scenario, 2, monkeypatch)
     # every evaluation one statement, a table or a query read alone, none evaluated twice (the project's report
     # reads the cluster's cluster-level marts, whichever handle holds them)
-    assert len(made) == sum(state["evaluations"].values())
+    assert len(made) == sum(state["evaluations"].values()) - sum(state["inlined"].values())
     assert len([t for _, t, _ in made if t]) == state["tables"]
     assert state["evaluations"]["utilization"] == 2  # October and September, read by both reports
     assert state["evaluations"]["efficiency"] == 4  # the cluster's and A's, each month
@@ -80,26 +81,43 @@ def test_each_mart_once_per_scope_on_a_handle_holding_its_includes(scenario, mon
 
 
 @pytest.mark.both_forms
-def test_a_table_only_for_a_mart_another_includes(scenario, monkeypatch):
+def test_a_table_only_for_a_mart_two_read_or_asked_for_too(scenario, monkeypatch):
     """A mart's table is made only where another mart of the block reads it (its ``{{mart name}}``, found here in
-    the SQL files' own text); the others (largest_jobs, node_health, job_sizes, ...) are read as queries of their
-    own: a table analyzes its query twice and is read again after (docs/benchmarks.md, issue 51, round 9)."""
+    the SQL files' own text) and it is asked for too or read by a second mart; the marts no other includes
+    (largest_jobs, node_health, job_sizes, ...) are read as queries of their own, and an include read by one
+    mart alone is inlined into it (job_efficiency into largest_jobs): a table analyzes its query twice and is
+    written and read again (docs/benchmarks.md, issue 51, round 9)."""
     from pathlib import Path
 
     marts_dir = Path(__file__).resolve().parents[1] / "sql" / "marts"
-    included = {m for f in marts_dir.glob("*.sql") for m in re.findall(r"\{\{mart (\w+)", f.read_text())}
+    readers = {}
+    for f in marts_dir.glob("*.sql"):
+        for m in set(re.findall(r"\{\{mart (\w+)", f.read_text())):
+            readers.setdefault(m, set()).add(f.stem)
     reports, made, state = _reports(scenario, 2, monkeypatch)
     tables = {re.sub(r"^_mart_(\w+)_\d+$", r"\1", t) for _, t, _ in made if t}
-    alone = set(state["evaluations"]) - tables
-    # the report's marts and what they include: tables for the included, the rest read alone
-    assert tables and tables <= included
+    alone = set(state["evaluations"]) - tables - set(state["inlined"])
+    assert tables and tables <= set(readers)
     assert {"largest_jobs", "node_health", "job_sizes", "run_times", "end_states", "gpu_heatmap"} <= alone
-    assert not alone & {"job_efficiency", "hung_jobs", "data_through", "chargeback", "utilization", "cost"}
-    # (what included marts the report evaluates, the files say too: each of them a table)
-    assert {"job_efficiency", "hung_jobs", "hang_suspect_nodes", "data_through", "run_observed"} <= tables
-    # September's efficiency: no September energy includes it, so it is read alone where October's is a table
-    assert len([t for _, t, _ in made if t is None]) == sum(state["evaluations"].values()) - state["tables"] > \
-        sum(state["evaluations"][m] for m in alone)
+    # read by several marts of the report: tables
+    assert {"hung_jobs", "data_through", "utilization", "cost"} <= tables
+    # job_efficiency: read by largest_jobs alone (of every mart), inlined into it in each scope, never a table
+    assert readers["job_efficiency"] == {"largest_jobs"}
+    assert state["inlined"]["job_efficiency"] == state["evaluations"]["job_efficiency"] == 2
+    assert "job_efficiency" not in tables
+    largest = [sql for _, t, sql in made if "every_run" in sql]  # job_efficiency's text, inlined
+    assert len(largest) == 2 and all(t is None for _, t, sql in made if "every_run" in sql)
+    # an inlined mart includes none itself
+    assert not {m for m in state["inlined"] if re.search(r"\{\{mart ", (marts_dir / f"{m}.sql").read_text())}
+    # the same figures, byte for byte, as with every included mart a table (none inlined)
+    from ops_warehouse.analytics import marts
+
+    monkeypatch.setattr(marts, "_keeps_totals", lambda name: True)
+    tabled, made, state = _reports(scenario, 2, monkeypatch)
+    assert not state["inlined"] and "job_efficiency" in {re.sub(r"_\d+$", "", t)[6:] for _, t, _ in made if t}
+    for a, b in zip(reports, tabled):
+        assert to_json({**a, "generated_at": None}) == to_json({**b, "generated_at": None})
+    assert reports[0]["largest_jobs"] and reports[0]["largest_jobs"][0]["gpu_h"] > 0
 
 
 @pytest.mark.both_forms
