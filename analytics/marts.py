@@ -403,10 +403,18 @@ def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], 
     if state is None:
         if not m.depends:  # nothing to share: the query alone, no table to fill and read
             return run_file(wh, f"marts/{name}.sql", cluster=cluster, window=window, project=project, **params)
-        # its included marts in tables of a block of its own, the mart itself read as a query (nothing in the
-        # block reads it after)
+        # a block of its own: the mart read as a query (nothing in the block reads it after), an include it names
+        # once inlined as evaluate_ahead inlines one (chargeback's run_allocation_daily, gpu_heatmap's
+        # data_through), the others in tables
         with each_mart_once(wh) as own:
-            return _rows_of(wh, own, name, _params(wh, cluster, window, project, params))
+            p = _params(wh, cluster, window, project, params)
+            found: list[tuple[str, bool]] = []
+            sql_query(f"marts/{name}.sql", lambda n, whole: found.append((n, whole)) or "SELECT 1")
+            for n, whole in found:
+                key, q = _key(n, {**p, "project": ""} if whole else p)
+                if found.count((n, whole)) == 1 and not declarations.mart(n).depends and not _keeps_totals(n):
+                    own.inline.add(key)
+            return _rows_of(wh, own, name, p)
     if state.asked is not None:  # a report saying what it will ask for (asked_for)
         if not _reads_whatif(name):
             state.asked.append((name, _params(wh, cluster, window, project, params)))

@@ -185,3 +185,36 @@ def test_the_statements_engine_settings_ride_on_every_evaluation_and_change_no_f
     assert not any("analyzer_inline_views" in sql for _, _, sql in made)
     for a, b in zip(with_settings, without):
         assert to_json({**a, "generated_at": None}) == to_json({**b, "generated_at": None})
+
+
+@pytest.mark.both_forms
+def test_a_mart_asked_for_outside_a_block_inlines_what_it_names_once(scenario, monkeypatch):
+    """run_mart outside a block (a notebook's call, bench_monthly's core six): chargeback's run_allocation_daily,
+    named once and including nothing, is inlined, and cost (GROUPING SETS: its total row kept by a table) is its
+    one table; gpu_heatmap makes none (data_through inlined). The rows are the cluster report's."""
+    from datetime import datetime, timezone
+
+    from ops_warehouse.analytics.marts import run_mart
+
+    w = (datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, tzinfo=timezone.utc))
+    made = []
+    command = Warehouse.command
+
+    def record(self, sql, params=None):
+        m = re.match(r"CREATE TEMPORARY TABLE _mart_(\w+)_\d+ ", sql)
+        if m:
+            made.append(m.group(1))
+        return command(self, sql, params)
+
+    monkeypatch.setattr(Warehouse, "command", record)
+    charge = run_mart(scenario, "chargeback", cluster="t1", window=w)
+    heat = run_mart(scenario, "gpu_heatmap", cluster="t1", window=w)
+    monkeypatch.undo()
+    assert made == ["cost"]
+    report = monthly_report(Connection(scenario), cluster="t1")
+    assert report["month"] == "2026-10"
+    assert to_json(charge.to_dicts()) == to_json(report["chargeback"])
+    assert to_json(heat.to_dicts()) == to_json(report["gpu_heatmap"])
+    # by hand (test_monthly_scenario.py): A 226, B 104, C 64 GPU-hours allocated in October
+    assert {r["project"]: r["allocated_gpu_h"] for r in report["chargeback"]} == pytest.approx(
+        {"A": 226.0, "B": 104.0, "C": 64.0})
