@@ -320,7 +320,8 @@ def evaluate_ahead(wh, asked: list[tuple[str, dict]]) -> None:
     # An exported mart with its declared parameters is kept a table all the same: an export in the same block
     # (the demo's, after its reports) asks for that very evaluation and reads the table, where an inlined one
     # would be evaluated again (job_energy; largest_jobs' job_efficiency, runs_limit 15, is not the export's).
-    readers = Counter(d for deps in includes.values() for d in set(deps))
+    # (named once in all: a reader naming it twice would find it inlined once and then make its table)
+    readers = Counter(d for deps in includes.values() for d in deps)
     inline = {k for k in includes if k not in wanted and readers[k] == 1 and not includes[k]
               and not _keeps_totals(what[k][0]) and not _as_exported(*what[k])}
     state.inline |= inline
@@ -408,12 +409,12 @@ def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], 
         # data_through), the others in tables
         with each_mart_once(wh) as own:
             p = _params(wh, cluster, window, project, params)
-            found: list[tuple[str, bool]] = []
-            sql_query(f"marts/{name}.sql", lambda n, whole: found.append((n, whole)) or "SELECT 1")
-            for n, whole in found:
-                key, q = _key(n, {**p, "project": ""} if whole else p)
-                if found.count((n, whole)) == 1 and not declarations.mart(n).depends and not _keeps_totals(n):
-                    own.inline.add(key)
+            found: list[tuple[str, tuple]] = []
+            sql_query(f"marts/{name}.sql", lambda n, whole: found.append(
+                (n, _key(n, {**p, "project": ""} if whole else p)[0])) or "SELECT 1")
+            keys = [k for _, k in found]
+            own.inline |= {k for n, k in found if keys.count(k) == 1 and not declarations.mart(n).depends
+                           and not _keeps_totals(n)}
             return _rows_of(wh, own, name, p)
     if state.asked is not None:  # a report saying what it will ask for (asked_for)
         if not _reads_whatif(name):
