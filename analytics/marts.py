@@ -86,6 +86,10 @@ class _Evaluated:
         # [the first table that held its result, that table's handle, its columns once read] (_table: the next
         # evaluation of the same query with other values, another project's, takes its columns from there)
         self.shapes: dict[tuple, list] = {}
+        # the marts evaluate_ahead found one other mart alone reads, to be inlined into it (no table), and how
+        # many evaluations were inlined so, by mart (each also counted in evaluations)
+        self.inline: set[tuple] = set()
+        self.inlined: Counter[str] = Counter()
 
 
 _ONCE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -139,11 +143,32 @@ def _text(wh, relpath: str, params: dict, state: "_Evaluated | None" = None) -> 
     def included(name: str, whole_cluster: bool) -> str | None:
         if _reads_whatif(name):
             return None  # inlined
+        key = _key(name, {**params, "project": ""} if whole_cluster else params)[0]
+        with state._lock:
+            if key in state.inline:  # its one reader: inlined here, once (a later reader gets a table)
+                state.inline.discard(key)
+                state.evaluations[name] += 1
+                state.inlined[name] += 1
+                return None
         table = _table(wh, state, name, {**params, "project": ""} if whole_cluster else params)
         # (None: a table of another handle's session, which this one cannot read: inlined)
         return None if table is None else f"SELECT * EXCEPT {_ROW} FROM {table}"
 
     return sql_query(relpath, included)
+
+
+def _as_exported(name: str, params: dict) -> bool:
+    # the evaluation `ops-report export` makes of the mart: it declares an export place and runs with its
+    # declared parameters' values
+    m = declarations.mart(name)
+    return m.export is not None and all(params.get(k) == v for k, v in m.parameters.items())
+
+
+@lru_cache(maxsize=None)
+def _keeps_totals(name: str) -> bool:
+    # rows a GROUPING SETS, ROLLUP, CUBE or WITH TOTALS adds, which only a table of the whole result keeps for a
+    # reader that selects none of the aggregates (each_mart_once)
+    return bool(re.search(r"\b(GROUPING\s+SETS|ROLLUP|CUBE|WITH\s+TOTALS)\b", mart_sql(name), re.IGNORECASE))
 
 
 @lru_cache(maxsize=None)
@@ -180,9 +205,7 @@ def _table(wh, state: "_Evaluated", name: str, params: dict) -> str | None:
         sql = _text(wh, f"marts/{name}.sql", params, state)
         with state._lock:  # (two handles evaluate at once: evaluate_ahead)
             table = f"_mart_{name}_{next(state._numbers)}"
-        # rowNumberInAllBlocks() over the mart's output keeps its ORDER BY (a stateful function: the engine
-        # keeps the sort under it)
-        select, bound = f"SELECT *, rowNumberInAllBlocks() AS {_ROW} FROM ({sql}){_settings(wh)}", _bound(sql, params)
+        select, bound = f"{_numbered(sql)}{_settings(wh)}", _bound(sql, params)
         shape = (_NUMBERED.sub(r"\1", sql), tuple(sorted((k, type(v).__name__) for k, v in bound.items())))
         with state._lock:
             like = state.shapes.get(shape)
@@ -209,6 +232,12 @@ def _table(wh, state: "_Evaluated", name: str, params: dict) -> str | None:
     return state.tables[key] if state.on[key] is wh else None
 
 
+def _numbered(sql: str) -> str:
+    # rowNumberInAllBlocks() over the mart's output keeps its ORDER BY (a stateful function: the engine keeps the
+    # sort under it)
+    return f"SELECT *, rowNumberInAllBlocks() AS {_ROW} FROM ({sql})"
+
+
 # an included mart's table in a query's text, its number apart (the shape of a query: _Evaluated.shapes)
 _NUMBERED = re.compile(r"\b(_mart_\w+)_\d+\b")
 
@@ -219,6 +248,25 @@ def _quoted(column: str) -> str:
 
 def _read(handle, table: str) -> pl.DataFrame:
     return _frame(handle.query_arrow(f"SELECT * EXCEPT {_ROW} FROM {table} ORDER BY {_ROW}"))
+
+
+def _rows_of(wh, state: "_Evaluated", name: str, params: dict) -> pl.DataFrame:
+    """Mart ``name``'s rows for ``params``, evaluated on handle ``wh`` as a query of its own (its included marts
+    read from their tables) and kept in the block's frames, with no table of its own: for a mart that nothing
+    evaluated in the block includes. A table costs the engine a second analysis of the query (CREATE ... AS
+    SELECT analyzes it once for the columns, once to fill them) and a read of the table after: 15 of the cluster
+    report's 32 marts are included by none (docs/benchmarks.md, issue 51, round 9). Should a later query of the
+    block include it after all, :func:`_table` evaluates it then."""
+    key, params = _key(name, params)
+    sql = _text(wh, f"marts/{name}.sql", params, state)
+    # the query as a table is filled (its rows numbered) and read (in their order): the same plan under the
+    # numbering, so the same rows in the same order, ties in the mart's ORDER BY included
+    frame = _frame(wh.query_arrow(f"SELECT * EXCEPT {_ROW} FROM ({_numbered(sql)}) ORDER BY {_ROW}{_settings(wh)}",
+                                  _bound(sql, params)))
+    with state._lock:
+        state.frames[key] = frame
+        state.evaluations[name] += 1
+    return frame
 
 
 @contextmanager
@@ -239,7 +287,9 @@ def evaluate_ahead(wh, asked: list[tuple[str, dict]]) -> None:
     :func:`each_mart_once` block, over the block's handles at once (analytics/mart_schedule.py: a group of
     marts joined by includes on one handle), and read the rows of the ones asked for; :func:`run_mart` then
     hands those rows back. One handle (``each_mart_once(wh, handles=1)``, or a single group): on ``wh``, one
-    after the other."""
+    after the other. A mart asked for that none of them includes is read as a query of its own
+    (:func:`_rows_of`), and an included one that a single mart here reads (and that includes none) is inlined
+    into that reader: a table only where two read it or it is asked for too."""
     state = _ONCE[wh]
     includes: dict[tuple, list[tuple]] = {}
     what: dict[tuple, tuple[str, dict]] = {}
@@ -256,8 +306,25 @@ def evaluate_ahead(wh, asked: list[tuple[str, dict]]) -> None:
                          for n, whole in found if not _reads_whatif(n)]
         return key
 
-    wanted = {visit(name, params): None for name, params in asked if not _reads_whatif(name)}
-    wanted = [k for k in wanted if k not in state.frames]
+    # (a mart whose rows were read before in the block is not evaluated again: a project report asks for the
+    # cluster-level marts its cluster report read)
+    wanted = {visit(name, params): None for name, params in asked
+              if not _reads_whatif(name) and _key(name, params)[0] not in state.frames}
+    # the marts asked for that no other mart evaluated here includes: read as queries, no table (_rows_of)
+    included = {d for deps in includes.values() for d in deps}
+    alone = {k for k in wanted if k not in included}
+    # an included mart not asked for, read by one mart here, including none itself and without a total row that
+    # a table keeps whatever its reader selects (GROUPING SETS): inlined into its reader, which plans it anyway;
+    # its table would cost a second analysis, the table's write and its read (largest_jobs' job_efficiency,
+    # idle_gpu_jobs' run_observed, chargeback's run_allocation_daily; docs/benchmarks.md, issue 51, round 9)
+    # An exported mart with its declared parameters is kept a table all the same: an export in the same block
+    # (the demo's, after its reports) asks for that very evaluation and reads the table, where an inlined one
+    # would be evaluated again (job_energy; largest_jobs' job_efficiency, runs_limit 15, is not the export's).
+    # (named once in all: a reader naming it twice would find it inlined once and then make its table)
+    readers = Counter(d for deps in includes.values() for d in deps)
+    inline = {k for k in includes if k not in wanted and readers[k] == 1 and not includes[k]
+              and not _keeps_totals(what[k][0]) and not _as_exported(*what[k])}
+    state.inline |= inline
     handle_index = {id(h): i for i, h in enumerate(state.handles)}
     todo = groups(includes, {k: handle_index[id(state.on[k])] for k in state.tables})
     if len(todo) > 1 and len(state.handles) < state.most_handles:
@@ -278,6 +345,11 @@ def evaluate_ahead(wh, asked: list[tuple[str, dict]]) -> None:
                     return
                 for key in keys:
                     name, params = what[key]
+                    if key in inline:
+                        continue
+                    if key in alone:
+                        _rows_of(handle, state, name, params)
+                        continue
                     table = _table(handle, state, name, params)
                     if key in wanted and table is not None:
                         state.frames[key] = _read(handle, table)
@@ -332,8 +404,18 @@ def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], 
     if state is None:
         if not m.depends:  # nothing to share: the query alone, no table to fill and read
             return run_file(wh, f"marts/{name}.sql", cluster=cluster, window=window, project=project, **params)
-        with each_mart_once(wh):
-            return run_mart(wh, name, cluster=cluster, window=window, project=project, **params)
+        # a block of its own: the mart read as a query (nothing in the block reads it after), an include it names
+        # once inlined as evaluate_ahead inlines one (chargeback's run_allocation_daily, gpu_heatmap's
+        # data_through), the others in tables
+        with each_mart_once(wh) as own:
+            p = _params(wh, cluster, window, project, params)
+            found: list[tuple[str, tuple]] = []
+            sql_query(f"marts/{name}.sql", lambda n, whole: found.append(
+                (n, _key(n, {**p, "project": ""} if whole else p)[0])) or "SELECT 1")
+            keys = [k for _, k in found]
+            own.inline |= {k for n, k in found if keys.count(k) == 1 and not declarations.mart(n).depends
+                           and not _keeps_totals(n)}
+            return _rows_of(wh, own, name, p)
     if state.asked is not None:  # a report saying what it will ask for (asked_for)
         if not _reads_whatif(name):
             state.asked.append((name, _params(wh, cluster, window, project, params)))
