@@ -168,7 +168,8 @@ def main() -> None:
     now = best.get("now") or best[sides[0]]
     line = f"RESULT demo now_s={now['wall_s']:.1f}"
     if "code-before" in best:
-        line += f" code_before_s={best['code-before']['wall_s']:.1f} code_before_cpu_s={best['code-before']['cpu_s']:.1f}"
+        cb = best["code-before"]
+        line += f" code_before_s={cb['wall_s']:.1f} code_before_cpu_s={cb['cpu_s']:.1f}"
     if "before" in best and "now" in best:
         line += f" before_s={best['before']['wall_s']:.1f} ratio={best['before']['wall_s'] / now['wall_s']:.2f}"
     if "sequential" in best and "now" in best:
