@@ -84,8 +84,9 @@ def child(data: str, warehouse: str, side: str, days: int) -> None:
     print("CHILD " + json.dumps(out), flush=True)
 
 
-def tables(wh) -> dict:
-    """Every table's rows and digest (the stamped columns left out)."""
+def tables(wh, strip: str = "") -> dict:
+    """Every table's rows and digest (the stamped columns left out; ``strip``, a folder's path, taken out of
+    each row's text: two demos in two folders name their files by them)."""
     out = {}
     names = [r[0] for r in wh.query_rows(
         "SELECT name FROM system.tables WHERE database = currentDatabase() AND NOT is_temporary AND engine NOT IN "
@@ -95,7 +96,10 @@ def tables(wh) -> dict:
         cols = [r[0] for r in wh.query_rows(
             "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String} "
             "ORDER BY position", {"t": t}) if not STAMPS.search(r[0])]
-        digest = f"count(), toString(sum(cityHash64(toString(tuple({', '.join(f'`{c}`' for c in cols)})))))"
+        text = f"toString(tuple({', '.join(f'`{c}`' for c in cols)}))"
+        if strip:
+            text = f"replaceAll({text}, '{strip}', '')"
+        digest = f"count(), toString(sum(cityHash64({text})))"
         try:
             out[t] = list(wh.query_rows(f"SELECT {digest} FROM `{t}` FINAL")[0])
         except Exception:  # an engine without FINAL

@@ -24,7 +24,7 @@ from ops_warehouse.etl.backfill import FILE_CHUNK_DAYS, load_resumably
 from ops_warehouse.etl.grains import one_refresh
 from ops_warehouse.etl.kernel_log_xid import load_kernel_log
 from ops_warehouse.etl.sacct_load import load_sacct
-from ops_warehouse.etl.telemetry_load import load_parquet_dir
+from ops_warehouse.etl.telemetry_load import DaysAhead, load_parquet_dir
 from ops_warehouse.files import write_file
 from ops_warehouse.progress import count_progress
 from ops_warehouse.reports.monthly_render import write
@@ -182,13 +182,14 @@ def backfill(wh, data: Path, cluster: str, first: date, last: date, *, progress=
         raise FileNotFoundError(f"no sacct extract of the backfill's window at {extract}")
     n = _counts((last - first).days + 1)
     root = data / "telemetry"
-    with one_refresh(wh):
+    with one_refresh(wh), DaysAhead(wh, True) as ahead:
         _add(n, load_sacct(wh, extract, source=f"backfill/{extract.name}"))
         def days(a: date, b: date, p) -> dict:
             # each day read as soon as its files are whole, not once its week's are (the first week waited
-            # for the generator's seventh day)
+            # for the generator's seventh day); a chunk's first day staged beside the chunk before's last writes
             ready = (lambda d: written((d - first).days + 1)) if written else None
-            return load_parquet_dir(wh, root, a, b, cluster=cluster, progress=p, ready=ready)
+            return load_parquet_dir(wh, root, a, b, cluster=cluster, progress=p, ready=ready, ahead=ahead,
+                                    through=last)
 
         c = load_resumably(wh, f"file:{root.resolve()}", first, last, days, chunk_days=FILE_CHUNK_DAYS,
                            progress=progress)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import re
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -94,7 +95,26 @@ def close_embedded() -> None:
 # Tables are ReplacingMergeTree read with FINAL: collapsing duplicates inside each inserted block as well
 # only costs time.
 _INSERT_SETTINGS = {"optimize_on_insert": 0}
-_INSERT_CLAUSE = "SETTINGS " + ", ".join(f"{k} = {v}" for k, v in _INSERT_SETTINGS.items())
+_TRAILING_SETTINGS = re.compile(r"\bSETTINGS\s+\w+\s*=\s*[\w.']+(?:\s*,\s*\w+\s*=\s*[\w.']+)*\s*$", re.I)
+
+
+def with_settings(sql: str, settings: dict) -> str:
+    """``sql`` (one statement that may end in a query's SETTINGS clause: an INSERT ... SELECT, a DELETE, an
+    INSERT INTO FUNCTION) with ``settings`` in its own trailing SETTINGS clause, added to the one it ends with.
+    Given to the client instead, chDB's backend reads each back from system.settings, SETs it, runs the
+    statement and SETs it back: 2n + 1 more engine calls a statement (docs/benchmarks.md, "Issue 50: sacct loads
+    in bounded memory", round 8; issue 51 round 9). A server takes the clause as it takes the parameters."""
+    if not settings:
+        return sql
+    text = sql.rstrip().rstrip(";").rstrip()
+    clause = ", ".join(f"{k} = {v if isinstance(v, (int, float)) else _quoted(str(v))}" for k, v in settings.items())
+    # on a line of its own: a statement's last line may end in a comment
+    return f"{text}, {clause}" if _TRAILING_SETTINGS.search(text) else f"{text}\nSETTINGS {clause}"
+
+
+def _quoted(v: str) -> str:
+    return "'" + v.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
 
 
 class Warehouse:
@@ -231,12 +251,11 @@ class Warehouse:
         names = ", ".join(f"`{c}`" for c in cols)
         if self.embedded:
             # In-process the engine reads the file itself: the fastest path the notes measured. The settings
-            # ride in the statement's own SETTINGS clause (they apply to the insert: tests/test_sacct_fixed_cost.py):
-            # given to the client, chDB's backend reads them back from system.settings, SETs them and SETs
-            # them back, three more engine calls an insert (4 of its 7 CPU-ms; docs/benchmarks.md, "Issue 50:
-            # sacct loads in bounded memory", round 8)
+            # ride in the statement's own SETTINGS clause (with_settings; they apply to the insert:
+            # tests/test_sacct_fixed_cost.py): three engine calls an insert fewer (4 of its 7 CPU-ms)
             self.client.command(
-                f"INSERT INTO {table} ({names}) SELECT {names} FROM file({{p:String}}, Parquet) {_INSERT_CLAUSE}",
+                with_settings(f"INSERT INTO {table} ({names}) SELECT {names} FROM file({{p:String}}, Parquet)",
+                              _INSERT_SETTINGS),
                 parameters={"p": str(Path(path).resolve())},
             )
         else:

@@ -1,5 +1,5 @@
 """A multi-day telemetry load stages each next day on an engine handle of its own while the day's tables are written
-(etl/telemetry_load.py ``_Ahead``; issue 51 item 3: the demo's backfill kept one of two cores waiting): the
+(etl/telemetry_load.py ``DaysAhead``; issue 51 item 3: the demo's backfill kept one of two cores waiting): the
 counter steps still need the day before's last readings, so the days are written in order, and a day is
 recorded as in only once it and every day before it are.
 
@@ -155,4 +155,53 @@ def test_a_failed_day_leaves_the_days_before_it_recorded_and_nothing_staged(wh, 
     monkeypatch.undo()
     c = load_resumably(wh, source, DAY1, last, load, chunk_days=7)
     assert c["resumed_from"] == DAY1 + timedelta(days=1) and c["gpu_rows"] == 2 * 48
+    _assert_the_steps(wh)
+
+
+def test_a_backfill_in_chunks_stages_each_chunks_first_day_beside_the_chunk_befores_last(wh, tmp_path, monkeypatch):
+    """Chunks of one day (the demo's are 7): with one DaysAhead held across the chunks, day 2, the second chunk's
+    only day, is staged on a handle of its own while day 1, the first chunk's last, is written (day 1's write
+    waits for it: fails after 60 s where each chunk began with nothing staged); each day is recorded as in when
+    its chunk is, each file read once, the steps as by hand. A failure in day 3's write drops nothing but
+    what was staged, and the rerun resumes at day 3 with the same steps."""
+    paths = _site(tmp_path / "telemetry")
+    handles: list[Warehouse] = []
+    another = Warehouse.another_handle
+
+    def opened(self):
+        handles.append(another(self))
+        return handles[-1]
+
+    monkeypatch.setattr(Warehouse, "another_handle", opened)
+    seen = statements_on_every_client(wh, monkeypatch)
+    log: list = []
+    gate: dict = {"fail": DAY1 + timedelta(days=2)}
+    _recorded(monkeypatch, wh, log, gate)
+    source, last = f"file:{tmp_path}", DAY1 + timedelta(days=DAYS - 1)
+    recorded = []
+
+    def load(a, b, p):
+        return load_parquet_dir(wh, tmp_path, a, b, cluster="c1", progress=p, ahead=ahead, through=last)
+
+    with pytest.raises(RuntimeError, match="the disk is full"), telemetry_load.DaysAhead(wh, True) as ahead:
+        load_resumably(wh, source, DAY1, last, load, chunk_days=1,
+                       progress=lambda done, n: recorded.append(loaded_through(wh, backfill_key(source, DAY1, last))))
+    assert gate["overlapped"], log
+    days = [DAY1 + timedelta(days=k) for k in range(DAYS)]
+    # day 2 staged beside day 1's write (the gate), day 3 beside day 2's: each a chunk's first; day 3's write
+    # failed (its stage and day 2's write are logged in either order: two threads)
+    assert [d for w, d, _, _ in log if w == "stage"] == days
+    assert [d for w, d, _, _ in log if w == "write"] == days[:2]
+    handle = {(w, d): h for w, d, h, _ in log}
+    assert id(wh) not in handle.values() and handle[("stage", days[1])] == handle[("write", days[1])]
+    assert handle[("stage", days[0])] != handle[("stage", days[1])]
+    assert recorded == [None, DAY1, DAY1 + timedelta(days=1)]  # each chunk's day in as its chunk ended
+    assert loaded_through(wh, backfill_key(source, DAY1, last)) == days[1]
+    assert len(handles) == 2 and all(h._closed for h in handles)
+    if wh.embedded:  # day 3's file was read once for its stage; days 1 and 2's once each
+        assert {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()} == {k: 1 for k in paths}
+    monkeypatch.undo()
+    with telemetry_load.DaysAhead(wh, True) as ahead:
+        c = load_resumably(wh, source, DAY1, last, load, chunk_days=1)
+    assert c["resumed_from"] == days[2] and c["gpu_rows"] == 48
     _assert_the_steps(wh)
