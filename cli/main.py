@@ -133,6 +133,7 @@ def _etl() -> SimpleNamespace:
         load_prometheus=prometheus_source.load_prometheus, load_sacct=sacct_load.load_sacct,
         run_sacct=sacct_run.run_sacct, XDMOD_FIELDS=sacct_text.XDMOD_FIELDS, parse_fields=sacct_text.parse_fields,
         load_slurmdbd=slurmdbd_source.load_slurmdbd, load_parquet_dir=telemetry_load.load_parquet_dir,
+        DaysAhead=telemetry_load.DaysAhead,
         fetch_jobs=slurmrestd_source.fetch_jobs, slurm_jwt=slurmrestd_source.token,
         load_vm_export=vm_export_source.load_vm_export, load_kernel_log=kernel_log_xid.load_kernel_log,
         load_victorialogs=victorialogs_source.load_victorialogs, load_resumably=backfill.load_resumably,
@@ -366,10 +367,12 @@ def etl_metrics(
         if not file:
             raise OpsError("--source file needs --file DIR or --file FILE")
         if len(file) == 1 and file[0].is_dir():
-            with count_progress("telemetry days") as progress:
+            # one DaysAhead for the whole backfill: a week's first day staged beside the week before's last writes
+            with count_progress("telemetry days") as progress, etl.DaysAhead(_wh(), True) as ahead:
                 c = etl.load_resumably(
                     _wh(), f"file:{file[0].resolve()}", d0, d1,
-                    lambda a, b, p: etl.load_parquet_dir(_wh(), file[0], a, b, cluster=cluster, progress=p),
+                    lambda a, b, p: etl.load_parquet_dir(_wh(), file[0], a, b, cluster=cluster, progress=p,
+                                                         ahead=ahead, through=d1),
                     chunk_days=etl.FILE_CHUNK_DAYS, progress=progress, restart=restart)
         else:
             from datetime import datetime, timezone
