@@ -126,8 +126,8 @@ def test_the_next_day_is_staged_on_a_handle_of_its_own_while_the_day_is_written(
     _assert_the_steps(wh)
 
 
-def test_a_failed_day_leaves_the_days_before_it_recorded_and_nothing_staged(wh, tmp_path, monkeypatch):
-    _site(tmp_path / "telemetry")
+def _handles_opened(monkeypatch) -> list[Warehouse]:
+    """Every handle the load opens beside ``wh``, in order (so a test can see each was closed)."""
     handles: list[Warehouse] = []
     another = Warehouse.another_handle
 
@@ -136,6 +136,12 @@ def test_a_failed_day_leaves_the_days_before_it_recorded_and_nothing_staged(wh, 
         return handles[-1]
 
     monkeypatch.setattr(Warehouse, "another_handle", opened)
+    return handles
+
+
+def test_a_failed_day_leaves_the_days_before_it_recorded_and_nothing_staged(wh, tmp_path, monkeypatch):
+    _site(tmp_path / "telemetry")
+    handles = _handles_opened(monkeypatch)
     log: list = []
     _recorded(monkeypatch, wh, log, {"fail": DAY1 + timedelta(days=1)})
     source, last = f"file:{tmp_path}", DAY1 + timedelta(days=DAYS - 1)
@@ -165,14 +171,7 @@ def test_a_backfill_in_chunks_stages_each_chunks_first_day_beside_the_chunk_befo
     its chunk is, each file read once, the steps as by hand. A failure in day 3's write drops nothing but
     what was staged, and the rerun resumes at day 3 with the same steps."""
     paths = _site(tmp_path / "telemetry")
-    handles: list[Warehouse] = []
-    another = Warehouse.another_handle
-
-    def opened(self):
-        handles.append(another(self))
-        return handles[-1]
-
-    monkeypatch.setattr(Warehouse, "another_handle", opened)
+    handles = _handles_opened(monkeypatch)
     seen = statements_on_every_client(wh, monkeypatch)
     log: list = []
     gate: dict = {"fail": DAY1 + timedelta(days=2)}
