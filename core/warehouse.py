@@ -94,11 +94,11 @@ def close_embedded() -> None:
 
 # Tables are ReplacingMergeTree read with FINAL: collapsing duplicates inside each inserted block as well
 # only costs time.
-_INSERT_SETTINGS = {"optimize_on_insert": 0}
+INSERT_SETTINGS = {"optimize_on_insert": 0}
 _TRAILING_SETTINGS = re.compile(r"\bSETTINGS\s+\w+\s*=\s*[\w.']+(?:\s*,\s*\w+\s*=\s*[\w.']+)*\s*$", re.I)
 
 
-def with_settings(sql: str, settings: dict) -> str:
+def _with_settings(sql: str, settings: dict) -> str:
     """``sql`` (one statement that may end in a query's SETTINGS clause: an INSERT ... SELECT, a DELETE, an
     INSERT INTO FUNCTION) with ``settings`` in its own trailing SETTINGS clause, added to the one it ends with.
     Given to the client instead, chDB's backend reads each back from system.settings, SETs it, runs the
@@ -224,8 +224,10 @@ class Warehouse:
             raise OpsError(f"sql() runs one read (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN), not {' '.join(text.split()[:2])} "
                            "...: the loads write the warehouse (ops-report etl ...)")
 
-    def command(self, sql: str, params: dict | None = None):
-        return self.client.command(sql, parameters=params or {})
+    def command(self, sql: str, params: dict | None = None, settings: dict | None = None):
+        """Run one statement; ``settings`` ride in its own SETTINGS clause (:func:`_with_settings`), never the
+        client's ``settings=``, which on the embedded engine costs 2n + 1 more engine calls a statement."""
+        return self.client.command(_with_settings(sql, settings or {}), parameters=params or {})
 
     def insert_rows(self, table: str, columns: list[str], rows: list[list]) -> None:
         """Insert a few rows of Python values (the run log, config-fed tables) as JSONEachRow text. The client's
@@ -251,17 +253,14 @@ class Warehouse:
         names = ", ".join(f"`{c}`" for c in cols)
         if self.embedded:
             # In-process the engine reads the file itself: the fastest path the notes measured. The settings
-            # ride in the statement's own SETTINGS clause (with_settings; they apply to the insert:
+            # ride in the statement's own SETTINGS clause (_with_settings; they apply to the insert:
             # tests/test_sacct_fixed_cost.py): three engine calls an insert fewer (4 of its 7 CPU-ms)
-            self.client.command(
-                with_settings(f"INSERT INTO {table} ({names}) SELECT {names} FROM file({{p:String}}, Parquet)",
-                              _INSERT_SETTINGS),
-                parameters={"p": str(Path(path).resolve())},
-            )
+            self.command(f"INSERT INTO {table} ({names}) SELECT {names} FROM file({{p:String}}, Parquet)",
+                         {"p": str(Path(path).resolve())}, INSERT_SETTINGS)
         else:
             from clickhouse_connect.driver.tools import insert_file
 
-            insert_file(self.client, table, str(path), fmt="Parquet", column_names=cols, settings=_INSERT_SETTINGS)
+            insert_file(self.client, table, str(path), fmt="Parquet", column_names=cols, settings=INSERT_SETTINGS)
 
 
 def embedded_path(dsn: str) -> Path | None:

@@ -38,7 +38,7 @@ from ops_warehouse.etl.watermarks import set_watermark
 from ops_warehouse.grain_versions import GRAINS, models, record_grains
 from ops_warehouse.progress import count_progress
 from ops_warehouse.sqlfiles import sql_query, sql_statements
-from ops_warehouse.warehouse import with_settings
+from ops_warehouse.warehouse import INSERT_SETTINGS
 
 _PARAM = re.compile(r"\{(\w+):")
 _CHUNK = timedelta(days=1)  # the fewest hours a piece of a big refresh covers (memory: _refresh_hours)
@@ -101,8 +101,7 @@ def refresh_pending(wh) -> list[tuple[datetime, datetime]]:
     if rows:  # deleted, not overwritten: a load run again leaves etl_watermark as the first run did
         # as a patch part (migration 0026): as a mutation it waited 0.02-1 s a night for the background scheduler
         patch = {"lightweight_delete_mode": "lightweight_update"} if wh.embedded else {}
-        wh.client.command(with_settings("DELETE FROM etl_watermark WHERE source IN {s:Array(String)}", patch),
-                          parameters={"s": [r[0] for r in rows]})
+        wh.command("DELETE FROM etl_watermark WHERE source IN {s:Array(String)}", {"s": [r[0] for r in rows]}, patch)
     return spans
 
 
@@ -265,10 +264,9 @@ def _run_file(wh, name: str, params: dict) -> None:
         if stmt.startswith("SELECT"):
             skip = not wh.query_rows(stmt, p)[0][0]
             continue
-        # optimize_on_insert is an insert's setting: the temporary tables' CREATE, the DROPs and the DELETE
-        # go without (each setting given to the embedded client cost three engine calls: with_settings)
-        wh.client.command(with_settings(stmt, {"optimize_on_insert": 0}) if stmt.startswith("INSERT") else stmt,
-                          parameters=p)
+        # optimize_on_insert is an insert's setting: the temporary tables' CREATE, the DROPs and the DELETE go
+        # without it (Warehouse.command puts settings in the statement's own SETTINGS clause)
+        wh.command(stmt, p, INSERT_SETTINGS if stmt.startswith("INSERT") else None)
 
 
 # the time column of the tables a model's ``requires`` may name by time: the samples. A model that requires

@@ -45,7 +45,6 @@ from ops_warehouse.etl.openmetrics_lines import (
     superseded,
 )
 from ops_warehouse.etl.telemetry_insert import ExporterFiles, insert_window
-from ops_warehouse.warehouse import with_settings
 
 # The engine's cut of a line: the series ends at the first '} ' when there is a label block, else at the first
 # space; then ' value' or ' value timestamp'. A cut inside a quoted label value leaves a series the exact
@@ -212,7 +211,7 @@ class _Load:
         return pl.from_arrow(self.wh.query_arrow(sql, {**self.params, **params}))
 
     def command(self, sql: str, settings: dict | None = None, **params) -> None:
-        self.wh.client.command(with_settings(sql, settings or {}), parameters={**self.params, **params})
+        self.wh.command(sql, {**self.params, **params}, settings)
 
     def scan(self) -> None:
         for i, p in enumerate(self.paths):

@@ -36,7 +36,7 @@ from ops_warehouse.etl.lustre_jobs import JOB_METRICS
 from ops_warehouse.etl.metric_catalog import GPU_COLUMNS, NODE_MAP_COLUMNS, NODE_SCALAR_COLUMNS, Metric
 from ops_warehouse.etl.staging import staged
 from ops_warehouse.sqlfiles import split_statements, sql_text
-from ops_warehouse.warehouse import with_settings
+from ops_warehouse.warehouse import INSERT_SETTINGS
 
 NODE_COLUMNS = NODE_MAP_COLUMNS + NODE_SCALAR_COLUMNS
 # warehouse columns whose table definition is "amount in the step": their exporter metric must be a counter
@@ -426,9 +426,8 @@ class _Stage:
     def add(self, select: str, file: int = 0, seed: bool = False, params: dict | None = None) -> None:
         """Rows of ``select``: the stage's columns in order, then ``_line`` and ``_bad`` unless ``seed``."""
         names = ", ".join(map(_q, self.columns)) + ("" if seed else ", _line, _bad")
-        self.wh.client.command(with_settings(
-            f"INSERT INTO {self.name} ({names}, _file, _seed) SELECT *, {file}, {int(seed)} FROM ({select})",
-            {"optimize_on_insert": 0}), parameters=params or {})
+        self.wh.command(f"INSERT INTO {self.name} ({names}, _file, _seed) SELECT *, {file}, {int(seed)} FROM ({select})",
+                        params, INSERT_SETTINGS)
 
     def rows(self, kind: str, where: str = "") -> str:
         """The stage's rows as the SQL templates read them (a job_stats value rejected: no row)."""
@@ -646,9 +645,8 @@ def write_window(staged: StagedWindow) -> dict:
                     rows = stage.rows(kind, f"cityHash64(node) % {parts} = {g}") if parts > 1 else relation
                     # the sample tables are partitioned by day (migration 0023): a window of more than 100
                     # days (an OpenMetrics file of months) is one block of as many partitions
-                    wh.client.command(with_settings(sql.replace("{{input}}", rows), {
-                        "optimize_on_insert": 0, "max_partitions_per_insert_block": 0, "max_threads": _TABLE_THREADS}),
-                                      parameters={**params, "step_s": k.step, "kind": kind})
+                    wh.command(sql.replace("{{input}}", rows), {**params, "step_s": k.step, "kind": kind},
+                               {**INSERT_SETTINGS, "max_partitions_per_insert_block": 0, "max_threads": _TABLE_THREADS})
             # energy steps no GPU can draw, and a GPU and time given twice: quarantined with the values
             rejected = list(k.rejected)
             if kind == "gpu":
@@ -666,8 +664,8 @@ def write_window(staged: StagedWindow) -> dict:
             # failed above leaves no edge, and its rerun steps as it would have)
             if k.counters:
                 (sql,) = split_statements(sql_text("staging/counter_edge.sql"))
-                wh.client.command(with_settings(sql.replace("{{input}}", _edge_values(kind, stage.series)),
-                                                {"optimize_on_insert": 0}), parameters={**params, "kind": kind})
+                wh.command(sql.replace("{{input}}", _edge_values(kind, stage.series)), {**params, "kind": kind},
+                           INSERT_SETTINGS)
             if kind == "gpu":
                 counts["xid_events"] += _count(
                     wh, "SELECT count() FROM xid_event FINAL WHERE cluster = {cluster:String} AND source = "
