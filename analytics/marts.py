@@ -171,6 +171,15 @@ def _keeps_totals(name: str) -> bool:
     return bool(re.search(r"\b(GROUPING\s+SETS|ROLLUP|CUBE|WITH\s+TOTALS)\b", mart_sql(name), re.IGNORECASE))
 
 
+def _inlined_by_one_reader(name: str, readers: int) -> bool:
+    # an included mart evaluated inside its one reader's query rather than kept in a table: it includes none
+    # itself and has no total rows that a table keeps whatever its reader selects (GROUPING SETS); its table
+    # would cost a second analysis, the table's write and its read (largest_jobs' job_efficiency, idle_gpu_jobs'
+    # run_observed, chargeback's run_allocation_daily; docs/benchmarks.md, issue 51, round 9). (Named once in
+    # all: a reader naming it twice would find it inlined once and then make its table.)
+    return readers == 1 and not declarations.mart(name).depends and not _keeps_totals(name)
+
+
 @lru_cache(maxsize=None)
 def _reads_whatif(name: str) -> bool:
     # (whatif_history, whatif_nodes and whatif_reservations read the history and the inventory, not the
@@ -313,17 +322,13 @@ def evaluate_ahead(wh, asked: list[tuple[str, dict]]) -> None:
     # the marts asked for that no other mart evaluated here includes: read as queries, no table (_rows_of)
     included = {d for deps in includes.values() for d in deps}
     alone = {k for k in wanted if k not in included}
-    # an included mart not asked for, read by one mart here, including none itself and without a total row that
-    # a table keeps whatever its reader selects (GROUPING SETS): inlined into its reader, which plans it anyway;
-    # its table would cost a second analysis, the table's write and its read (largest_jobs' job_efficiency,
-    # idle_gpu_jobs' run_observed, chargeback's run_allocation_daily; docs/benchmarks.md, issue 51, round 9)
-    # An exported mart with its declared parameters is kept a table all the same: an export in the same block
-    # (the demo's, after its reports) asks for that very evaluation and reads the table, where an inlined one
-    # would be evaluated again (job_energy; largest_jobs' job_efficiency, runs_limit 15, is not the export's).
-    # (named once in all: a reader naming it twice would find it inlined once and then make its table)
+    # an included mart not asked for, read by one mart here (_inlined_by_one_reader). An exported mart with its
+    # declared parameters is kept a table all the same: an export in the same block (the demo's, after its
+    # reports) asks for that very evaluation and reads the table, where an inlined one would be evaluated again
+    # (job_energy; largest_jobs' job_efficiency, runs_limit 15, is not the export's).
     readers = Counter(d for deps in includes.values() for d in deps)
-    inline = {k for k in includes if k not in wanted and readers[k] == 1 and not includes[k]
-              and not _keeps_totals(what[k][0]) and not _as_exported(*what[k])}
+    inline = {k for k in includes if k not in wanted and _inlined_by_one_reader(what[k][0], readers[k])
+              and not _as_exported(*what[k])}
     state.inline |= inline
     handle_index = {id(h): i for i, h in enumerate(state.handles)}
     todo = groups(includes, {k: handle_index[id(state.on[k])] for k in state.tables})
@@ -412,9 +417,8 @@ def run_mart(wh, name: str, *, cluster: str, window: tuple[datetime, datetime], 
             found: list[tuple[str, tuple]] = []
             sql_query(f"marts/{name}.sql", lambda n, whole: found.append(
                 (n, _key(n, {**p, "project": ""} if whole else p)[0])) or "SELECT 1")
-            keys = [k for _, k in found]
-            own.inline |= {k for n, k in found if keys.count(k) == 1 and not declarations.mart(n).depends
-                           and not _keeps_totals(n)}
+            readers = Counter(k for _, k in found)
+            own.inline |= {k for n, k in found if _inlined_by_one_reader(n, readers[k])}
             return _rows_of(wh, own, name, p)
     if state.asked is not None:  # a report saying what it will ask for (asked_for)
         if not _reads_whatif(name):

@@ -214,11 +214,7 @@ def user_day(tmp_path_factory, folder: Path):
     shutil.copytree(site.path, folder, symlinks=True, dirs_exist_ok=True,
                     ignore=lambda d, names: ["warehouse", "facts.json"] if Path(d) == site.path else [])
     site.open_copy(folder)
-    (folder / "ops.toml").write_text(f'[warehouse]\ndsn = "chdb://{folder / "warehouse"}"\n'
-                                     '[projects]\nproja = "A"\nprojb = "B"\n')
-    cfg = Config(dsn=f"chdb://{folder / 'warehouse'}")
-    cfg.projects = dict(us.PROJECTS)
-    return cfg
+    return us.config_for(folder)
 
 
 def _load_user_day(out: Path, *, source_sha256: str) -> dict:

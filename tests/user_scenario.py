@@ -134,16 +134,25 @@ def load(wh, root) -> None:
 def load_day(folder):
     """The day's files written and loaded into ``folder``/warehouse (embedded), with a config file ops.toml
     naming it and the projects; returns the Config."""
-    from ops_warehouse.config import Config
     from ops_warehouse.warehouse import close_embedded, open_warehouse
 
-    cfg = Config(dsn=f"chdb://{folder / 'warehouse'}")
-    cfg.projects = dict(PROJECTS)
+    cfg = config_for(folder)
     with open_warehouse(cfg) as wh:
         load(wh, folder)
     close_embedded()
-    (folder / "ops.toml").write_text(f'[warehouse]\ndsn = "chdb://{folder / "warehouse"}"\n'
-                                     '[projects]\nproja = "A"\nprojb = "B"\n')
+    return cfg
+
+
+def config_for(folder):
+    """The Config of the warehouse in ``folder``/warehouse with the day's projects, written there as ops.toml
+    too (the CLI's tests run commands in ``folder``)."""
+    from ops_warehouse.config import Config
+
+    dsn = f"chdb://{folder / 'warehouse'}"
+    projects = "".join(f'{account} = "{name}"\n' for account, name in PROJECTS.items())
+    (folder / "ops.toml").write_text(f'[warehouse]\ndsn = "{dsn}"\n[projects]\n{projects}')
+    cfg = Config(dsn=dsn)
+    cfg.projects = dict(PROJECTS)
     return cfg
 
 
