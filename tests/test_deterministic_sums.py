@@ -150,6 +150,29 @@ def test_utilization_is_the_same_every_evaluation(week):
     _same_bytes(_evaluations(wh, cluster, "utilization"))
 
 
+def test_largest_jobs_is_the_same_every_evaluation_and_its_bytes_are_its_node_hours(week):
+    """largest_jobs (job_efficiency, run_node_observed) summed each run's node-hour shares of the NIC and storage
+    bytes and its telemetry time as Float64: at 64-row blocks on 4 threads the week's nic_rx_bytes came back
+    9523172053122922.0 and 9523172053122924.0 for one run. Its figures must not move, and the largest run's bytes
+    are its node-hours' (gpus_per_node x its seconds in the week x the node-hour's rate) added with math.fsum."""
+    wh, cluster = week
+    frames = _evaluations(wh, cluster, "largest_jobs")
+    _same_bytes(frames)
+    _same_bytes(_evaluations(wh, cluster, "idle_gpu_jobs"))  # run_observed: the same per-node sums
+    top = frames[0].row(0, named=True)
+    t0, t1 = SMALL_WEEK
+    rows = wh.query_rows(
+        "SELECT gpus_per_node * (least(e, {t1:DateTime('UTC')}) - greatest(s, {t0:DateTime('UTC')})), "
+        "nic_rx_per_capacity, write_per_capacity, submit_ts FROM run_node_hour FINAL WHERE cluster = {c:String} "
+        "AND job_id = {j:String} AND e > {t0:DateTime('UTC')} AND s < {t1:DateTime('UTC')}",
+        {"c": cluster, "j": top["job_id"], "t0": t0, "t1": t1})
+    assert len({r[3] for r in rows}) == 1  # (the mart shows no submit time: the job ran once)
+    assert len(rows) > 20  # a run of many node-hours: a sum with digits to lose
+    assert top["nic_rx_bytes"] == pytest.approx(math.fsum(g * r for g, r, _, _ in rows if r is not None), rel=1e-12)
+    assert top["storage_write_bytes"] == pytest.approx(
+        math.fsum(g * w for g, _, w, _ in rows if w is not None), rel=1e-12)
+
+
 
 def test_efficiency_is_the_same_however_its_grain_lies_in_parts(tmp_path_factory):
     """The report's efficiency (and energy's delivered PFLOP, which reads it) summed Float64 products of the

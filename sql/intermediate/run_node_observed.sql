@@ -20,18 +20,20 @@
 SELECT r.cluster AS cluster, r.job_id AS job_id, r.submit_ts AS submit_ts, r.node AS node,
        any(r.account) AS account, any(nullIf(r.gpu_model, '')) AS gpu_model, max(r.gpus_per_node) AS gpus_per_node,
        sum(r.gpu_s) AS gpu_s,
-       sum(ifNull(x.observed_gpu_s, 0) * r.part) AS covered_gpu_s,
-       sum(ifNull(x.busy_gpu_s, 0) * r.part) AS busy_gpu_s,
-       sum(ifNull(x.util_gpu_s, 0) * r.part) AS util_gpu_s,
-       sum(ifNull(x.sm_gpu_s, 0) * r.part) AS sm_gpu_s,
-       sum(ifNull(x.tensor_gpu_s, 0) * r.part) AS tensor_gpu_s,
-       sum(ifNull(x.dram_gpu_s, 0) * r.part) AS dram_gpu_s,
+       -- (the fractional figures summed in fixed point, docs/sql.md "Sums": a Float64 sum of the hours' parts
+       -- moved in its last digit from one evaluation to the next; NULL where every part is, as the float sum was)
+       toFloat64(sum(accurateCastOrNull(ifNull(x.observed_gpu_s, 0) * r.part, 'Decimal(38, 9)'))) AS covered_gpu_s,
+       toFloat64(sum(accurateCastOrNull(ifNull(x.busy_gpu_s, 0) * r.part, 'Decimal(38, 9)'))) AS busy_gpu_s,
+       toFloat64(sum(accurateCastOrNull(ifNull(x.util_gpu_s, 0) * r.part, 'Decimal(38, 9)'))) AS util_gpu_s,
+       toFloat64(sum(accurateCastOrNull(ifNull(x.sm_gpu_s, 0) * r.part, 'Decimal(38, 9)'))) AS sm_gpu_s,
+       toFloat64(sum(accurateCastOrNull(ifNull(x.tensor_gpu_s, 0) * r.part, 'Decimal(38, 9)'))) AS tensor_gpu_s,
+       toFloat64(sum(accurateCastOrNull(ifNull(x.dram_gpu_s, 0) * r.part, 'Decimal(38, 9)'))) AS dram_gpu_s,
        min(ifNull(x.attribution, '') = 'gpu') AS own_gpus,
-       sum(r.gpu_s * r.energy_j_per_allocated) AS gpu_energy_j,
-       sum(r.gpu_s * r.nic_rx_per_capacity) AS nic_rx_bytes,
-       sum(r.gpu_s * r.nic_tx_per_capacity) AS nic_tx_bytes,
-       sum(r.gpu_s * r.read_per_capacity) AS storage_read_bytes,
-       sum(r.gpu_s * r.write_per_capacity) AS storage_write_bytes
+       toFloat64(sum(accurateCastOrNull(r.gpu_s * r.energy_j_per_allocated, 'Decimal(38, 9)'))) AS gpu_energy_j,
+       toFloat64(sum(accurateCastOrNull(r.gpu_s * r.nic_rx_per_capacity, 'Decimal(38, 9)'))) AS nic_rx_bytes,
+       toFloat64(sum(accurateCastOrNull(r.gpu_s * r.nic_tx_per_capacity, 'Decimal(38, 9)'))) AS nic_tx_bytes,
+       toFloat64(sum(accurateCastOrNull(r.gpu_s * r.read_per_capacity, 'Decimal(38, 9)'))) AS storage_read_bytes,
+       toFloat64(sum(accurateCastOrNull(r.gpu_s * r.write_per_capacity, 'Decimal(38, 9)'))) AS storage_write_bytes
 FROM (SELECT * REPLACE (gpus_per_node * overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) AS gpu_s),
              overlap_s(s, e, {from_ts:DateTime('UTC')}, {to_ts:DateTime('UTC')}) / nullIf(toInt64(e) - toInt64(s), 0)
                  AS part

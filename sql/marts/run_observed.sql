@@ -40,13 +40,17 @@ held AS (
 per_run AS (
     SELECT job_id, submit_ts,
            sum(gpu_s) / 3600 AS gpu_h,
-           sum(covered_gpu_s) / 3600 AS observed_gpu_h,
-           sum(busy_gpu_s) / 3600 AS busy_gpu_h,
-           sum(util_gpu_s) / nullIf(sum(covered_gpu_s), 0) * 100 AS gpu_util_pct,
-           sum(sm_gpu_s) / nullIf(sum(covered_gpu_s), 0) AS sm_active,
-           sum(tensor_gpu_s) / nullIf(sum(covered_gpu_s), 0) AS tensor_active,
-           sum(dram_gpu_s) / nullIf(sum(covered_gpu_s), 0) AS dram_active,
-           sum(capex) AS capex,
+           -- (the nodes' fractional figures added in fixed point, as run_node_observed.sql adds the hours':
+           -- docs/sql.md "Sums")
+           toFloat64(sum(accurateCastOrNull(covered_gpu_s, 'Decimal(38, 9)'))) AS covered_s,
+           covered_s / 3600 AS observed_gpu_h,
+           toFloat64(sum(accurateCastOrNull(busy_gpu_s, 'Decimal(38, 9)'))) / 3600 AS busy_gpu_h,
+           toFloat64(sum(accurateCastOrNull(util_gpu_s, 'Decimal(38, 9)'))) / nullIf(covered_s, 0) * 100
+               AS gpu_util_pct,
+           toFloat64(sum(accurateCastOrNull(sm_gpu_s, 'Decimal(38, 9)'))) / nullIf(covered_s, 0) AS sm_active,
+           toFloat64(sum(accurateCastOrNull(tensor_gpu_s, 'Decimal(38, 9)'))) / nullIf(covered_s, 0) AS tensor_active,
+           toFloat64(sum(accurateCastOrNull(dram_gpu_s, 'Decimal(38, 9)'))) / nullIf(covered_s, 0) AS dram_active,
+           toFloat64(sum(accurateCastOrNull(capex, 'Decimal(38, 9)'))) AS capex,
            any(currency) AS currency,
            min(ifNull(gpus_per_node >= node_gpus, 0)) AS whole_nodes,
            min(own_gpus) AS own_gpus
