@@ -5,9 +5,10 @@ pictures. A chart with nothing to show returns None and the renderers leave it o
 
 Until round 10 the charts were drawn with matplotlib into PNGs: its import (0.4 CPU-s) and nine charts
 (0.85 CPU-s) were a third of a monthly report's time, so much that the charts were cached by their input's
-digest and drawn in forked workers (docs/benchmarks.md, issue 51). Written directly, the nine charts of a
-256-GPU month take a few tens of milliseconds in one process: no cache, no workers. The pictures keep
-matplotlib's layout: its sizes (inches at 96 dpi), margins, colours, titles, labels and legends.
+digest and drawn in forked workers (docs/benchmarks.md, issue 51). Written directly, the ten charts of a
+256-GPU month take under 10 ms in one process (less than the digests of their inputs did): no cache, no
+workers. The pictures keep matplotlib's layout: its sizes (inches at 96 dpi), margins, colours, titles, labels
+and legends.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import date, datetime, timezone
 
 import numpy as np
 
-from ops_warehouse.reports.svg import Axes, Figure, log_decades, nice_ticks, text, text_width, tick_label
+from ops_warehouse.reports.svg import Axes, Figure, log_decades, nice_ticks, text, tick_label
 
 DPI = 96
 QUANTILES = np.arange(1, 101) / 100

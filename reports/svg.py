@@ -115,7 +115,8 @@ class Axes:
             self.points(xs, ys, 3, stroke)
 
     def points(self, xs, ys, radius: float, fill: str) -> None:
-        body = "".join(f'<circle cx="{a}" cy="{b}" r="{radius:g}"/>' for a, b in zip(_num(self.x(xs)), _num(self.y(ys))))
+        cx, cy = _num(self.x(xs)), _num(self.y(ys))
+        body = "".join(f'<circle cx="{a}" cy="{b}" r="{radius:g}"/>' for a, b in zip(cx, cy))
         self.parts.append(f'<g fill="{fill}">{body}</g>')
 
     def grid(self, xs=(), ys=()) -> None:

@@ -202,8 +202,9 @@ def test_a_chart_with_nothing_to_show_is_left_out():
 
 def test_a_report_with_charts_from_the_command(tmp_path, tmp_path_factory):
     """`ops-report monthly --format all` over a real log: the HTML holds each chart inline as an SVG picture,
-    the Markdown links the same SVG files, and the charts name what the JSON holds. (Until round 10 the charts were drawn in forked workers, whose inherited SIGTERM handler
-    once printed a traceback under every report: none now, and no worker.)"""
+    the Markdown links the same SVG files, and the charts name what the JSON holds. (Until round 10 the charts
+    were drawn in forked workers, whose inherited SIGTERM handler once printed a traceback under every report:
+    none now, and no worker.)"""
     import base64
     import json
 
