@@ -257,7 +257,7 @@ def gantt(r: dict) -> str | None:
     per_job = np.array([len(j["nodes"]) for j in jobs])
     y = np.array([row[n] for j in jobs for n in j["nodes"]], float)
     x0, x1 = np.repeat(start, per_job), np.repeat(end, per_job)
-    colors = [TAB20[k % 20] for k in np.repeat(np.arange(len(jobs)), per_job).tolist()]
+    colors = [TAB20[k % 20] for k in np.repeat(np.arange(len(jobs)), per_job).tolist()]  # a colour a job
     step = max(1, len(nodes) // 40)
     h = max(3, 0.13 * len(nodes) + 1.5)
     fig = _figure(9, h)
@@ -265,10 +265,12 @@ def gantt(r: dict) -> str | None:
                _padded(-0.4, len(nodes) - 0.6),
                left=_margin_for(nodes[::step], 6, 9), right=0.98, bottom=0.9 / h, top=1 - 0.4 / h)
     ax.rects(x0, x1, y - 0.4, y + 0.4, colors)
-    # each job's id at the middle of its bars: its time span's and its nodes' rows' mean
-    mid_row = np.add.reduceat(y, np.concatenate([[0], np.cumsum(per_job)[:-1]])) / per_job
+    # each job's id at the middle of its bars: its time span's and its nodes' rows' mean (a job without nodes:
+    # no bar, no id)
+    job = np.repeat(np.arange(len(jobs)), per_job)
+    mid_row = np.bincount(job, weights=y, minlength=len(jobs)) / np.maximum(per_job, 1)
     mx, my = ax.x((start + end) / 2).tolist(), ax.y(mid_row).tolist()
-    ax.parts += [text(a, b, j["job_id"], 6) for a, b, j in zip(mx, my, jobs)]
+    ax.parts += [text(a, b, j["job_id"], 6) for a, b, j, n in zip(mx, my, jobs, per_job.tolist()) if n]
     ax.yticks(np.arange(0, len(nodes), step), nodes[::step], 6)
     _date_ticks(ax, min(start.min(), end.min()), max(start.max(), end.max()))
     ax.title(f"The {len(jobs)} largest jobs over nodes (by GPU-hours)")
