@@ -79,7 +79,7 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--stages", default="capacity,kernel,summaries,reports", help="comma-separated, in the demo's order")
     ap.add_argument("--telemetry-before", metavar="REV", help="the summaries' before: the telemetry mart at git REV")
-    ap.add_argument("--rounds", type=int, default=3, help="charts: rounds of each way (the fastest counts)")
+    ap.add_argument("--rounds", type=int, default=3, help="charts: rounds (the fastest counts)")
     a = ap.parse_args()
     stages = set(a.stages.split(","))
     if a.profile:
