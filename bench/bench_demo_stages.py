@@ -12,9 +12,9 @@ it ran before, in one command on a copy of a loaded demo warehouse (`ops-report 
              Parquet exports in one block of evaluated marts, --rounds times, with the seconds spent writing the
              reports' files (round 3 compared the shared block with a block each, round 4 at a4b7858 the files
              written by a forked process beside the next marts and the exports: dropped, slower here)
-  charts     the two reports' files written (md + html + json: every chart drawn, none kept from an earlier
-             run) with the charts drawn by forked workers, one a core (as the demo does), and one after the
-             other in this process, alternating, --rounds times; the reports' figures made once beforehand
+  charts     the two reports' files written (md + html + json: every chart drawn as SVG), --rounds times,
+             the fastest counted; the reports' figures made once beforehand (until round 10 it compared the
+             charts drawn by forked workers with one after the other: SVG takes milliseconds, no workers)
 
     .venv/bin/python bench/bench_demo_stages.py --dir /tmp/k51/demo [--profile] [--stages summaries]
         [--telemetry-before REV]
@@ -79,7 +79,7 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--stages", default="capacity,kernel,summaries,reports", help="comma-separated, in the demo's order")
     ap.add_argument("--telemetry-before", metavar="REV", help="the summaries' before: the telemetry mart at git REV")
-    ap.add_argument("--rounds", type=int, default=3, help="charts: rounds of each way (the fastest counts)")
+    ap.add_argument("--rounds", type=int, default=3, help="charts: rounds (the fastest counts)")
     a = ap.parse_args()
     stages = set(a.stages.split(","))
     if a.profile:
@@ -175,9 +175,6 @@ def main() -> None:
     def reports(k: int) -> float:
         """The stage (cli/demo.py write_reports) into a fresh folder, every chart drawn; the seconds spent in
         writing the files (drawing the charts, rendering md/html/json)."""
-        from ops_warehouse.reports import charts
-
-        charts._DRAWN.clear()  # every chart drawn again: none remembered from the previous round
         real_write, inside = demo_module.write, [0.0]
 
         def timed_write(*args, **kw):
@@ -204,8 +201,6 @@ def main() -> None:
         import resource
 
         from ops_warehouse.analytics import whatif as whatif_module
-        from ops_warehouse.reports import charts
-
         def cpu() -> float:
             own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
             return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
@@ -214,7 +209,6 @@ def main() -> None:
         best = {"before": [float("inf")] * 2, "now": [float("inf")] * 2}
         for k in range(a.rounds):
             for way in ("before", "now"):
-                charts._DRAWN.clear()  # every chart drawn again, as in a fresh demo
                 whatif_module.kept_in_block = kept if way == "now" else (lambda wh_: None)
                 t, c = time.perf_counter(), cpu()
                 try:
@@ -262,23 +256,15 @@ def main() -> None:
         print(f"RESULT demo_reports_replays now_s={n_wall:.2f} before_s={b_wall:.2f} ratio={b_wall / n_wall:.2f} "
               f"now_cpu_s={n_cpu:.2f} before_cpu_s={b_cpu:.2f}", flush=True)
     if "charts" in stages:
-        from ops_warehouse.reports import charts
-
         with each_mart_once(wh):
             reps = [monthly_report(Connection(wh), month=month, project=p, cluster=cluster) for p in (None, "A")]
-        cores = charts._cores
-        best = {"forked": float("inf"), "serial": float("inf")}
+        best = float("inf")
         for k in range(a.rounds):
-            for way in ("forked", "serial"):
-                charts._DRAWN.clear()  # every chart drawn again: none remembered from the previous round
-                charts._cores = cores if way == "forked" else (lambda: 1)
-                t = time.perf_counter()
-                for r in reps:
-                    write(r, tmp / f"charts-{way}-{k}", ["md", "html", "json"])
-                best[way] = min(best[way], time.perf_counter() - t)
-        charts._cores = cores
-        print(f"RESULT demo_report_files forked_s={best['forked']:.2f} serial_s={best['serial']:.2f} "
-              f"ratio={best['serial'] / best['forked']:.2f} cores={cores()}", flush=True)
+            t = time.perf_counter()
+            for r in reps:
+                write(r, tmp / f"charts-{k}", ["md", "html", "json"])
+            best = min(best, time.perf_counter() - t)
+        print(f"RESULT demo_report_files s={best:.2f}", flush=True)
     wh.close()
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -628,7 +628,7 @@ def monthly(
     """One month's report: utilization and idle capacity, job sizes, run times, efficiency, reliability,
     reservations, cost, month over month (docs/monthly.md)."""
 
-    from ops_warehouse.reports.monthly_render import to_json, to_markdown, write  # matplotlib once a chart is drawn
+    from ops_warehouse.reports.monthly_render import to_json, to_markdown, write  # the charts once one is drawn
 
     if whole_cluster == (project is not None):
         raise OpsError("choose one: --project NAME or --cluster")
@@ -886,7 +886,7 @@ def whatif(
     with api.session() as w, _steps("what-if replay"):
         p = api.period(parse_month(month) if month else None, start=start, end=end, cluster=slurm_cluster)
         r = an.whatif_report(w, cluster=p.cluster, window=(p.start, p.end), changes=[change])
-    from ops_warehouse.reports import whatif_render  # matplotlib only once a chart is drawn (--format html)
+    from ops_warehouse.reports import whatif_render  # the chart only once drawn (--format html)
 
     if fmt == "table":
         import polars as pl

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 from dataclasses import dataclass
@@ -15,14 +14,10 @@ from ops_warehouse.files import safe_name, write_file
 from ops_warehouse.reports import chart_library, whatif_render
 
 
-# the charts import matplotlib, which a JSON report or Markdown on the terminal never draws with: it is
-# imported by the first chart drawn (reports/chart_library.py), after the report's figures
-def draw_all(r: dict, cache: dict[str, bytes] | None = None) -> dict[str, bytes]:
-    return chart_library.charts().draw_all(r, cache)
-
-
-def _drawn_before(folder: Path) -> dict[str, bytes]:
-    return chart_library.charts().drawn_before(sorted(folder.glob("*.png"))) if folder.is_dir() else {}
+# the charts (SVG text, numpy) are imported by the first chart drawn (reports/chart_library.py): a JSON
+# report or Markdown on the terminal draws none
+def draw_all(r: dict) -> dict[str, str]:
+    return chart_library.charts().draw_all(r)
 
 
 def _chart_titles() -> dict[str, str]:
@@ -542,7 +537,7 @@ img{max-width:100%;height:auto;display:block;margin:.5em 0 1.5em}h2{border-top:2
 .wrap{overflow-x:auto}"""
 
 
-def to_html(r: dict, charts: dict[str, bytes] | None = None) -> str:
+def to_html(r: dict, charts: dict[str, str] | None = None) -> str:
     charts = draw_all(r) if charts is None else charts
     names = _chart_titles() if charts else {}
     body = [f"<h1>{html.escape(_title(r))}</h1>"]
@@ -557,8 +552,7 @@ def to_html(r: dict, charts: dict[str, bytes] | None = None) -> str:
         else:
             body.append("<p>(nothing in this month)</p>")
         if chart and chart in charts:
-            b64 = base64.b64encode(charts[chart]).decode()
-            body.append(f'<img alt="{html.escape(names[chart])}" id="chart-{chart}" src="data:image/png;base64,{b64}">')
+            body.append(chart_library.chart_img(charts[chart], names[chart], f"chart-{chart}"))
     body.append(f"<p><small>Generated {html.escape(r['generated_at'])} by ops-report monthly "
                 f"(schema {r['schema_version']}).</small></p>")
     return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{html.escape(_title(r))}</title>"
@@ -582,22 +576,21 @@ def write(r: dict, out_dir: Path, formats: list[str]) -> list[Path]:
     scope = safe_name(r["project"], "project") if r["scope"] == "project" else "cluster"
     stem = f"monthly-{safe_name(r['cluster'], 'cluster')}-{scope}-{safe_name(r['month'], 'month')}"
     written = []
-    # a chart drawn for this report before (an earlier run wrote it into the charts folder) is not drawn again
     cdir = out_dir / f"{stem}-charts"
     charts = {}
-    if {"md", "html"} & set(formats):  # a JSON report draws no chart, so it reads none of the old ones
-        charts = draw_all(r, _drawn_before(cdir))
+    if {"md", "html"} & set(formats):  # a JSON report draws no chart
+        charts = draw_all(r)
     if "json" in formats:
         written.append(write_file(out_dir / f"{stem}.json", to_json(r)))  # whole, or the previous file kept
     if "md" in formats:
         files = {}
         if charts:
             cdir.mkdir(exist_ok=True)
-            for name, png in charts.items():
-                path = cdir / f"{name}.png"
-                if not (path.is_file() and path.read_bytes() == png):
-                    write_file(path, png)
-                files[name] = quote(f"{cdir.name}/{name}.png")  # a link: the names' '%' as %25
+            for name, svg in charts.items():
+                path = cdir / f"{name}.svg"
+                if not (path.is_file() and path.read_bytes() == svg.encode()):  # a chart as it was is left alone
+                    write_file(path, svg)
+                files[name] = quote(f"{cdir.name}/{name}.svg")  # a link: the names' '%' as %25
         written.append(write_file(out_dir / f"{stem}.md", to_markdown(r, files)))
     if "html" in formats:
         written.append(write_file(out_dir / f"{stem}.html", to_html(r, charts)))

@@ -4,7 +4,6 @@ section and `ops-report whatif` both come from :func:`sections`."""
 
 from __future__ import annotations
 
-import base64
 import html
 import json
 
@@ -94,7 +93,7 @@ def to_markdown(w: dict, chart_file: str | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_html(w: dict, chart: bytes | None = None) -> str:
+def to_html(w: dict, chart: str | None = None) -> str:
     body = [f"<h1>What-if: {html.escape(w['cluster'])} {w['window'][0]} .. {w['window'][1]}</h1>"]
     for title, lead, head, rows, ch in sections(w):
         body.append(f"<h2>{html.escape(title)}</h2>")
@@ -104,15 +103,15 @@ def to_html(w: dict, chart: bytes | None = None) -> str:
         body += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows]
         body.append("</table>")
         if ch and chart:
-            body.append(f'<img alt="{html.escape(title)}" src="data:image/png;base64,{base64.b64encode(chart).decode()}">')
+            body.append(chart_library.chart_img(chart, title))
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>What-if</title>"
             "<style>body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px}table{border-collapse:"
             "collapse}th,td{border-bottom:1px solid #ddd;padding:.2em .6em;text-align:right}th:first-child,"
             "td:first-child{text-align:left}img{max-width:100%}</style></head><body>" + "".join(body) + "</body></html>\n")
 
 
-def chart(w: dict) -> bytes | None:
-    """The waits-by-size-class and utilization-by-day chart of a what-if result (reports/charts.py)."""
+def chart(w: dict) -> str | None:
+    """The waits-by-size-class and utilization-by-day chart of a what-if result (reports/charts.py): SVG."""
     return chart_library.charts().whatif({"whatif": w})
 
 

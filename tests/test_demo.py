@@ -30,7 +30,7 @@ def test_demo_twice_gives_the_same_outputs(demo_runs):
             assert re.sub(stamp, b"", a) == re.sub(stamp, b"", b), name
     assert {"summary_by_project.json", "summary_by_gpu_count.md", "summary_by_wall_time.csv",
             "summary_by_partition_day.json", "monthly-ai1-cluster-2026-10.html", "monthly-ai1-A-2026-10.json",
-            "monthly-ai1-A-2026-10.md", "monthly-ai1-A-2026-10-charts/runtime_cdf.png"} <= set(outs[0])
+            "monthly-ai1-A-2026-10.md", "monthly-ai1-A-2026-10-charts/runtime_cdf.svg"} <= set(outs[0])
 
 
 def test_nightly_loads_match_the_simulations_ground_truth(demo_runs):

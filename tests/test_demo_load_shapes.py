@@ -25,14 +25,14 @@ pytestmark = pytest.mark.slow
 
 SHAPES = ("backfill", "nightly")
 STAMP = re.compile(rb"Generated [0-9T:+-]+")  # when the report was made: md and html say it
-# the html's charts, inline: the same PNGs as the -charts/ folder's files, compared there
-INLINE_PNG = re.compile(rb"data:image/png;base64,[A-Za-z0-9+/=]+")
+# the html's charts, inline: the same SVGs as the -charts/ folder's files, compared there
+INLINE_SVG = re.compile(rb"data:image/svg\+xml;base64,[A-Za-z0-9+/=]+")
 # the what-if chart is drawn from whatif_summary, whose replay capex is a float sum the mart evaluates twice
 # (its CTE s, inlined in b): the two sums' order is the engine's threads', so a report's replay added_capex
 # reads 8.0e-11 in one evaluation and 0.0 in another whatever loaded the month (seen between two
 # evaluations of one warehouse in one process too, docs/benchmarks.md issue 51 round 4): its figures are
 # compared in the JSON, to 1e-9
-NOISY_CHART = "charts/whatif.png"
+NOISY_CHART = "charts/whatif.svg"
 
 
 @pytest.fixture(scope="module")
@@ -81,14 +81,14 @@ def test_the_reports_are_the_same_whichever_shape_loaded_the_month(shapes):
     assert a.keys() == b.keys()
     assert {"summary_by_project.json", "summary_by_partition_day.csv", "telemetry_by_gpu_model.md",
             "monthly-ai1-cluster-2026-10.json", "monthly-ai1-A-2026-10.json", "monthly-ai1-cluster-2026-10.html",
-            "monthly-ai1-A-2026-10-charts/runtime_cdf.png"} <= set(a)
+            "monthly-ai1-A-2026-10-charts/runtime_cdf.svg"} <= set(a)
     for name in a:
         if name.startswith("monthly-") and name.endswith(".json"):
             x, y = json.loads(a[name]), json.loads(b[name])
             x.pop("generated_at"), y.pop("generated_at")
             assert_same_report(x, y, name)
         elif name.endswith(".html"):
-            assert INLINE_PNG.sub(b"", STAMP.sub(b"", a[name])) == INLINE_PNG.sub(b"", STAMP.sub(b"", b[name])), name
+            assert INLINE_SVG.sub(b"", STAMP.sub(b"", a[name])) == INLINE_SVG.sub(b"", STAMP.sub(b"", b[name])), name
         elif not name.endswith(NOISY_CHART):
             # summaries (md, csv, json), the reports' md, their charts: byte for byte
             assert STAMP.sub(b"", a[name]) == STAMP.sub(b"", b[name]), name

@@ -61,7 +61,7 @@ def renderers(monkeypatch):
     from ops_warehouse.reports import monthly_render
 
     state = SimpleNamespace(version="v1")
-    monkeypatch.setattr(monthly_render, "draw_all", lambda r, cache: {"gantt": b"\x89PNG" + b"g" * 3000})
+    monkeypatch.setattr(monthly_render, "draw_all", lambda r: {"gantt": "<svg>" + "g" * 3000 + "</svg>"})
     monkeypatch.setattr(monthly_render, "to_markdown", lambda r, files: f"# {state.version}\n" + "m" * 20_000)
     monkeypatch.setattr(monthly_render, "to_html", lambda r, charts: f"<!-- {state.version} -->" + "h" * 50_000)
     return state
@@ -80,8 +80,8 @@ def test_a_report_write_cut_short_leaves_the_previous_report(tmp_path, renderers
     write(_report("v1"), out, ["md", "html", "json"])
     before = _snapshot(out)
     stem = "monthly-c1-cluster-2026-10"
-    assert set(before) == {f"{stem}.json", f"{stem}.md", f"{stem}.html", f"{stem}-charts/gantt.png"}
-    assert all(len(b) > 8192 for name, b in before.items() if not name.endswith(".png"))
+    assert set(before) == {f"{stem}.json", f"{stem}.md", f"{stem}.html", f"{stem}-charts/gantt.svg"}
+    assert all(len(b) > 8192 for name, b in before.items() if not name.endswith(".svg"))
     renderers.version = "v2"  # the new report differs from the one on disk
     with file_size_limit(8192), pytest.raises(OpsError) as e:
         write(_report("v2"), out, [fmt])

@@ -111,7 +111,7 @@ def test_monthly_charts_folder_and_links_stay_inside_out(tmp_path, monkeypatch):
     from ops_warehouse.reports import monthly_render
 
     links = {}
-    monkeypatch.setattr(monthly_render, "draw_all", lambda r, cache: {"gantt": b"\x89PNG gantt"})
+    monkeypatch.setattr(monthly_render, "draw_all", lambda r: {"gantt": "<svg>gantt</svg>"})
     monkeypatch.setattr(monthly_render, "to_markdown", lambda r, files: links.update(files) or "# report\n")
     monkeypatch.setattr(monthly_render, "to_html", lambda r, charts: "<html></html>\n")
     r = {"cluster": CLUSTER, "project": ESCAPED, "scope": "project", "month": MONTH}
@@ -119,9 +119,9 @@ def test_monthly_charts_folder_and_links_stay_inside_out(tmp_path, monkeypatch):
     stem = f"monthly-{C}-{P}-2026-10"
     assert [p.name for p in written] == [f"{stem}.md", f"{stem}.html"]
     assert _tree(tmp_path) == {"out", f"out/{stem}.md", f"out/{stem}.html", f"out/{stem}-charts",
-                               f"out/{stem}-charts/gantt.png"}
+                               f"out/{stem}-charts/gantt.svg"}
     # the Markdown links the chart with the names' '%' written %25, so a viewer finds the file by its name
-    assert links == {"gantt": f"{stem.replace('%', '%25')}-charts/gantt.png"}
+    assert links == {"gantt": f"{stem.replace('%', '%25')}-charts/gantt.svg"}
 
 
 @pytest.mark.parametrize("name, component", [

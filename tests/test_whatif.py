@@ -205,6 +205,6 @@ def test_the_command(site, tmp_path):
     assert {r["scenario"]: r["wait_hours_saved"] for r in j["summary"]}["+1 h100"] == pytest.approx(4)
     page = tmp_path / "w.html"
     cli("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "h100:1", "--format", "html", "--out", str(page))
-    assert page.read_text().count("data:image/png;base64,") == 1
+    assert page.read_text().count("data:image/svg+xml;base64,") == 1
     bad = cli("--warehouse", dsn, "whatif", "--month", "2026-10", "--add", "b200:2", check=False)
     assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1 and "no b200 nodes" in bad.stderr
