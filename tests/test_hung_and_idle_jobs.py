@@ -65,7 +65,7 @@ from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.grains import one_refresh, refresh_capacity, refresh_history
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
-from tests.warehouse_copies import Loaded, copy_of
+from tests.warehouse_copies import Loaded
 
 # the loads and marts here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
 pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
@@ -208,12 +208,8 @@ def loaded(form, tmp_path_factory, request):
 @pytest.fixture
 def site(loaded, tmp_path, request):
     """A warehouse of the test's own holding the day, for a test that changes it (refresh_history)."""
-    from ops_warehouse.warehouse import open_warehouse
-
-    cfg, _, _ = loaded.get()
-    wh = open_warehouse(copy_of(cfg, tmp_path, request))
-    yield wh
-    wh.close()
+    with loaded.opened_copy(tmp_path, request) as wh:
+        yield wh
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ from ops_warehouse.etl.capacity_sources import load_capacity, read_inventory
 from ops_warehouse.etl.grains import refresh_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from tests.test_hung_and_idle_jobs import DAY, HEAD, UTC, at
-from tests.warehouse_copies import Loaded, copy_of
+from tests.warehouse_copies import Loaded
 
 DATA = Path(__file__).parent / "data"
 
@@ -125,12 +125,8 @@ def mixed_loaded(request, tmp_path_factory):
 @pytest.fixture
 def mixed(mixed_loaded, tmp_path, request):
     """(a copy of the mixed node's day of the test's own, the day's window): a test may write to it."""
-    from ops_warehouse.warehouse import open_warehouse
-
-    cfg, _, day = mixed_loaded.get()
-    wh = open_warehouse(copy_of(cfg, tmp_path, request))
-    yield wh, day
-    wh.close()
+    with mixed_loaded.opened_copy(tmp_path, request) as wh:
+        yield wh, mixed_loaded.get()[2]
 
 
 @pytest.mark.slow  # 6 s on 2 vCPUs

@@ -38,7 +38,7 @@ from ops_warehouse.etl.grains import refresh_capacity
 from ops_warehouse.analytics.api import Connection
 from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.reports.monthly_render import to_html, to_json, to_markdown
-from tests.warehouse_copies import Loaded, copy_of
+from tests.warehouse_copies import Loaded
 
 pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
 
@@ -122,12 +122,8 @@ def loaded(request, tmp_path_factory):
 @pytest.fixture
 def in_progress(loaded, tmp_path, request):
     """A copy of the loaded month of the test's own (the first test refreshes q1's grains in it)."""
-    from ops_warehouse.warehouse import open_warehouse
-
-    cfg, _, _ = loaded.get()
-    wh = open_warehouse(copy_of(cfg, tmp_path, request))
-    yield wh
-    wh.close()
+    with loaded.opened_copy(tmp_path, request) as wh:
+        yield wh
 
 
 def test_the_grain_and_the_marts_stop_at_the_as_of_time(in_progress):

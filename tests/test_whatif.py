@@ -35,7 +35,7 @@ from ops_warehouse.etl.capacity_sources import load_capacity
 from ops_warehouse.etl.grains import one_refresh
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.migrations import warehouse_cost_model
-from tests.warehouse_copies import Loaded, copy_of
+from tests.warehouse_copies import Loaded
 
 pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
 
@@ -82,12 +82,8 @@ def loaded(form, request, tmp_path_factory):
 
 @pytest.fixture
 def site(loaded, tmp_path, request):
-    from ops_warehouse.warehouse import open_warehouse
-
-    cfg, _, _ = loaded.get()
-    wh = open_warehouse(copy_of(cfg, tmp_path, request))
-    yield wh
-    wh.close()
+    with loaded.opened_copy(tmp_path, request) as wh:
+        yield wh
 
 
 def _by(df, *keys):
