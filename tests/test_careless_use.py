@@ -7,6 +7,11 @@ field, all on gpu001-gpu004 on 2026-11-29), loaded under a cluster named on the 
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
+import pytest
+
 from ops_warehouse import connect
 from ops_warehouse.config import Config
 from ops_warehouse.warehouse import close_embedded, open_warehouse
@@ -30,10 +35,25 @@ def _loaded(tmp_path, *clusters: str) -> str:
     return dsn
 
 
-def test_telemetry_and_capacity_are_filed_under_the_jobs_cluster(tmp_path):
+@pytest.fixture(scope="module")
+def ai1_kept(tmp_path_factory) -> Path:
+    """The export loaded under ai1 once for the module (`etl sacct` into a folder with no warehouse yet: its
+    migration from nothing and the load were most of each test's time), never opened after."""
+    return Path(_loaded(tmp_path_factory.mktemp("ai1"), "ai1").removeprefix("chdb://"))
+
+
+@pytest.fixture
+def ai1(ai1_kept, tmp_path) -> str:
+    """A copy of the ai1 warehouse of the test's own (its tests write: loads, a dropped table), at the DSN
+    `_loaded(tmp_path, "ai1")` gives."""
+    shutil.copytree(ai1_kept, tmp_path / "wh", symlinks=True)
+    return f"chdb://{tmp_path / 'wh'}"
+
+
+def test_telemetry_and_capacity_are_filed_under_the_jobs_cluster(tmp_path, ai1):
     """Before: without --cluster the inventory and the samples went under "cluster" while the jobs were under
     the name sacct gave them, and every report joined nothing to them (no Xids, no throttling, exit 0)."""
-    dsn = _loaded(tmp_path, "ai1")
+    dsn = ai1
     inv = tmp_path / "inventory.csv"
     inv.write_text(INVENTORY)
     cli("--warehouse", dsn, "etl", "capacity", "--inventory", str(inv))
@@ -70,8 +90,8 @@ def test_a_report_on_jobs_outside_the_inventory_is_written_whole(tmp_path):
     assert "| gpu_model (not in the inventory) | – | – | – |" in md
 
 
-def test_one_line_where_a_traceback_was(tmp_path):
-    dsn = _loaded(tmp_path, "ai1")
+def test_one_line_where_a_traceback_was(tmp_path, ai1):
+    dsn = ai1
     # a half-written Parquet day file: before, pyarrow's "magic bytes not found" traceback, the file unnamed
     day = tmp_path / "telemetry" / "dcgm" / "2026-11-29.parquet"
     day.parent.mkdir(parents=True)
@@ -126,10 +146,10 @@ def test_a_read_on_a_mistyped_path_makes_no_warehouse(tmp_path):
     assert not typo.exists()
 
 
-def test_the_api_reads_and_init_sees_a_dropped_table(tmp_path):
+def test_the_api_reads_and_init_sees_a_dropped_table(ai1):
     """Before: wh.sql("DROP TABLE reservation") dropped it (and the embedded engine runs every statement of
     "SELECT 1; DROP TABLE x"); `init` then said "schema up to date" and `nodes` failed on every run."""
-    dsn = _loaded(tmp_path, "ai1")
+    dsn = ai1
     api = connect(dsn)
     for q in ("DROP TABLE reservation", "SELECT 1; DROP TABLE reservation", "ALTER TABLE job_run DELETE WHERE 1",
               "SELECT 1 INTO OUTFILE 'x.csv'"):

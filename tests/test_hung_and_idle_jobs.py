@@ -62,10 +62,10 @@ import pytest
 
 from ops_warehouse.analytics.marts import run_mart
 from ops_warehouse.etl.capacity_sources import load_capacity
-from ops_warehouse.etl.grains import refresh_capacity, refresh_history
+from ops_warehouse.etl.grains import one_refresh, refresh_capacity, refresh_history
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
-from tests.conftest import warehouse_config
+from tests.warehouse_copies import Loaded
 
 # the loads and marts here run on the embedded warehouse and on a ClickHouse server (tests/conftest.py)
 pytestmark = [pytest.mark.both_forms, pytest.mark.slow]
@@ -188,35 +188,28 @@ def _load(wh, root) -> None:
         "node,gpu_model,gpus,partition,rack,in_service_date\n"
         "n1,h100,8,gpu,r1,2025-01-01\nn2,h100,8,gpu,r1,2025-01-01\nn3,h100,8,gpu,r2,2025-01-01\n")
     _telemetry(root / "telemetry")
-    assert load_sacct(wh, root / "sacct.psv").quarantined == 0
-    load_capacity(wh, inventory=root / "inventory.csv", cluster="t1")
-    load_parquet_dir(wh, root, DAY, DAY, cluster="t1")
-    refresh_capacity(wh, "t1", *OCT)
-
-
-@pytest.fixture
-def site(tmp_path, cfg):
-    """A warehouse of the test's own, for a test that changes it (refresh_history)."""
-    from ops_warehouse.warehouse import open_warehouse
-
-    cfg.projects = PROJECTS
-    wh = open_warehouse(cfg)
-    _load(wh, tmp_path)
-    return wh
+    # the loads and the month's grains in one refresh at the end (etl/grains.py one_refresh, as `etl nightly`
+    # runs a night's): every table's checksum as with each load refreshing its hours and the month again after
+    # them (docs/benchmarks.md, issue 51 round 10)
+    with one_refresh(wh):
+        assert load_sacct(wh, root / "sacct.psv").quarantined == 0
+        load_capacity(wh, inventory=root / "inventory.csv", cluster="t1")
+        load_parquet_dir(wh, root, DAY, DAY, cluster="t1")
+        refresh_capacity(wh, "t1", *OCT)
 
 
 @pytest.fixture(scope="module")
 def loaded(form, tmp_path_factory, request):
-    """The day loaded once per form for the tests that only read it (a load is most of a test's time)."""
-    from ops_warehouse.warehouse import close_embedded, open_warehouse
+    """The day loaded once per form (a load is most of a test's time): the tests that only read it open it,
+    the one that changes it (refresh_history) a copy (tests/warehouse_copies.py)."""
+    return Loaded(form, request, tmp_path_factory, lambda wh, folder, _: _load(wh, folder), PROJECTS)
 
-    folder = tmp_path_factory.mktemp("hung-idle")
-    cfg = warehouse_config(form, folder, request)
-    cfg.projects = PROJECTS
-    with open_warehouse(cfg) as wh:
-        _load(wh, folder)
-    close_embedded()
-    return cfg
+
+@pytest.fixture
+def site(loaded, tmp_path, request):
+    """A warehouse of the test's own holding the day, for a test that changes it (refresh_history)."""
+    with loaded.opened_copy(tmp_path, request) as wh:
+        yield wh
 
 
 @pytest.fixture
@@ -224,7 +217,7 @@ def shared_site(loaded):
     from ops_warehouse.warehouse import open_warehouse
 
     # opened for each test: a test between may have closed the process's embedded engines (close_embedded)
-    wh = open_warehouse(loaded)
+    wh = open_warehouse(loaded.get()[0])
     yield wh
     wh.close()
 

@@ -35,6 +35,7 @@ from ops_warehouse.etl.capacity_sources import load_capacity, read_inventory
 from ops_warehouse.etl.grains import refresh_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from tests.test_hung_and_idle_jobs import DAY, HEAD, UTC, at
+from tests.warehouse_copies import Loaded
 
 DATA = Path(__file__).parent / "data"
 
@@ -115,11 +116,24 @@ def _mixed_day(wh, tmp_path):
     return day
 
 
+@pytest.fixture(scope="module")
+def mixed_loaded(request, tmp_path_factory):
+    """The mixed node's day loaded once for the module (its loads were most of each test's time)."""
+    return Loaded("embedded", request, tmp_path_factory, lambda wh, folder, _: _mixed_day(wh, folder))
+
+
+@pytest.fixture
+def mixed(mixed_loaded, tmp_path, request):
+    """(a copy of the mixed node's day of the test's own, the day's window): a test may write to it."""
+    with mixed_loaded.opened_copy(tmp_path, request) as wh:
+        yield wh, mixed_loaded.get()[2]
+
+
 @pytest.mark.slow  # 6 s on 2 vCPUs
-def test_typed_and_untyped_jobs_on_a_mixed_node_count_under_their_models(tmp_path, wh):
+def test_typed_and_untyped_jobs_on_a_mixed_node_count_under_their_models(mixed):
     from ops_warehouse.analytics.checks import run_checks
 
-    day = _mixed_day(wh, tmp_path)
+    wh, day = mixed
     util = {r["key"]: r for r in run_mart(wh, "utilization", cluster="t3", window=day).to_dicts()
             if r["level"] == "gpu_model"}
     assert {k: (round(r["capacity_gpu_h"], 6), round(r["allocated_gpu_h"], 6), round(r["utilization"], 6))
@@ -153,12 +167,12 @@ def test_typed_and_untyped_jobs_on_a_mixed_node_count_under_their_models(tmp_pat
 
 
 @pytest.mark.slow  # 5 s on 2 vCPUs
-def test_a_law_broken_on_one_model_of_a_mixed_node_names_the_model(tmp_path, wh):
+def test_a_law_broken_on_one_model_of_a_mixed_node_names_the_model(mixed):
     """busy ≤ allocated per (node, model): 2 busy GPU-hours written on m1's h200 row of 11:00, where nothing was
     allocated to h200 (4102 ended at 11:00), break it on that row, which the law's key names."""
     from ops_warehouse.analytics.checks import run_checks
 
-    day = _mixed_day(wh, tmp_path)
+    wh, day = mixed
     wh.command("INSERT INTO capacity_node_hour SELECT * REPLACE (7200. AS busy_gpu_s, 7200. AS allocated_observed_gpu_s, "
                "now64(3) + 1 AS refreshed_at) FROM capacity_node_hour FINAL "
                "WHERE node = 'm1' AND gpu_model = 'h200' AND hour = '2026-10-05 11:00:00'")

@@ -38,6 +38,7 @@ from ops_warehouse.etl.grains import refresh_capacity
 from ops_warehouse.analytics.api import Connection
 from ops_warehouse.analytics.monthly import monthly_report
 from ops_warehouse.reports.monthly_render import to_html, to_json, to_markdown
+from tests.warehouse_copies import Loaded
 
 pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
 
@@ -78,12 +79,7 @@ def _telemetry(root):
     pl.DataFrame(rows).with_columns(pl.col("timestamp").dt.cast_time_unit("ms")).write_parquet(d / "2026-10-15.parquet")
 
 
-@pytest.fixture
-def in_progress(tmp_path, cfg):
-    from ops_warehouse.warehouse import open_warehouse
-
-    cfg.projects = {"proja": "A"}
-    wh = open_warehouse(cfg)
+def _build(wh, tmp_path, _) -> None:
     (tmp_path / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
                                             "n1,h100,8,gpu,r1,2025-01-01\nn2,h100,8,gpu,r1,2025-01-01\n")
     (tmp_path / "events.psv").write_text(
@@ -115,7 +111,19 @@ def in_progress(tmp_path, cfg):
     ]) + "\n")
     assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
     refresh_capacity(wh, "p1", *OCT)
-    return wh
+
+
+@pytest.fixture(scope="module")
+def loaded(request, tmp_path_factory):
+    """The month in progress loaded once for the module (its loads were most of each test's time)."""
+    return Loaded("embedded", request, tmp_path_factory, _build, {"proja": "A"})
+
+
+@pytest.fixture
+def in_progress(loaded, tmp_path, request):
+    """A copy of the loaded month of the test's own (the first test refreshes q1's grains in it)."""
+    with loaded.opened_copy(tmp_path, request) as wh:
+        yield wh
 
 
 def test_the_grain_and_the_marts_stop_at_the_as_of_time(in_progress):

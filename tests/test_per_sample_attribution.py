@@ -24,6 +24,7 @@ share its samples by allocation (4 of 8 each): both at (4 × 90 + 4 × 1) / 8 = 
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import timedelta
 
 import polars as pl
@@ -31,7 +32,7 @@ import pytest
 
 from ops_warehouse.analytics.marts import run_mart
 from ops_warehouse.etl.capacity_sources import load_capacity
-from ops_warehouse.etl.grains import refresh_capacity
+from ops_warehouse.etl.grains import one_refresh, refresh_capacity
 from ops_warehouse.etl.sacct_load import load_sacct
 from ops_warehouse.etl.telemetry_load import load_parquet_dir
 # the same day, month and sacct header as the hung- and idle-job day
@@ -91,8 +92,11 @@ def write_dcgm_day(root, rows: list[dict]) -> None:
         root / "dcgm" / f"{DAY}.parquet")
 
 
-def _jobs_and_nodes(cfg, tmp_path):
-    """A warehouse with the day's jobs and the two nodes loaded (telemetry is the caller's)."""
+def _jobs_and_nodes(cfg, tmp_path, telemetry=None):
+    """A warehouse with the day's jobs and the two nodes loaded (telemetry is the caller's). ``telemetry(wh)``:
+    the caller's telemetry load, run with the two loads and the month's grains in one refresh at the end
+    (etl/grains.py one_refresh, as `etl nightly` runs a night's): every table's checksum as with each load
+    refreshing its own hours and the month again after them (docs/benchmarks.md, issue 51 round 10)."""
     from ops_warehouse.warehouse import open_warehouse
 
     cfg.projects = {"proja": "A", "projb": "B"}
@@ -100,17 +104,19 @@ def _jobs_and_nodes(cfg, tmp_path):
     write_sacct(tmp_path / "sacct.psv")
     (tmp_path / "inventory.csv").write_text("node,gpu_model,gpus,partition,rack,in_service_date\n"
                                             "n1,h100,8,gpu,r1,2025-01-01\nn2,h100,8,gpu,r1,2025-01-01\n")
-    assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
-    load_capacity(wh, inventory=tmp_path / "inventory.csv", cluster="t2")
+    with one_refresh(wh) if telemetry else nullcontext():
+        assert load_sacct(wh, tmp_path / "sacct.psv").quarantined == 0
+        load_capacity(wh, inventory=tmp_path / "inventory.csv", cluster="t2")
+        if telemetry:
+            telemetry(wh)
+            refresh_capacity(wh, "t2", *OCT)
     return wh
 
 
 @pytest.fixture(params=[True, False], ids=["hpc_job label", "no label"])
 def site(request, tmp_path, cfg):
-    wh = _jobs_and_nodes(cfg, tmp_path)
     _telemetry(tmp_path / "telemetry", request.param)
-    load_parquet_dir(wh, tmp_path, DAY, DAY, cluster="t2")
-    refresh_capacity(wh, "t2", *OCT)
+    wh = _jobs_and_nodes(cfg, tmp_path, lambda wh: load_parquet_dir(wh, tmp_path, DAY, DAY, cluster="t2"))
     return wh, request.param
 
 
@@ -158,15 +164,14 @@ def test_the_hpc_job_label_from_prometheus_text(tmp_path, cfg):
     a job holds it, absent otherwise, so a GPU's series changes with its job): the runs by their own GPUs."""
     from ops_warehouse.etl.openmetrics_source import load_text_files
 
-    wh = _jobs_and_nodes(cfg, tmp_path)
     lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
     for t, node, gpu, util, job in _readings():
         label = f',hpc_job="{job}"' if job else ""
         lines.append(f'DCGM_FI_DEV_GPU_UTIL{{gpu="{gpu}",UUID="GPU-{node}-{gpu}",Hostname="{node}",'
                      f'modelName="NVIDIA H100 80GB HBM3"{label}}} {util:g} {int(t.timestamp() * 1000)}')
     (tmp_path / "dcgm.prom").write_text("\n".join(lines) + "\n")
-    load_text_files(wh, [tmp_path / "dcgm.prom"], DAY, DAY, cluster="t2")
-    refresh_capacity(wh, "t2", *OCT)
+    wh = _jobs_and_nodes(cfg, tmp_path, lambda wh: load_text_files(wh, [tmp_path / "dcgm.prom"], DAY, DAY,
+                                                                  cluster="t2"))
     idle = run_mart(wh, "idle_gpu_jobs", cluster="t2", window=OCT, idle_util_pct=wh.cfg.idle_util_pct)
     assert idle.select("job_id", "attribution", "gpu_h").rows() == [("3002", "own GPUs", 8.0)]
     u = run_mart(wh, "utilization", cluster="t2", window=OCT).filter(pl.col("level") == "cluster").to_dicts()[0]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -40,6 +41,15 @@ class Loaded:
             close_embedded()  # the folder is copied from now on: no engine of this process holds it open
             self.kept[variant] = (cfg, folder, built)
         return self.kept[variant]
+
+    @contextmanager
+    def opened_copy(self, folder: Path, request, variant=None):
+        """A copy of ``variant``'s warehouse of the test's own (``copy_of``), opened; closed after."""
+        wh = open_warehouse(copy_of(self.get(variant)[0], folder, request))
+        try:
+            yield wh
+        finally:
+            wh.close()
 
 
 def copy_of(cfg: Config, folder: Path, request) -> Config:
