@@ -18,8 +18,8 @@ bare insert, then the hourly energy and NIC bytes stepped at read time against t
    the server answering the same requests alone (bench/bench_prometheus.py).
 ``--rounds N`` (issue 50 item 2, round 7): only the Parquet load and the engine's bare insert, alternated N times,
 each in a fresh child, the best of each by CPU and by wall; with ``--before DIR`` also the load of another
-tree (``uv pip install --no-deps --target DIR <tree>``: that tree's code and SQL first on PYTHONPATH) in the
-same rounds, before and after in one command:
+tree (``uv pip install --no-deps --target DIR <tree>``: that tree's code and SQL first on PYTHONPATH; or another
+checkout's Python, ``--before /work/main/.venv/bin/python``) in the same rounds, before and after in one command:
 
     .venv/bin/python bench/bench_telemetry.py --days 2 --nodes 32 --rounds 3 --before /tmp/main-site
 """
@@ -317,11 +317,14 @@ def written_once(w, data: str, days: int) -> dict:
 
 
 def run(kind: str, data: Path, work: Path, days: int, path: str | None = None) -> dict:
-    """One child; ``path``: a tree installed apart, put first on its PYTHONPATH (the load as that tree does it)."""
+    """One child; ``path``: a tree installed apart, put first on its PYTHONPATH (the load as that tree does it),
+    or another checkout's Python (a file: ``/work/main/.venv/bin/python``), which runs this script's child with
+    that checkout's code."""
     wh = work / f"wh-{kind}"
     shutil.rmtree(wh, ignore_errors=True)
-    env = {**os.environ, "PYTHONPATH": path} if path else None
-    p = subprocess.run([sys.executable, __file__, "--child", kind, "--data", str(data), "--wh", str(wh),
+    python = path if path and Path(path).is_file() else sys.executable
+    env = {**os.environ, "PYTHONPATH": path} if path and python == sys.executable else None
+    p = subprocess.run([python, __file__, "--child", kind, "--data", str(data), "--wh", str(wh),
                         "--days", str(days)], capture_output=True, text=True, env=env)
     shutil.rmtree(wh, ignore_errors=True)
     if p.returncode:

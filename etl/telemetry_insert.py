@@ -152,6 +152,10 @@ def _ch_structure(path: Path) -> str:
     return ", ".join(f"{_q(f.name)} {t(f.type)}" for f in pq.read_schema(path))
 
 
+# a warehouse column a file has no metric for (its rows' value: NULL, which every check passes)
+_NO_VALUE = "CAST(NULL AS Nullable(Float64))"
+
+
 def _value(cols: set[str], cat: dict[str, Metric], column: str) -> str:
     """The expression for one warehouse column from a file's metric columns (NULL when it has none). A metric
     with ``match`` counts only on rows whose labels have those values (NULL where the file lacks the label)."""
@@ -160,13 +164,13 @@ def _value(cols: set[str], cat: dict[str, Metric], column: str) -> str:
         if not m.match:
             return v
         if any(k not in cols for k, _ in m.match):
-            return "CAST(NULL AS Nullable(Float64))"
+            return _NO_VALUE
         cond = " AND ".join(f"ifNull(toString({_q(k)}), '') = {_lit(val)}" for k, val in m.match)
         return f"if({cond}, {v}, NULL)"
 
     parts = [one(n, m) for n, m in cat.items() if m.column == column and n in cols]
     if not parts:
-        return "CAST(NULL AS Nullable(Float64))"
+        return _NO_VALUE
     return parts[0] if len(parts) == 1 else f"coalesce({', '.join(parts)})"
 
 
@@ -285,7 +289,16 @@ def _edge_rows(kind: str, rel: str) -> str:
     has_value = " OR ".join(f"{c} IS NOT NULL" for c in values)
     last = (f"argMaxIf(tuple(ts, {', '.join(f'CAST({c} AS Nullable(Float64))' for c in values)}), ts, "
             f"({has_value}) AND ts >= {{from_ts:DateTime('UTC')}} AND ts < {{to_ts:DateTime('UTC')}})")
-    return f"SELECT {node} AS node, {key} AS key, min(ts) AS first_ts, {last} AS last FROM ({rel}) GROUP BY {group}"
+    counts = ""
+    if kind == "gpu":
+        # and the load's counts of a GPU's rows (stage_window): its rows in the window, its distinct times (a GPU
+        # and time given twice where the sum is less than the rows) and its rows with a rejected value. In this
+        # grouping rather than a scan and set of its own (a statement's fixed cost, ~0.03-0.07 s of CPU a day:
+        # docs/benchmarks.md, issue 50 round 10)
+        v = "node != '' AND ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}"
+        counts = f", countIf({v}) AS n, uniqExactIf(ts, {v}) AS k, countIf(_bad AND {v}) AS b"
+    return (f"SELECT {node} AS node, {key} AS key, min(ts) AS first_ts, {last} AS last{counts} FROM ({rel}) "
+            f"GROUP BY {group}")
 
 
 def _edge_values(kind: str, series: str) -> str:
@@ -411,16 +424,19 @@ class _Stage:
     of a day's Parquet: docs/benchmarks.md, issue 50). The files are read again only where the stage says a
     row needs its file's line: a bad value, or a GPU and time given twice."""
 
-    def __init__(self, wh, kind: str, first: str):
-        """The stage holding ``first``'s rows (a main file's: ``_flagged``), its columns' types as that file
-        gives them (another file's are cast to them, as the tables it feeds would)."""
+    def __init__(self, wh, kind: str, files: list[str]):
+        """The stage holding ``files``' rows (each a main file's: ``_flagged``; ``_file`` its number), in one
+        statement: a statement's fixed cost (its analysis and pipeline, ~0.03-0.05 s of CPU whatever the rows) is
+        paid once for a day's node families, not once a file (docs/benchmarks.md, issue 50 round 10). The files
+        of a kind give the same columns in the same order and types (their selects cast them)."""
         self.wh = wh
         self.name = f"_telemetry_{kind}_{uuid.uuid4().hex}"
         self.series = ""  # keep_series's table
         # the labels as dictionaries: a day of 1,024 GPUs repeats each UUID and model name 1,440 times
         labels = "".join(f", toLowCardinality({c}) AS {c}" for c in _LABELS[kind])
-        wh.command(f"CREATE TEMPORARY TABLE {self.name} ENGINE = Memory AS SELECT * REPLACE (toUInt64(_line) AS "
-                   f"_line, toUInt8(_bad) AS _bad{labels}), toUInt16(0) AS _file, toUInt8(0) AS _seed FROM ({first})")
+        wh.command(f"CREATE TEMPORARY TABLE {self.name} ENGINE = Memory AS " + " UNION ALL ".join(
+            f"SELECT * REPLACE (toUInt64(_line) AS _line, toUInt8(_bad) AS _bad{labels}), toUInt16({i}) AS _file, "
+            f"toUInt8(0) AS _seed FROM ({select})" for i, select in enumerate(files)))
         self.columns = [r[0] for r in wh.query_rows(f"DESCRIBE TABLE {self.name}")][:-4]
 
     def add(self, select: str, file: int = 0, seed: bool = False, params: dict | None = None) -> None:
@@ -441,7 +457,8 @@ class _Stage:
         counter edges (each a scan and grouping of the stage otherwise)."""
         self.series = f"{self.name}_series"
         self.wh.client.command(f"CREATE TEMPORARY TABLE {self.series} ENGINE = Memory AS "
-                               + _edge_rows(kind, self.rows(kind, "_seed = 0")), parameters=params)
+                               + _edge_rows(kind, f"SELECT * FROM {self.name} WHERE _seed = 0" if kind == "gpu"
+                                            else self.rows(kind, "_seed = 0")), parameters=params)
         return self.series
 
     def drop(self) -> None:
@@ -493,11 +510,19 @@ def _seed_file_needed(wh, stage: _Stage, kind: str, path: Path, cols: set[str], 
     return _count(wh, sql.rstrip(";"), {"edge_file": _EDGE_FILE, "file_last_ts": last}) > 0
 
 
-def _flagged(kind: str, raw: str) -> str:
+def _flagged(kind: str, raw: str, cols: set[str], cat: dict[str, Metric]) -> str:
     """A file's rows (``raw``: as sent, with ``_line``) with each value no reading NULL, and ``_bad`` on a row
-    that had one (sql/functions/sample_value_problem.sql)."""
+    that had one (sql/functions/sample_value_problem.sql). Only the columns the file has a metric for are
+    checked (``cols``: its columns): the others are NULL on every row, which passes every check, and each
+    check costs the engine's analysis of the statement ~1.5-4 ms of CPU whatever the rows (a GPU stage's
+    statement, 18 checked columns: 0.068 s against 0.013 s without the checks; docs/benchmarks.md, issue 50
+    round 10)."""
     model = "model_name" if kind == "gpu" else "''"
-    return sample_quarantine.checked(raw, [c for c, _ in _checks(kind)], model, as_=dict(_checks(kind)), flag="_bad")
+    grain = {"gpu": cat, "mig": cat, "node": {n: m for n, m in cat.items() if m.grain == "node"}}.get(kind)
+    checks = [c for c, _ in _checks(kind) if grain is None or _value(cols, grain, c) != _NO_VALUE]
+    if not checks:  # no metric of the kind's columns: nothing to reject
+        return f"SELECT *, toUInt8(0) AS _bad FROM ({raw})"
+    return sample_quarantine.checked(raw, checks, model, as_=dict(_checks(kind)), flag="_bad")
 
 
 def _files_of(kind: str, paths: list[Path], cat: dict[str, Metric]) -> list[tuple[Path, set[str]]]:
@@ -584,24 +609,22 @@ def stage_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str,
                 r = rel.of(p)
                 line = f"{rel.row_number()} + {first}" if first >= 0 and rel.row_number() != "0" else "0"
                 lined.append((r, cols, origin, line))
-            raw = [_flagged(kind, make(r, cols, cat, False, line=line)) for r, cols, _, line in lined]
-            stage = _Stage(wh, kind, raw[0])
+            raw = [_flagged(kind, make(r, cols, cat, False, line=line), cols, cat) for r, cols, _, line in lined]
+            stage = _Stage(wh, kind, raw)
             k = _StagedKind(kind, make, tables, stage, lined, _files_of(kind, seeds, cat),
                             step_s or infer_step_s([p for p, _ in mains]), kind in _EDGE_SERIES)
             out.kinds.append(k)
-            for i, select in enumerate(raw[1:], 1):
-                stage.add(select, file=i)
             if k.counters:  # a MIG instance has no counters: nothing to step
                 stage.keep_series(kind, params)
             # the load's counts and whether any value was rejected, in one scan of the stage's own rows; a GPU's
-            # keys only say whether any GPU and time came twice (then repeated_samples finds them exactly), so
-            # they are counted as 64-bit digests: a set of the (name, GPU, time) tuples cost 6 times as much
-            # (0.29 s against 0.05 s of CPU for a day of 334 k GPU rows). A node's keys are its node_sample rows,
+            # are summed from its series table (_edge_rows: each GPU's distinct times, exact; a scan of their own
+            # with a set of the day's 64-bit digests cost a statement more). A node's keys are its node_sample rows,
             # exact: each node's distinct times, summed (one set of the day's (node, time) pairs cost a 128-node
             # day 0.22 s of CPU, a small set per node 0.055 s: docs/benchmarks.md, issue 50 round 7)
-            key = {"gpu": "cityHash64(node, gpu, ts)", "node": "ts", "job": "ts", "mig": "ts"}[kind]
+            key = {"node": "ts", "job": "ts", "mig": "ts"}.get(kind)
             node = "node != ''" if kind != "job" else "1"
             n, keys, bad = wh.query_rows(
+                f"SELECT sum(n), sum(k), sum(b) FROM {stage.series}" if kind == "gpu" else  # the series table's
                 f"SELECT sum(n), sum(k), sum(b) FROM (SELECT countIf({node} AND v) AS n, uniqExactIf({key}, "
                 f"{node} AND v) AS k, countIf(_bad AND v) AS b FROM (SELECT *, {in_window} AS v FROM {stage.name} "
                 f"WHERE _seed = 0){' GROUP BY node' if kind == 'node' else ''})", params)[0]

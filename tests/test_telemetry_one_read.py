@@ -74,6 +74,9 @@ def test_each_day_file_is_read_once_a_load_and_the_steps_are_the_files(wh, tmp_p
     # each file once, for its own day's rows: the second day's counters are seeded by the edges the first day's
     # load kept in counter_edge (its files were read a second time for their last samples before)
     assert reads == {(f, d): 1 for f in FAMILIES for d in ("2026-10-01", "2026-10-02")}
+    # and a day's node files (NIC, IPMI) into the stage by one statement: its fixed cost paid once a kind
+    for d in ("2026-10-01", "2026-10-02"):
+        assert sum(str(paths[("nic", d)]) in sql and str(paths[("ipmi", d)]) in sql for sql in seen) == 1
     assert c["gpu_rows"] == 5 and c["node_rows"] == 5 and c["quarantined"] == 0 and c["xid_events"] == 1
     assert rows(wh, "SELECT formatDateTime(ts, '%F %R'), energy_j FROM gpu_sample FINAL ORDER BY ts") == [
         ("2026-10-01 23:58", None), ("2026-10-01 23:59", 18_000.0), ("2026-10-02 00:00", 18_000.0),
