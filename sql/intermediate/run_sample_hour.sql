@@ -80,7 +80,9 @@ FROM gpu_sample FINAL
 PREWHERE ts >= w0 - toIntervalHour(1) AND ts < w1 + toIntervalHour(1);
 
 -- the node-hours of the window any sample's step touches (with a utilisation or not): where the refresh
--- replaces the rows
+-- replaces the rows. Read by the guard below only, which is false wherever the grain holds no row of the
+-- window (a first load's refresh, the demo backfill's): then none is staged (the constant subquery ends the
+-- read; ~4 % of that refresh's CPU, docs/benchmarks.md "Issue 51", round 10)
 CREATE TEMPORARY TABLE _rsh_touched ENGINE = Memory AS
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
@@ -88,7 +90,9 @@ WITH
 SELECT DISTINCT cluster, node, hour
 FROM _rsh_g
 ARRAY JOIN hours_touched(ts, te) AS hour
-WHERE hour >= w0 AND hour < w1;
+WHERE hour >= w0 AND hour < w1
+  AND (SELECT count() > 0 FROM run_sample_hour WHERE hour >= toDateTime({from_ts:DateTime('UTC')}, 'UTC')
+                                                 AND hour < toDateTime({to_ts:DateTime('UTC')}, 'UTC'));
 
 -- each sample's step cut at the hours (and the window) it touches: [ps, pe)
 CREATE TEMPORARY TABLE _rsh_piece ENGINE = MergeTree ORDER BY tuple() AS
@@ -104,17 +108,18 @@ WHERE has_util AND hour >= w0 AND hour < w1;
 -- 'gpu': the GPUs a run's job id labels inside the run (a requeued job's runs share the id)
 CREATE TEMPORARY TABLE _rsh_ident ENGINE = Memory AS
 WITH
--- the labelled samples per GPU and hour, offered to the hour itself and to the hours either side of it
+-- the labelled samples per GPU and hour (lh)
 labels AS (
-    SELECT cluster, node, hpc_job, gpu, lh + toIntervalHour(d) AS hour, tss
-    FROM (SELECT cluster, node, hpc_job, gpu, toStartOfHour(ts) AS lh, groupArray(ts) AS tss
-          FROM _rsh_g WHERE has_util AND hpc_job != '' GROUP BY cluster, node, hpc_job, gpu, lh)
-    ARRAY JOIN [-1, 0, 1] AS d
+    SELECT cluster, node, hpc_job, gpu, toStartOfHour(ts) AS lh, groupArray(ts) AS tss
+    FROM _rsh_g WHERE has_util AND hpc_job != '' GROUP BY cluster, node, hpc_job, gpu, lh
 )
 SELECT f.cluster AS cluster, f.hour AS hour, f.node AS node, f.job_id AS job_id, f.submit_ts AS submit_ts,
        any(f.a) AS a, any(f.hs) AS hs, any(f.he) AS he, any(f.raw_id) AS raw_id, l.gpu AS gpu
-FROM _rsh_fan AS f
-INNER JOIN labels AS l ON l.cluster = f.cluster AND l.node = f.node AND l.hour = f.hour AND l.hpc_job = f.raw_id
+-- each run's node-hour looks at the labels of the hour itself and of the hours either side of it: the fan-out
+-- offered to three hours rather than the labels (the same pairs; the join's table is the labels', a third the
+-- rows: round 10)
+FROM (SELECT *, hour + toIntervalHour(d) AS lh FROM _rsh_fan ARRAY JOIN [-1, 0, 1] AS d) AS f
+INNER JOIN labels AS l ON l.cluster = f.cluster AND l.node = f.node AND l.lh = f.lh AND l.hpc_job = f.raw_id
 WHERE arrayExists(t -> t >= f.run_start_ts AND t < f.run_end_ts, l.tss)
 GROUP BY cluster, hour, node, job_id, submit_ts, gpu;
 
