@@ -177,7 +177,7 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(f"{form}: " + ", ".join(f"{n} {o}" for o, n in sorted(outcomes.items())))
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")  # (module-wide, as the both_forms parameter is: a module fixture may load by it)
 def form() -> str:
     """Which warehouse a test runs on: "embedded" unless the test is marked both_forms."""
     return "embedded"

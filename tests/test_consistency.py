@@ -24,7 +24,7 @@ from ops_warehouse.etl.telemetry_load import load_parquet_dir
 from ops_warehouse.reports.monthly_render import to_markdown
 from ops_warehouse.reports.whatif_render import sections
 from tests.test_hung_and_idle_jobs import mart as hung_mart
-from tests.test_hung_and_idle_jobs import site  # noqa: F401  (the hand-built hang day: a fixture)
+from tests.test_hung_and_idle_jobs import loaded, site  # noqa: F401  (the hand-built hang day: fixtures)
 
 pytestmark = [pytest.mark.slow]
 
