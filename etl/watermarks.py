@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 
+from ops_warehouse.clock import utc_today
+
 
 def watermark(wh, source: str) -> datetime | None:
     """Where the last successful load of ``source`` got to (end of its last whole day)."""
@@ -21,10 +23,11 @@ def set_watermark(wh, source: str, ts: datetime) -> None:
 
 def days_since(wh, source: str, overlap_days: int, first_days: int | None = None) -> tuple[date, date]:
     """The window of whole days (UTC, inclusive) an incremental load of ``source`` reads: from its watermark
-    less ``overlap_days`` (late samples, jobs still running re-read until they end) to yesterday; without a
-    watermark, the ``first_days`` (default ``overlap_days``) before yesterday, and yesterday. The one policy the nightly run
-    and ``ops-report etl metrics`` without --from/--to share."""
-    yesterday = datetime.now(timezone.utc).date() - timedelta(days=1)
+    less ``overlap_days`` (late samples, jobs still running re-read until they end) to yesterday (the day
+    before ``OPS_TODAY`` where set: core/clock.py); without a watermark, the ``first_days`` (default
+    ``overlap_days``) before yesterday, and yesterday. The one policy the nightly run and ``ops-report etl
+    metrics`` without --from/--to share."""
+    yesterday = utc_today() - timedelta(days=1)  # OPS_TODAY fixes the run's day (core/clock.py)
     mark = watermark(wh, source)
     first = overlap_days if first_days is None else first_days
     start = (mark.date() - timedelta(days=overlap_days)) if mark else yesterday - timedelta(days=first)

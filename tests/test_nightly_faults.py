@@ -38,12 +38,11 @@ from ops_warehouse.etl.prometheus_source import PromClient
 from ops_warehouse.etl.retry import Retry, Transient
 from tests import prometheus_harness as ph
 from tests import slurm_harness
-from tests.conftest import require, warehouse_checksums
+from tests.conftest import TODAY, require, warehouse_checksums
 from tests.cli_runner import ops
 
 pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
 
-TODAY = datetime.now(timezone.utc).date()
 YESTERDAY = TODAY - timedelta(days=1)
 CLUSTER = "c"
 RETRY_LINE = re.compile(r"^ops-report: retry: (\S+ \S+): attempt (\d+) of (\d+) failed: (.+); next try in ([\d.]+) s$")

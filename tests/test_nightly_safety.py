@@ -16,18 +16,17 @@ import random
 import signal
 import subprocess
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from tests.conftest import warehouse_checksums
+from tests.conftest import TODAY, warehouse_checksums
 from tests.cli_runner import OPS, cli, ops
 
 pytestmark = pytest.mark.slow  # a generated site, many processes or a long load: docs/testing.md
 
-TODAY = datetime.now(timezone.utc).date()
 FIRST_DAY = TODAY - timedelta(days=3)
 LAST_DAY = TODAY - timedelta(days=1)
 NODES = 16

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 
 from tests import slurm_harness
-from tests.conftest import require, warehouse_checksums
+from tests.conftest import TODAY, require, warehouse_checksums
 from tests.cli_runner import cli, ops
 
 pytestmark = require(slurm_harness.available(), "Slurm (slurm-wlm slurmdbd munge mariadb-server, as root)")
@@ -508,8 +508,9 @@ def test_nightly_slurm_source_survives_reruns_backfills_and_kills(live, tmp_path
     whole_s = time.monotonic() - t0
     want = warehouse_checksums(clean)
     # the fixture moved the workload two days back: the first window (three days to yesterday) has what sacct
-    # lists for it; slurmdbd's first incremental run has every job the database holds
-    today = datetime.now(timezone.utc).date()
+    # lists for it; slurmdbd's first incremental run has every job the database holds. The run's day is the
+    # session's (OPS_TODAY, tests/conftest.py), as the nightly's window is
+    today = TODAY
     listed = sc.run(["sacct", "-X", "-n", "-P", "--allusers", "--duplicates", "--format=JobID",
                      "-S", f"{today - timedelta(days=3)}T00:00:00", "-E", f"{today}T00:00:00"]).split()
     assert want["slurm_job_run"][0] == (14 if kind == "slurmdbd" else len(listed)) > 10, out
