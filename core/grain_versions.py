@@ -37,10 +37,12 @@ else:  # Python 3.10: tomli, the package tomllib came from (a dependency there: 
 #   writes    the tables its statements write; reads: the tables, views and includes it names
 #   requires  the table, or list of tables (any one suffices), without which the model has nothing to write
 #             (capacity_node_hour: node_inventory; run_telemetry: node_sample or gpu_sample)
+#   settings  engine settings its refresh's writing statements run with, in their own SETTINGS clause (a table
+#             of names and numbers or strings); how the rows are planned, not which: not in the fingerprint
 # The grains, their files and the grains they read follow from these, in dependency order (``GRAINS``), and
 # etl/grains.py refreshes a grain's files in that order: nothing keeps the order by hand.
 _KINDS = ("incremental_by_time_range", "incremental_by_key", "full", "view", "include", "query")
-_KEYS = {"kind", "unit", "grain", "writes", "reads", "defines", "requires"}
+_KEYS = {"kind", "unit", "grain", "writes", "reads", "defines", "requires", "settings"}
 
 
 @lru_cache(maxsize=None)
@@ -66,6 +68,10 @@ def _read_models(root) -> dict[str, dict]:
         m = tomllib.loads("\n".join(lines)).get("model", {})
         if m.get("kind") not in _KINDS or set(m) - _KEYS:
             raise ValueError(f"sql/intermediate/{name}.sql: kind {m.get('kind')!r} or keys {sorted(set(m) - _KEYS)}")
+        if not all(isinstance(v, (int, float, str)) and not isinstance(v, bool)
+                   for v in (m.get("settings") or {}).values()) or not isinstance(m.get("settings", {}), dict):
+            raise ValueError(f"sql/intermediate/{name}.sql: settings must be a table of engine settings "
+                             "(name = number or string)")
         code = set(_WORD.findall("\n".join(_code(text))))
         for word in [*m.get("writes", ()), *m.get("reads", ()), *m.get("defines", ())]:
             if word not in code and "{{intermediate " + word + "}}" not in text:

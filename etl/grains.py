@@ -50,14 +50,6 @@ _PIECE_NODE_H = 400_000
 # the runs one job_run statement reads (etl/grains.py _job_ranges): about 1.3 KB of the engine's memory a run
 # (docs/benchmarks.md, "Issue 50: sacct loads in bounded memory", round 3)
 _PIECE_RUNS = 50_000
-# job_run's and run_node_hour's statements planned without the query plan's optimization passes (in their own
-# SETTINGS clause: no engine call more, and the SQL, hence the grains' fingerprints, unchanged): the same rows,
-# the reads still bounded by the key conditions written on the tables (job_run's id range, the hours), cheaper to
-# plan and to run: a demo night's job_run statement 0.178 -> 0.145 CPU-s, a 50,000-run range of a 1 M-job
-# warehouse 0.47 -> 0.36 at the same peak; run_node_hour over a 100 k-job first load 1.33 -> 0.96, a day of a
-# site with telemetry 0.27 -> 0.23 (docs/benchmarks.md, "Issue 50: sacct loads in bounded memory", round 10)
-_PLAN_SETTINGS = {"query_plan_enable_optimizations": 0}
-_PLANNED_PLAINLY = ("run_node_hour",)  # the models of the hourly grain given _PLAN_SETTINGS (_run_file)
 # the rows to merge over which a refresh's merges run two at once (below it, a night's: one after the other)
 _MERGE_ROWS_AT_ONCE = 500_000
 # the hours a load inside one_refresh left to refresh: etl_watermark's "grains pending <first hour>", its
@@ -263,6 +255,7 @@ def _run_file(wh, name: str, params: dict) -> None:
     is a guard: the statement after it runs only where it returns true (run_sample_hour's DELETE, a mutation
     that rewrites its month's part even when every row it matches is written again)."""
     skip = False
+    declared = models()[name].get("settings", {})
     for stmt in sql_statements(f"intermediate/{name}.sql"):
         if skip:
             skip = False
@@ -273,9 +266,9 @@ def _run_file(wh, name: str, params: dict) -> None:
             skip = not wh.query_rows(stmt, p)[0][0]
             continue
         # optimize_on_insert is an insert's setting: the temporary tables' CREATE, the DROPs and the DELETE go
-        # without it (Warehouse.command puts settings in the statement's own SETTINGS clause)
-        settings = {**INSERT_SETTINGS, **(_PLAN_SETTINGS if name in _PLANNED_PLAINLY else {})}
-        wh.command(stmt, p, settings if stmt.startswith("INSERT") else None)
+        # without it (Warehouse.command puts settings in the statement's own SETTINGS clause), as they go
+        # without the model's own (its header's ``settings``: how its rows are planned)
+        wh.command(stmt, p, {**INSERT_SETTINGS, **declared} if stmt.startswith("INSERT") else None)
 
 
 # the time column of the tables a model's ``requires`` may name by time: the samples. A model that requires
@@ -522,9 +515,11 @@ def _refresh_job_run(wh, first_ts: datetime, job_ids: tuple[str, str] | None = N
     ranges = [(job_ids[0], job_ids[1] + "~")] if job_ids else _job_ranges(wh, first_ts)
     params = {"from_ts": first_ts, "every": int(first_ts.year < 2000)}
 
+    declared = models()["job_run"].get("settings")  # its header's: how its rows are planned
+
     def run(h, r: tuple[str, str]) -> None:
         for stmt in sql_statements("intermediate/job_run.sql"):
-            h.command(stmt, {**params, "job_lo": r[0], "job_hi": r[1]}, _PLAN_SETTINGS)
+            h.command(stmt, {**params, "job_lo": r[0], "job_hi": r[1]}, declared)
 
     concurrent_steps.run_steps(wh, ranges, [set() for _ in ranges], run)
     _compact_later(wh, "job_run")

@@ -179,6 +179,47 @@ def test_the_refresh_order_follows_the_models_declarations(tmp_path):
     shutil.rmtree(root)
 
 
+def test_a_models_declared_settings_ride_its_writing_statements(files, tmp_path):
+    """A model's header declares the engine settings its writing statements run with (``settings``: job_run's
+    and run_node_hour's `query_plan_enable_optimizations = 0`), and etl/grains.py gives them to those INSERTs
+    alone, in the statement's own SETTINGS clause, whichever route refreshes the model (job_run's ranges,
+    the hourly grain's files); a settings value that is not a number or a string is refused."""
+    import shutil
+
+    from ops_warehouse.grain_versions import models
+    from ops_warehouse.sqlfiles import sql_files
+
+    wh, d = files
+    sent: list[str] = []
+    real = wh.client.command
+
+    def command(sql, *a, **k):
+        sent.append(sql)
+        return real(sql, *a, **k)
+
+    wh.client.command = command
+    with grains.one_refresh(wh):
+        load_sacct(wh, d / "sacct.psv")
+        load_parquet_dir(wh, d / "telemetry", DAY, DAY, cluster="t2")
+    plain = {m.group(1) for sql in sent if "query_plan_enable_optimizations = 0" in sql
+             for m in [re.match(r"\s*INSERT INTO (\w+)", sql)]}
+    assert plain == {"job_run", "run_node_hour"}, plain
+    written = {m.group(1) for sql in sent for m in [re.match(r"\s*INSERT INTO (\w+)", sql)] if m}
+    assert {"run_sample_hour", "capacity_node_hour", "run_telemetry"} <= written  # the others go without them
+    assert _hours(wh) == _expected()
+
+    root = tmp_path / "sql"
+    (root / "intermediate").mkdir(parents=True)
+    for name, text in sql_files("intermediate"):
+        (root / "intermediate" / name).write_text(text)
+    job_run = root / "intermediate" / "job_run.sql"
+    job_run.write_text(job_run.read_text().replace("query_plan_enable_optimizations = 0",
+                                                   "query_plan_enable_optimizations = true"))
+    with pytest.raises(ValueError, match="job_run.sql: settings must be a table of engine settings"):
+        models(root)
+    shutil.rmtree(root)
+
+
 def _reads(wh, tables: tuple[str, ...]) -> dict[str, dict[str, int]]:
     """From now on, per statement kind of the hourly grains' refresh (the table an INSERT writes, or the
     temporary table a CREATE stages), how often the engine's plan of its query reads each of ``tables``

@@ -26,6 +26,11 @@
 --- grain = "hourly"
 --- writes = ["run_node_hour"]
 --- reads = ["run_fanout", "capacity_node_hour", "run_sample_hour"]
+--- settings = { query_plan_enable_optimizations = 0 }
+-- settings: its statements planned without the query plan's optimization passes: the same rows, the reads still
+-- bounded by the key conditions written on the tables, cheaper to plan and to run (docs/benchmarks.md, "Issue
+-- 50: sacct loads in bounded memory", round 10: over a 100 k-job first load 1.33 -> 0.96 CPU-s, a day of a
+-- site with telemetry 0.27 -> 0.23)
 INSERT INTO run_node_hour
 WITH
     toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
