@@ -17,7 +17,7 @@ from datetime import date, datetime, timezone
 
 import numpy as np
 
-from ops_warehouse.reports.svg import Axes, Figure, log_decades, nice_ticks, text, tick_label
+from ops_warehouse.reports.svg import Axes, Figure, legend_height, log_decades, nice_ticks, text, tick_label
 
 DPI = 96
 QUANTILES = np.arange(1, 101) / 100
@@ -190,8 +190,11 @@ def capacity_timeline(r: dict) -> str | None:
     days = _days([row["day"] for row in rows])
     values = {key: np.array([row[key] or 0 for row in rows], float) for key, _, _ in _STACK}
     total = sum(values.values())
-    top = max(total.max(), 1) * 1.05
     fig = _figure(8, 3.6)
+    # the legend (three to a row, inside the axes' upper edge) gets headroom of its own above the tallest bar:
+    # in the lower left, where it was, it hid the first days' bars (the stack starts at zero)
+    legend_px = legend_height(len(_STACK) + (r["scope"] == "project"), 8, ncol=3) + 12
+    top = max(total.max(), 1) * 1.05 / (1 - legend_px / ((0.9 - 0.2) * fig.height))
     ax = _axes(fig, _padded(days.min() - 0.45, days.max() + 0.45), (0, top), left=0.1, bottom=0.2)
     bottom = np.zeros(len(rows))
     entries = []
@@ -206,7 +209,7 @@ def capacity_timeline(r: dict) -> str | None:
     _yaxis(ax, 0, top)
     ax.ylabel("GPU-hours per day", 55)
     ax.title("Capacity: allocated, idle, down")
-    ax.legend(entries, "lower left", 8, ncol=3)
+    ax.legend(entries, "upper left", 8, ncol=3)
     return fig.svg()
 
 

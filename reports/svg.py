@@ -65,6 +65,13 @@ def log_decades(lo: float, hi: float) -> np.ndarray:
     return 10.0 ** np.arange(np.floor(np.log10(lo)), np.ceil(np.log10(hi)) + 1)
 
 
+def legend_height(entries: int, size_pt: float = 10, ncol: int = 1) -> float:
+    """The height in pixels of a legend of ``entries`` rows in ``ncol`` columns (Axes.legend), its frame's
+    padding included; it sits 6 px inside the axes' edge."""
+    fs = size_pt * PT
+    return -(-entries // ncol) * fs * 1.4 + fs * 0.5
+
+
 class Axes:
     """A plot box at pixels (left, top) of width × height, showing xlim × ylim (log10 where asked)."""
 
@@ -176,7 +183,7 @@ class Axes:
         row_h, key_w = fs * 1.4, fs * 2
         nrow = -(-len(entries) // ncol)
         col_w = max(text_width(s, size_pt) for s, _, _ in entries) + key_w + fs * 1.2
-        w, h = col_w * ncol + fs * 0.4, nrow * row_h + fs * 0.5
+        w, h = col_w * ncol + fs * 0.4, legend_height(len(entries), size_pt, ncol)
         vert, _, horiz = corner.partition(" ")
         x0 = {"left": self.left + 6, "right": self.left + self.width - 6 - w,
               "center": self.left + (self.width - w) / 2}[horiz or "center"]

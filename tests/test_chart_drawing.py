@@ -136,6 +136,16 @@ def test_the_bars_are_the_reports_figures():
     assert [s for s, _ in _ticks(a2, "x")] == ["11"]
 
 
+def test_the_capacity_legend_sits_above_the_tallest_bar():
+    """The capacity chart's legend (its framed box) is drawn over no bar: before, in the lower left, it hid the
+    first days' stacks, which start at zero; so for a project's report, whose legend has a row more."""
+    for r in (_report(), {**_report(), "scope": "project", "project": "A"}):
+        (ax,) = _axes(_svg("capacity_timeline", r))
+        (box,) = [e for e in ax.iter(f"{NS}rect") if e.get("rx") == "3"]
+        box_bottom = float(box.get("y")) + float(box.get("height"))
+        assert box_bottom < min(y0 for _, _, y0, y1, _ in _bars(ax) if y1 > y0)
+
+
 def test_a_log_axis_is_ticked_at_its_decades_in_plain_numbers():
     (ax,) = _axes(_svg("runtime_cdf"))
     assert [s for s, _ in _ticks(ax, "x")] == ["0.01", "0.1", "1", "10", "100"]
