@@ -276,9 +276,9 @@ def test_largest_jobs_ranks_the_runs_in_one_pass(site):
 
 
 def test_campaigns_runs_on_one_thread(site):
-    """campaigns gathers every key's jobs and runs into arrays (groupArray in its jobs and keyed steps) and works
-    on them with array functions: on the engine's default threads (2 on the 2-core machine) each thread's arrays
-    were merged by copying them and, past the engine's two-level threshold, keyed's array functions ran once per
+    """campaigns gathers every key's jobs and runs into arrays (groupArray in its jobs and key_jobs steps) and
+    works on them with array functions: on the engine's default threads (2 on the 2-core machine) each thread's
+    arrays were merged by copying them and, past the engine's two-level threshold, the array functions ran once per
     bucket (bench_monthly's 256-GPU month: 27,790 function calls against 373 on one thread, 0.55 CPU-s against
     0.40; docs/benchmarks.md, issue 51 round 4). The statement asks for one thread: its pipeline (EXPLAIN
     PIPELINE, the engine's own plan) runs no aggregation or window on two streams, as the same text on two

@@ -100,22 +100,37 @@ jobs AS (
 -- without a link skips it. All of it is sorts and linear passes over one key's arrays: a join of the jobs
 -- with themselves (ASOF) and a search of each predecessor in its key's list cost 0.6 s of a year's 320,000
 -- jobs, most keys holding no link at all
-keyed AS (
+-- (in steps, each reading the step before's columns: the analyzer resolves an alias again at each use, and in one
+-- SELECT events, pointers and root_pos named js, events and pointers twice each, so js's arrays were analyzed
+-- over and over; the same functions of the same arrays, so the same rows. With the sums below: the query's
+-- analysis 0.166 -> 0.115 CPU-s on bench_monthly's month, docs/benchmarks.md, issue 51 round 11)
+key_jobs AS (
     SELECT key_h,
            arraySort(groupArray((j_start_ts, job_id, j_submit_ts, j_end_ts, j_state != 'COMPLETED',
                                  j_array_job_id = 0, j_runs))) AS js,
-           any(j_user) AS user, any(j_account) AS account, any(j_job_name) AS job_name, any(j_gpus) AS gpus,
-           arrayEnumerate(js) AS places,
+           any(j_user) AS user, any(j_account) AS account, any(j_job_name) AS job_name, any(j_gpus) AS gpus
+    FROM jobs
+    GROUP BY key_h
+),
+key_events AS (
+    SELECT *, arrayEnumerate(js) AS places,
            -- (time, 0 for an end and 1 for a submission, interrupted, job id, place, not an array task)
            arraySort(arrayConcat(arrayMap((j, i) -> (toInt64(j.4), 0, j.5, j.2, i, j.6), js, places),
-                                 arrayMap((j, i) -> (toInt64(j.3), 1, j.5, j.2, i, j.6), js, places))) AS events,
-           arrayFill(e -> e.2 = 0, events) AS latest_end,
+                                 arrayMap((j, i) -> (toInt64(j.3), 1, j.5, j.2, i, j.6), js, places))) AS events
+    FROM key_jobs
+),
+key_pointers AS (
+    SELECT *,
            arrayMap(x -> x.2, arraySort(x -> x.1, arrayFilter(x -> x.1 > 0, arrayMap(
                (e, f) -> if(e.2 = 1,
                             (e.5, if(f.2 = 0 AND f.3 AND f.5 < e.5 AND e.6 AND f.6
                                      AND e.1 <= f.1 + {campaign_gap_hours:Float64} * 3600, f.5, e.5)),
                             (0, 0)),
-               events, latest_end)))) AS pointers,
+               events, arrayFill(e -> e.2 = 0, events))))) AS pointers
+    FROM key_events
+),
+keyed AS (
+    SELECT key_h, user, account, job_name, gpus,
            arrayFold((acc, step) -> arrayMap(k -> acc[k], acc),
                      range(if(arrayExists((p, i) -> p != i, pointers, places),
                               toUInt32(ceil(log2(length(js) + 1))), 0)),
@@ -124,8 +139,7 @@ keyed AS (
            -- carried through the arrays: joining the runs back to their campaigns cost 0.2 s of the same year
            arrayFlatten(arrayMap((j, c) -> arrayMap(r -> (j.2, c, r.1, r.2, r.3, r.4, r.5), j.7), js, root_pos))
                AS key_runs
-    FROM jobs
-    GROUP BY key_h
+    FROM key_pointers
 ),
 numbered AS (
     SELECT key_h, user, account, job_name, gpus, r.1 AS job_id, r.2 AS campaign_id, r.3 AS submit_ts,
@@ -176,40 +190,58 @@ per_run AS (
     FROM numbered AS n
     LEFT JOIN telemetry AS t ON t.t_job_id = n.job_id AND t.t_submit_ts = n.submit_ts AND t.t_end_ts = n.end_ts
     LEFT JOIN hung_runs AS h ON h.h_job_id = n.job_id AND h.h_submit_ts = n.submit_ts
-)
+),
 -- (a key is one user, account, name and GPU count: grouping by its number instead of the four, 0.25 s of a
 -- year's 300,000 campaigns)
-SELECT any(user) AS user, any(account) AS account, any(project) AS project, any(job_name) AS job_name, gpus,
-       argMin(submit_ts, (start_ts, job_id)) AS first_submit_ts, min(start_ts) AS first_start_ts,
-       max(end_ts) AS last_end_ts,
-       count() AS runs, countIf(interrupted) AS interrupted_runs, max(gpus) AS max_gpus,
-       arrayDistinct(arrayMap(x -> x.2, arraySort(groupArray((start_ts, job_id))))) AS job_ids,
-       toInt64(max(end_ts)) - toInt64(min(start_ts)) AS wall_s,
-       toInt64(min(start_ts)) - toInt64(first_submit_ts) AS initial_wait_s,
-       sum(run_s) AS running_s,
-       sum(run_restart_wait_s) AS restart_wait_s,
-       sum(run_startup_s) AS restart_startup_s,
-       sum(gpus * run_startup_s) / 3600 AS restart_startup_gpu_h,
-       countIf(restart) AS restarts,
-       countIf(startup_unknown) AS restarts_without_startup,
-       if(countIf(interrupted AND run_lost_s IS NULL) > 0, NULL, sum(ifNull(run_lost_s, 0))) AS lost_s,
+sums AS (
+    SELECT any(user) AS user, any(account) AS account, any(project) AS project, any(job_name) AS job_name, gpus,
+           argMin(submit_ts, (start_ts, job_id)) AS first_submit_ts, min(start_ts) AS first_start_ts,
+           max(end_ts) AS last_end_ts,
+           count() AS runs, countIf(interrupted) AS interrupted_runs, max(gpus) AS max_gpus,
+           arrayDistinct(arrayMap(x -> x.2, arraySort(groupArray((start_ts, job_id))))) AS job_ids,
+           toInt64(max(end_ts)) - toInt64(min(start_ts)) AS wall_s,
+           toInt64(min(start_ts)) - toInt64(first_submit_ts) AS initial_wait_s,
+           sum(run_s) AS running_s,
+           sum(run_restart_wait_s) AS restart_wait_s,
+           sum(run_startup_s) AS restart_startup_s,
+           sum(gpus * run_startup_s) / 3600 AS restart_startup_gpu_h,
+           countIf(restart) AS restarts,
+           countIf(startup_unknown) AS restarts_without_startup,
+           if(countIf(interrupted AND run_lost_s IS NULL) > 0, NULL, sum(ifNull(run_lost_s, 0))) AS lost_s,
+           sum(gpus * run_s) / 3600 AS gpu_h,
+           -- the GPU-hours lost, whether or not every interrupted run's loss is known (the SELECT below keeps
+           -- them where it is)
+           sum(gpus * ifNull(run_lost_s, 0)) / 3600 AS lost_sum_gpu_h,
+           sumIf(gpus * ifNull(run_lost_s, 0), cause = 'hang') / 3600 AS lost_hang_sum_gpu_h,
+           sumIf(gpus * ifNull(run_lost_s, 0), cause = 'node_fail') / 3600 AS lost_node_fail_sum_gpu_h,
+           sumIf(gpus * ifNull(run_lost_s, 0), cause = 'failed') / 3600 AS lost_failed_sum_gpu_h,
+           sumIf(gpus * ifNull(run_lost_s, 0), cause = 'timeout') / 3600 AS lost_timeout_sum_gpu_h,
+           sumIf(gpus * ifNull(run_lost_s, 0), cause = 'other') / 3600 AS lost_other_sum_gpu_h,
+           argMax(state, end_ts) AS last_state
+    FROM per_run
+    GROUP BY key_h, campaign_id, gpus
+)
+-- (what is formed from lost_s, from the sums' columns: in the GROUP BY's own SELECT each of the eight uses of the
+-- alias resolved its aggregates again, and the report analyzes this query twice, keeping it as a table for
+-- goodput; the same functions of the same sums)
+SELECT user, account, project, job_name, gpus, first_submit_ts, first_start_ts, last_end_ts, runs, interrupted_runs,
+       max_gpus, job_ids, wall_s, initial_wait_s, running_s, restart_wait_s, restart_startup_s,
+       restart_startup_gpu_h, restarts, restarts_without_startup, lost_s,
        running_s - lost_s - restart_startup_s AS productive_s,
        productive_s / nullIf(wall_s, 0) AS ettr,
-       sum(gpus * run_s) / 3600 AS gpu_h,
-       if(lost_s IS NULL, NULL, sum(gpus * ifNull(run_lost_s, 0)) / 3600) AS lost_gpu_h,
+       gpu_h,
+       if(lost_s IS NULL, NULL, lost_sum_gpu_h) AS lost_gpu_h,
        -- by cause: NULL where the campaign's loss is unknown, as lost_gpu_h, so the causes sum to it
-       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'hang') / 3600) AS lost_hang_gpu_h,
-       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'node_fail') / 3600)
-           AS lost_node_fail_gpu_h,
-       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'failed') / 3600) AS lost_failed_gpu_h,
-       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'timeout') / 3600) AS lost_timeout_gpu_h,
-       if(lost_s IS NULL, NULL, sumIf(gpus * ifNull(run_lost_s, 0), cause = 'other') / 3600) AS lost_other_gpu_h,
-       argMax(state, end_ts) AS last_state
-FROM per_run
-GROUP BY key_h, campaign_id, gpus
+       if(lost_s IS NULL, NULL, lost_hang_sum_gpu_h) AS lost_hang_gpu_h,
+       if(lost_s IS NULL, NULL, lost_node_fail_sum_gpu_h) AS lost_node_fail_gpu_h,
+       if(lost_s IS NULL, NULL, lost_failed_sum_gpu_h) AS lost_failed_gpu_h,
+       if(lost_s IS NULL, NULL, lost_timeout_sum_gpu_h) AS lost_timeout_gpu_h,
+       if(lost_s IS NULL, NULL, lost_other_sum_gpu_h) AS lost_other_gpu_h,
+       last_state
+FROM sums
 ORDER BY gpu_h DESC, first_start_ts, user, job_name
--- one thread: on two, each thread's arrays of a key (groupArray in jobs and keyed) are merged by copying them,
--- and a month's arrays pass the engine's two-level threshold, so keyed's array functions run once per bucket
+-- one thread: on two, each thread's arrays of a key (groupArray in jobs and key_jobs) are merged by copying
+-- them, and a month's arrays pass the engine's two-level threshold, so the array functions after it run once a bucket
 -- (27,790 function calls against 373 on bench_monthly's month): the query took 0.55 CPU-s there against 0.40
 -- on one thread, the same rows (docs/benchmarks.md, issue 51 round 4)
 SETTINGS join_use_nulls = 1, max_threads = 1;
