@@ -58,7 +58,7 @@
 -- (the staged tables a refresh killed in this session left, dropped in one statement: each is a round trip
 -- and a plan, 13 of a night's ~100 statements when dropped one by one)
 DROP TEMPORARY TABLE IF EXISTS _rsh_fan, _rsh_g, _rsh_piece, _rsh_ident, _rsh_own_piece, _rsh_touched, _rsh_new,
-    _rsh_epiece, _rsh_energy, _rsh_gh;
+    _rsh_energy, _rsh_gh;
 
 -- fan: the window's fan-out, each run's part [hs, he) of each node-hour
 CREATE TEMPORARY TABLE _rsh_fan ENGINE = Memory AS
@@ -131,27 +131,6 @@ SELECT cluster, node, gpu, toStartOfHour(ts) AS th, countIf(energy_j IS NOT NULL
 FROM _rsh_g
 GROUP BY cluster, node, gpu, th;
 
--- each reading's counter step [es, ts) cut at the hours of the window: [ps, pe), its energy e_j (c_j of it from
--- the counter; NULL where the GPU-hour has neither a counter nor a power), nxt where the step is read in a
--- later hour than the piece's (the law and run_node_hour's rest count it in the hour it is read in)
-CREATE TEMPORARY TABLE _rsh_epiece ENGINE = MergeTree ORDER BY tuple() AS
-WITH
-    toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
-    toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1
-SELECT cluster, node, gpu, hpc_job, hour, greatest(es, hour) AS ps, least(ts, hour + 3600) AS pe, step, e_j, c_j,
-       toStartOfHour(ts) > hour AS nxt
-FROM (SELECT g.cluster AS cluster, g.node AS node, g.gpu AS gpu, g.hpc_job AS hpc_job, g.es AS es, g.ts AS ts,
-             toFloat64(toInt64(g.ts) - toInt64(g.es)) AS step,
-             if(h.has_counter, toFloat64(ifNull(g.energy_j, 0)), h.power_avg * step) AS e_j,
-             if(h.has_counter, toFloat64(ifNull(g.energy_j, 0)), 0.) AS c_j
-      FROM _rsh_g AS g
-      INNER JOIN _rsh_gh AS h ON h.cluster = g.cluster AND h.node = g.node AND h.gpu = g.gpu
-                              AND h.th = toStartOfHour(g.ts))
-ARRAY JOIN hours_touched(es, ts) AS hour
-WHERE hour >= w0 AND hour < w1 AND step > 0;
-
-DROP TEMPORARY TABLE _rsh_g, _rsh_gh;
-
 -- each identified GPU's step pieces, with the part of each that the run held (o); mine: whether the reading is
 -- the run's, not one another job's label names (reading_is_runs: run_gpus' rule, so `users` and `ops-report
 -- job` call the same runs idle). Only its own readings count below; the others still count the GPU among the
@@ -176,23 +155,50 @@ WHERE p.pe > i.hs AND p.ps < i.he;
 -- compared with another table for table.
 CREATE TEMPORARY TABLE _rsh_energy ENGINE = Memory AS
 SELECT cluster, hour, node, job_id, submit_ts,
-       if(countIf(mine AND part_j IS NOT NULL) = 0, NULL,
-          toFloat64(sum(if(mine, ifNull(part_j, toDecimal128(0, 6)), toDecimal128(0, 6))))) AS own_j,
-       toFloat64(sum(if(mine, part_c, toDecimal128(0, 6)))) AS own_c,
-       toFloat64(sum(if(mine, toDecimal128(0, 6), ifNull(part_j, toDecimal128(0, 6))))) AS other_j,
-       toFloat64(sum(if(mine AND nxt, ifNull(part_j, toDecimal128(0, 6)), toDecimal128(0, 6)))) AS next_j,
-       toFloat64(sum(if(mine AND nxt, part_c, toDecimal128(0, 6)))) AS next_c,
-       toFloat64(sum(if(NOT mine AND nxt, ifNull(part_j, toDecimal128(0, 6)), toDecimal128(0, 6)))) AS other_next_j
-FROM (SELECT i.cluster AS cluster, i.hour AS hour, i.node AS node, i.job_id AS job_id, i.submit_ts AS submit_ts,
-             reading_is_runs(e.hpc_job, i.raw_id) AS mine, e.nxt AS nxt,
-             -- (accurateCastOrNull: a NULL power stays NULL, and a value no Decimal holds is no figure)
-             accurateCastOrNull(e.e_j * toFloat64(overlap_s(e.ps, e.pe, i.hs, i.he)) / e.step, 'Decimal(38, 6)') AS part_j,
-             ifNull(accurateCastOrNull(e.c_j * toFloat64(overlap_s(e.ps, e.pe, i.hs, i.he)) / e.step, 'Decimal(38, 6)'),
-                    toDecimal128(0, 6)) AS part_c
-      FROM _rsh_ident AS i
-      INNER JOIN _rsh_epiece AS e ON e.cluster = i.cluster AND e.node = i.node AND e.hour = i.hour AND e.gpu = i.gpu
-      WHERE e.pe > i.hs AND e.ps < i.he)
+       if(sum(if(mine, n_j, 0)) = 0, NULL, toFloat64(sum(if(mine, s_j, toDecimal128(0, 6))))) AS own_j,
+       toFloat64(sum(if(mine, s_c, toDecimal128(0, 6)))) AS own_c,
+       toFloat64(sum(if(mine, toDecimal128(0, 6), s_j))) AS other_j,
+       toFloat64(sum(if(mine AND nxt, s_j, toDecimal128(0, 6)))) AS next_j,
+       toFloat64(sum(if(mine AND nxt, s_c, toDecimal128(0, 6)))) AS next_c,
+       toFloat64(sum(if(NOT mine AND nxt, s_j, toDecimal128(0, 6)))) AS other_next_j
+-- the parts summed first by whose reading and in which hour read (mine, nxt), then those four sums a run's: the
+-- join's rows pay two plain sums, not six conditional ones (Decimal sums: the same totals in any grouping)
+FROM (SELECT cluster, hour, node, job_id, submit_ts, mine, nxt, count(part_j) AS n_j,
+             ifNull(sum(part_j), toDecimal128(0, 6)) AS s_j, sum(part_c) AS s_c
+      FROM (SELECT i.cluster AS cluster, i.hour AS hour, i.node AS node, i.job_id AS job_id,
+                   i.submit_ts AS submit_ts, reading_is_runs(e.hpc_job, i.raw_id) AS mine, e.nxt AS nxt,
+                   -- (accurateCastOrNull: a NULL power stays NULL, and a value no Decimal holds is no figure)
+                   accurateCastOrNull(e.e_j * toFloat64(overlap_s(e.ps, e.pe, i.hs, i.he)) / e.step,
+                                      'Decimal(38, 6)') AS part_j,
+                   -- the counter's part: c_j is e_j where the GPU-hour has a counter and 0 where not, so its
+                   -- part is part_j or 0, without a second cast (ifNull: a value no Decimal holds is 0 here)
+                   if(e.c_j = 0, toDecimal128(0, 6), ifNull(part_j, toDecimal128(0, 6))) AS part_c
+            -- each reading's counter step [es, ts) cut at the hours of the window: [ps, pe), its energy e_j (c_j of
+            -- it from the counter; NULL where the GPU-hour has neither a counter nor a power), nxt where the step
+            -- is read in a later hour than the piece's (the law and run_node_hour's rest count it in the hour it
+            -- is read in). Cut here as the join reads them, not staged: nothing else reads them, and a table of a
+            -- row per sample, written and read back, cost as much as the cut (docs/benchmarks.md "Round 11")
+            FROM (WITH
+                      toDateTime({from_ts:DateTime('UTC')}, 'UTC') AS w0,
+                      toDateTime({to_ts:DateTime('UTC')}, 'UTC') AS w1
+                  SELECT cluster, node, gpu, hpc_job, hour, greatest(es, hour) AS ps, least(ts, hour + 3600) AS pe,
+                         step, e_j, c_j, toStartOfHour(ts) > hour AS nxt
+                  FROM (SELECT g.cluster AS cluster, g.node AS node, g.gpu AS gpu, g.hpc_job AS hpc_job, g.es AS es,
+                               g.ts AS ts, toFloat64(toInt64(g.ts) - toInt64(g.es)) AS step,
+                               if(h.has_counter, toFloat64(ifNull(g.energy_j, 0)), h.power_avg * step) AS e_j,
+                               if(h.has_counter, toFloat64(ifNull(g.energy_j, 0)), 0.) AS c_j
+                        FROM _rsh_g AS g
+                        INNER JOIN _rsh_gh AS h ON h.cluster = g.cluster AND h.node = g.node AND h.gpu = g.gpu
+                                                AND h.th = toStartOfHour(g.ts))
+                  ARRAY JOIN hours_touched(es, ts) AS hour
+                  WHERE hour >= w0 AND hour < w1 AND step > 0) AS e
+            INNER JOIN _rsh_ident AS i ON i.cluster = e.cluster AND i.node = e.node AND i.hour = e.hour
+                                      AND i.gpu = e.gpu
+            WHERE e.pe > i.hs AND e.ps < i.he)
+      GROUP BY cluster, hour, node, job_id, submit_ts, mine, nxt)
 GROUP BY cluster, hour, node, job_id, submit_ts;
+
+DROP TEMPORARY TABLE _rsh_g, _rsh_gh;
 
 -- the rows of the window, staged, so that the old rows are deleted only where some are not written again: a
 -- lightweight DELETE of the touched node-hours' rows rewrote the row mask of the month's part every night,
@@ -302,5 +308,5 @@ INSERT INTO run_sample_hour (cluster, hour, node, job_id, submit_ts, attribution
     idle_util_pct, refreshed_at)
 SELECT * FROM _rsh_new;
 
-DROP TEMPORARY TABLE IF EXISTS _rsh_fan, _rsh_piece, _rsh_ident, _rsh_own_piece, _rsh_touched, _rsh_new, _rsh_epiece,
+DROP TEMPORARY TABLE IF EXISTS _rsh_fan, _rsh_piece, _rsh_ident, _rsh_own_piece, _rsh_touched, _rsh_new,
     _rsh_energy;
