@@ -96,9 +96,9 @@ def close_embedded() -> None:
 # only costs time.
 INSERT_SETTINGS = {"optimize_on_insert": 0}
 # The engine's JIT compilation of expressions off, for a load's statements: each is run once a day with that day's
-# constants, so what the engine compiles (LLVM, 5-30 ms of CPU an expression) serves one day's rows and is compiled
-# again the next day; interpreted, a telemetry day costs less in all (a 2-node day 0.45 -> 0.33 CPU-s, two days of
-# 32 nodes 2.8 -> 2.5: docs/benchmarks.md, issue 50 round 11).
+# constants, and what the engine compiles (LLVM, 5-30 ms of CPU a statement) serves one day's rows: the next day's
+# load compiles again. Interpreted, a telemetry day costs less in all (a 2-node day 0.43-0.51 -> 0.32-0.37 CPU-s;
+# two days of 32 nodes -11 to -18 %: docs/benchmarks.md, issue 50 round 11).
 INTERPRETED = {"compile_expressions": 0, "compile_aggregate_expressions": 0, "compile_sort_description": 0}
 _TRAILING_SETTINGS = re.compile(r"\bSETTINGS\s+\w+\s*=\s*[\w.']+(?:\s*,\s*\w+\s*=\s*[\w.']+)*\s*$", re.I)
 
