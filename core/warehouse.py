@@ -95,6 +95,11 @@ def close_embedded() -> None:
 # Tables are ReplacingMergeTree read with FINAL: collapsing duplicates inside each inserted block as well
 # only costs time.
 INSERT_SETTINGS = {"optimize_on_insert": 0}
+# The engine's JIT compilation of expressions off, for a load's statements: each is run once a day with that day's
+# constants, and what the engine compiles (LLVM, 5-30 ms of CPU a statement) serves one day's rows: the next day's
+# load compiles again. Interpreted, a telemetry day costs less in all (a 2-node day 0.43-0.51 -> 0.32-0.37 CPU-s;
+# two days of 32 nodes -11 to -18 %: docs/benchmarks.md, issue 50 round 11).
+INTERPRETED = {"compile_expressions": 0, "compile_aggregate_expressions": 0, "compile_sort_description": 0}
 _TRAILING_SETTINGS = re.compile(r"\bSETTINGS\s+\w+\s*=\s*[\w.']+(?:\s*,\s*\w+\s*=\s*[\w.']+)*\s*$", re.I)
 
 
@@ -196,7 +201,9 @@ class Warehouse:
             client = _server_client(self.dsn, self.cfg)
         return Warehouse(client, self.dsn, self.cfg, self.embedded_path)
 
-    def query_arrow(self, sql: str, params: dict | None = None):
+    def query_arrow(self, sql: str, params: dict | None = None, settings: dict | None = None):
+        """``settings`` ride in the query's own SETTINGS clause, as :meth:`command`'s."""
+        sql = _with_settings(sql, settings or {})
         reads = self._engine.reads if self._engine is not None else None
         if reads is not None:  # the embedded engine, before anything needed the client (_Engine)
             table = reads.query_arrow(sql, params or {})
@@ -204,8 +211,8 @@ class Warehouse:
                 return table
         return self.client.query_arrow(sql, parameters=params or {})
 
-    def query_rows(self, sql: str, params: dict | None = None):
-        return self.client.query(sql, parameters=params or {}).result_rows
+    def query_rows(self, sql: str, params: dict | None = None, settings: dict | None = None):
+        return self.client.query(_with_settings(sql, settings or {}), parameters=params or {}).result_rows
 
     def check_one_read(self, sql: str) -> None:
         """Refuse ``sql`` unless it is one statement that reads (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN, EXISTS),

@@ -17,6 +17,7 @@ import polars as pl
 from ops_warehouse.etl.quarantine import CopyCounter
 from ops_warehouse.etl.staging import load_frames
 from ops_warehouse.sqlfiles import split_statements, sql_text
+from ops_warehouse.warehouse import INTERPRETED
 
 QUARANTINE_COLUMNS = ["source", "line_no", "reason", "raw"]
 # the column a job_stats entry's counter is checked as (a count of bytes or operations: never negative)
@@ -65,7 +66,7 @@ def rejected_values(wh, selects: list[str], params: dict) -> pl.DataFrame:
         return pl.DataFrame(schema={c: pl.String for c in QUARANTINE_COLUMNS})
     sql = (f"SELECT source, line_no, reason, raw FROM ({' UNION ALL '.join(selects)}) "
            "WHERE ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')}")
-    return pl.from_arrow(wh.query_arrow(sql, params))
+    return pl.from_arrow(wh.query_arrow(sql, params, INTERPRETED))
 
 
 def rejected_energy_steps(wh, relation: str, params: dict) -> pl.DataFrame:
@@ -73,7 +74,7 @@ def rejected_energy_steps(wh, relation: str, params: dict) -> pl.DataFrame:
     quarantine rows of the load's source. Run after the load's gpu_sample rows are in: only the GPUs with a
     step it stored as unknown are ordered by time again (few, but every GPU on a first load without seeds)."""
     (sql,) = split_statements(sql_text("staging/gpu_energy_steps_rejected.sql"))
-    return pl.from_arrow(wh.query_arrow(sql.replace("{{input}}", relation).rstrip(";"), params))
+    return pl.from_arrow(wh.query_arrow(sql.replace("{{input}}", relation).rstrip(";"), params, INTERPRETED))
 
 
 def repeated_samples(wh, selects: list[str], params: dict) -> pl.DataFrame:
@@ -86,7 +87,7 @@ def repeated_samples(wh, selects: list[str], params: dict) -> pl.DataFrame:
            f"FROM ({' UNION ALL '.join(selects)}) "
            "WHERE ts >= {from_ts:DateTime('UTC')} AND ts < {to_ts:DateTime('UTC')} AND node != '' "
            "GROUP BY node, gpu, ts HAVING uniqExact(v) > 1")
-    return pl.from_arrow(wh.query_arrow(sql, params))
+    return pl.from_arrow(wh.query_arrow(sql, params, INTERPRETED))
 
 
 def store(wh, q: pl.DataFrame) -> int:

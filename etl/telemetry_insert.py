@@ -23,9 +23,10 @@ before loaded first: sql/staging/seed_file_unneeded.sql).
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import polars as pl
@@ -36,7 +37,7 @@ from ops_warehouse.etl.lustre_jobs import JOB_METRICS
 from ops_warehouse.etl.metric_catalog import GPU_COLUMNS, NODE_MAP_COLUMNS, NODE_SCALAR_COLUMNS, Metric
 from ops_warehouse.etl.staging import staged
 from ops_warehouse.sqlfiles import split_statements, sql_text
-from ops_warehouse.warehouse import INSERT_SETTINGS
+from ops_warehouse.warehouse import INSERT_SETTINGS, INTERPRETED
 
 NODE_COLUMNS = NODE_MAP_COLUMNS + NODE_SCALAR_COLUMNS
 # warehouse columns whose table definition is "amount in the step": their exporter metric must be a counter
@@ -436,14 +437,14 @@ class _Stage:
         labels = "".join(f", toLowCardinality({c}) AS {c}" for c in _LABELS[kind])
         wh.command(f"CREATE TEMPORARY TABLE {self.name} ENGINE = Memory AS " + " UNION ALL ".join(
             f"SELECT * REPLACE (toUInt64(_line) AS _line, toUInt8(_bad) AS _bad{labels}), toUInt16({i}) AS _file, "
-            f"toUInt8(0) AS _seed FROM ({select})" for i, select in enumerate(files)))
+            f"toUInt8(0) AS _seed FROM ({select})" for i, select in enumerate(files)), settings=INTERPRETED)
         self.columns = [r[0] for r in wh.query_rows(f"DESCRIBE TABLE {self.name}")][:-4]
 
     def add(self, select: str, file: int = 0, seed: bool = False, params: dict | None = None) -> None:
         """Rows of ``select``: the stage's columns in order, then ``_line`` and ``_bad`` unless ``seed``."""
         names = ", ".join(map(_q, self.columns)) + ("" if seed else ", _line, _bad")
         self.wh.command(f"INSERT INTO {self.name} ({names}, _file, _seed) SELECT *, {file}, {int(seed)} FROM ({select})",
-                        params, INSERT_SETTINGS)
+                        params, {**INSERT_SETTINGS, **INTERPRETED})
 
     def rows(self, kind: str, where: str = "") -> str:
         """The stage's rows as the SQL templates read them (a job_stats value rejected: no row)."""
@@ -456,9 +457,9 @@ class _Stage:
         window's last counter values), kept once for the counter_edge seed, the seed files' check and the load's
         counter edges (each a scan and grouping of the stage otherwise)."""
         self.series = f"{self.name}_series"
-        self.wh.client.command(f"CREATE TEMPORARY TABLE {self.series} ENGINE = Memory AS "
-                               + _edge_rows(kind, f"SELECT * FROM {self.name} WHERE _seed = 0" if kind == "gpu"
-                                            else self.rows(kind, "_seed = 0")), parameters=params)
+        self.wh.command(f"CREATE TEMPORARY TABLE {self.series} ENGINE = Memory AS "
+                        + _edge_rows(kind, f"SELECT * FROM {self.name} WHERE _seed = 0" if kind == "gpu"
+                                     else self.rows(kind, "_seed = 0")), params, INTERPRETED)
         return self.series
 
     def drop(self) -> None:
@@ -472,16 +473,29 @@ _EDGE_FILE = 65535
 
 
 def _file_last_ts(path: Path) -> datetime | None:
-    """The latest ``timestamp`` of a Parquet file from its row groups' statistics (None where it has none)."""
+    """The latest ``timestamp`` of a Parquet file from its row groups' statistics (None where it has none). Read
+    from the raw integers and the column's unit: pyarrow's own boxing of a timestamp statistic imports pandas,
+    0.6-0.9 s of CPU on a load's first seed file (docs/benchmarks.md, issue 50 round 11)."""
     try:
         md = pq.read_metadata(path)
         i = md.schema.names.index("timestamp")
-        stats = [md.row_group(g).column(i).statistics for g in range(md.num_row_groups)]
-        if not stats or any(st is None or not st.has_min_max or not isinstance(st.max, datetime) for st in stats):
+        unit = md.schema.column(i).logical_type
+        if unit.type != "TIMESTAMP":  # a number or text, or INT96 (no unit): the file is read instead
             return None
-        return max(st.max for st in stats)
-    except (OSError, ValueError, TypeError):
+        unit = json.loads(unit.to_json())
+        per_s = _TIME_UNITS.get(unit.get("timeUnit"))
+        stats = [md.row_group(g).column(i).statistics for g in range(md.num_row_groups)]
+        if per_s is None or not stats or any(st is None or not st.has_min_max for st in stats):
+            return None
+        last = _EPOCH + timedelta(microseconds=max(st.max_raw for st in stats) * 1_000_000 // per_s)
+        return last if unit.get("isAdjustedToUTC") else last.replace(tzinfo=None)
+    except (OSError, ValueError, TypeError, KeyError):
         return None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# a Parquet timestamp's units a second
+_TIME_UNITS = {"milliseconds": 1_000, "microseconds": 1_000_000, "nanoseconds": 1_000_000_000}
 
 
 def _seed_file_needed(wh, stage: _Stage, kind: str, path: Path, cols: set[str], cat: dict[str, Metric]) -> bool:
@@ -627,7 +641,7 @@ def stage_window(wh, files: ExporterFiles, cat: dict[str, Metric], cluster: str,
                 f"SELECT sum(n), sum(k), sum(b) FROM {stage.series}" if kind == "gpu" else  # the series table's
                 f"SELECT sum(n), sum(k), sum(b) FROM (SELECT countIf({node} AND v) AS n, uniqExactIf({key}, "
                 f"{node} AND v) AS k, countIf(_bad AND v) AS b FROM (SELECT *, {in_window} AS v FROM {stage.name} "
-                f"WHERE _seed = 0){' GROUP BY node' if kind == 'node' else ''})", params)[0]
+                f"WHERE _seed = 0){' GROUP BY node' if kind == 'node' else ''})", params, INTERPRETED)[0]
             k.n, k.keys = int(n), int(keys)
             # values no exporter should send: NULL in the rows, quarantined; where the stage flagged one, each
             # file is read again for its rows' lines and raw values
@@ -669,7 +683,8 @@ def write_window(staged: StagedWindow) -> dict:
                     # the sample tables are partitioned by day (migration 0023): a window of more than 100
                     # days (an OpenMetrics file of months) is one block of as many partitions
                     wh.command(sql.replace("{{input}}", rows), {**params, "step_s": k.step, "kind": kind},
-                               {**INSERT_SETTINGS, "max_partitions_per_insert_block": 0, "max_threads": _TABLE_THREADS})
+                               {**INSERT_SETTINGS, **INTERPRETED, "max_partitions_per_insert_block": 0,
+                                "max_threads": _TABLE_THREADS})
             # energy steps no GPU can draw, and a GPU and time given twice: quarantined with the values
             rejected = list(k.rejected)
             if kind == "gpu":
@@ -688,7 +703,7 @@ def write_window(staged: StagedWindow) -> dict:
             if k.counters:
                 (sql,) = split_statements(sql_text("staging/counter_edge.sql"))
                 wh.command(sql.replace("{{input}}", _edge_values(kind, stage.series)), {**params, "kind": kind},
-                           INSERT_SETTINGS)
+                           {**INSERT_SETTINGS, **INTERPRETED})
             if kind == "gpu":
                 counts["xid_events"] += _count(
                     wh, "SELECT count() FROM xid_event FINAL WHERE cluster = {cluster:String} AND source = "
@@ -710,7 +725,7 @@ def write_window(staged: StagedWindow) -> dict:
 
 
 def _count(wh, sql: str, params: dict) -> int:
-    return int(wh.query_rows(sql, params)[0][0])
+    return int(wh.query_rows(sql, params, INTERPRETED)[0][0])
 
 
 def insert_frames(wh, frames: dict[str, list[pl.DataFrame | None]], cat: dict[str, Metric], cluster: str,

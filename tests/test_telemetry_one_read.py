@@ -36,8 +36,8 @@ POWER_W = [1_000.0, 1_100.0, 1_200.0, 1_300.0, 1_400.0]
 FAMILIES = ("dcgm", "nic", "ipmi")
 
 
-def _site(root, power_w=POWER_W):
-    """The three families' day files: rows 0-1 on 2026-10-01, rows 2-4 on 2026-10-02."""
+def _site(root, power_w=POWER_W, unit="ms"):
+    """The three families' day files: rows 0-1 on 2026-10-01, rows 2-4 on 2026-10-02 (times stored in ``unit``)."""
     ts = [T0 + timedelta(minutes=k) for k in range(5)]
     frames = {
         "dcgm": pl.DataFrame({"timestamp": ts, "gpu": ["0"] * 5, "UUID": [UUID] * 5,
@@ -55,7 +55,7 @@ def _site(root, power_w=POWER_W):
     paths = {}
     for fam, df in frames.items():
         (root / fam).mkdir(parents=True, exist_ok=True)
-        df = df.with_columns(pl.col("timestamp").dt.cast_time_unit("ms"))
+        df = df.with_columns(pl.col("timestamp").dt.cast_time_unit(unit))
         for day, part in (("2026-10-01", df.head(2)), ("2026-10-02", df.tail(3))):
             p = (root / fam / f"{day}.parquet").resolve()
             part.write_parquet(p)
@@ -90,6 +90,22 @@ def test_each_day_file_is_read_once_a_load_and_the_steps_are_the_files(wh, tmp_p
     # the next load starts from the last raw value of each counter series
     assert rows(wh, "SELECT kind, value FROM counter_edge FINAL WHERE ts = '2026-10-02 00:02:00' ORDER BY kind") == [
         ("gpu", {"energy_j": 1_066_000.0, "xid_last": 0.0}), ("node", {"nic_rx_bytes": 9_500.0, "nic_tx_bytes": 0.0})]
+
+
+@pytest.mark.parametrize("unit", ["us", "ns"])
+def test_a_day_file_timed_in_micro_or_nanoseconds_is_read_once_a_load_too(wh, tmp_path, monkeypatch, unit):
+    """Whether the first day's files can be left unread is told from their last sample in their statistics, read
+    as the raw integer and its unit (etl/telemetry_insert.py: not boxed by pyarrow, which imports pandas): the
+    same as in milliseconds above, and the same steps."""
+    paths = _site(tmp_path / "telemetry", unit=unit)
+    seen = statements_on_every_client(wh, monkeypatch)
+    load_parquet_dir(wh, tmp_path, date(2026, 10, 1), date(2026, 10, 2), cluster="c1")
+    assert {k: sum(str(p) in sql for sql in seen) for k, p in paths.items()} == {
+        (f, d): 1 for f in FAMILIES for d in ("2026-10-01", "2026-10-02")}
+    assert rows(wh, "SELECT energy_j FROM gpu_sample FINAL ORDER BY ts") == [
+        (None,), (18_000.0,), (18_000.0,), (18_000.0,), (12_000.0,)]
+    assert rows(wh, "SELECT nic_rx_bytes FROM node_sample FINAL ORDER BY ts") == [
+        ([0],), ([1_000],), ([3_000],), ([4_000],), ([500],)]
 
 
 def test_the_second_day_alone_is_seeded_by_the_first_days_files(wh, tmp_path, monkeypatch):
