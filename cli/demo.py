@@ -55,12 +55,14 @@ class _Beside:
     """The generator run in a thread while the backfill loads what it has written: on 2 cores the engine loads
     telemetry day k while the generator computes and writes the days after it (docs/benchmarks.md, issue 51
     item 3, round 5: measured faster than one after the other). ``wait(n)`` returns once n telemetry days are
-    written (the sacct extracts, node events and inventory are written before the first), raising the
-    generator's error if it failed; ``join()`` returns its History."""
+    written, ``wait(0)`` once the backfill's sacct extract is (the generator's first file: its progress with 0
+    days; the other files come after the last day), raising the generator's error if it failed; ``join()``
+    returns its History once every file is written. The warehouse is opened and the extract loaded beside the
+    simulation and the first days (issue 51 item 3, round 11)."""
 
     def __init__(self, run):
         self._cond = threading.Condition()
-        self._days = 0
+        self._days = -1  # nothing written yet
         self._error: BaseException | None = None
         self.history = None
         self.seconds = 0.0
@@ -184,6 +186,8 @@ def backfill(wh, data: Path, cluster: str, first: date, last: date, *, progress=
     root = data / "telemetry"
     with one_refresh(wh), DaysAhead(wh, True) as ahead:
         _add(n, load_sacct(wh, extract, source=f"backfill/{extract.name}"))
+        if written:  # the telemetry's folders are listed as its load starts: there once the first day is
+            written(1)
         def days(a: date, b: date, p) -> dict:
             # each day read as soon as its files are whole, not once its week's are (the first week waited
             # for the generator's seventh day); a chunk's first day staged beside the chunk before's last writes
@@ -238,8 +242,7 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
 
     g = h = None
     if backfilled and beside:
-        g = _Beside(gen)
-        g.wait(1)  # its sacct extracts and first telemetry day are written: the backfill starts
+        g = _Beside(gen)  # the warehouse opened below, beside the simulation
     else:
         with count_progress("telemetry days") as progress:
             h = gen(progress)
@@ -253,6 +256,8 @@ def run_demo(cfg: Config, directory: Path, *, days: int = 31, jobs_per_day: int 
         done = _stage(f"backfill of {DEMO_START} .. {backfilled} into {redact(cfg.dsn)}, as a site's first install "
                       "loads its history: sacct's one extract of the window, then its telemetry, the grains "
                       "refreshed once" + (" (each telemetry day as soon as it is generated)" if g else ""))
+        if g:
+            g.wait(0)  # the backfill's sacct extract is written
         with count_progress("telemetry days") as progress:
             n = backfill(wh, data, scaled_spec().name, DEMO_START, backfilled, progress=progress,
                          written=g.wait if g else None)

@@ -128,7 +128,15 @@ def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: i
              nightly: bool = False, spill: bool = False, faults: bool = True, campaign_share: float | None = None,
              backfill_days: int = 0, progress=None) -> History:
     """Simulate and write the site's files (see the module docstring). ``spill`` keeps memory flat in the
-    number of jobs: runs and GPU allocations go to ``truth/`` as they are made and are read back lazily."""
+    number of jobs: runs and GPU allocations go to ``truth/`` as they are made and are read back lazily.
+    ``progress(days_done, days_total)`` counts the telemetry days written, from 0 once the backfill's sacct
+    extract is. The order serves a loader beside (the demo's backfill, cli/demo.py): that extract first, then
+    the telemetry days, then the other files (the whole period's sacct, the nightly extracts, the truth, the
+    kernel logs), which the backfill does not read."""
+    if spill and nightly:
+        raise ValueError("nightly extracts need the runs in memory: not with spill")
+    if spill and backfill_days > 0:
+        raise ValueError("a backfill extract needs the runs in memory: not with spill")
     out = Path(out_dir)
     (out / "sacct").mkdir(parents=True, exist_ok=True)
     (out / "slurm").mkdir(exist_ok=True)
@@ -142,24 +150,30 @@ def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: i
     per_gpu_cpus = spec.cpus_per_node // spec.gpus_per_node
     per_gpu_mem = spec.mem_per_node_mib // spec.gpus_per_node
     kw = dict(cluster=spec.name, cpus_per_gpu=per_gpu_cpus, mem_per_gpu_mib=per_gpu_mem)
+    if backfill_days > 0:
+        (out / "sacct" / "backfill").mkdir(exist_ok=True)
+        w1 = t0 + backfill_days * 86400
+        last_day = (start + timedelta(days=backfill_days - 1)).strftime("%Y-%m-%d")
+        write_sacct(out / "sacct" / "backfill" / f"{start:%Y-%m-%d}..{last_day}.psv", h.runs, as_of=w1,
+                    window=(t0, w1), **kw)
+    if telemetry:
+        if progress is not None:  # the loads beside start: the demo opens its warehouse and loads the extract
+            progress(0, (t1 - 1) // 86400 - t0 // 86400 + 1)
+        # the runs' raw job ids: what dcgm-exporter's hpc_job label carries (SLURM_JOB_ID)
+        raw_ids = h.runs.lazy().select("job_id", "job_id_raw").unique()
+        write_telemetry(out, spec=spec, inventory=h.inventory,
+                        gpu_alloc=h.gpu_alloc.lazy().join(raw_ids, on="job_id", how="left").collect(),
+                        node_events=h.node_events,
+                        xids=h.xids, throttle=h.throttle, start=start, end=h.end, step_s=metrics_step_s, seed=seed,
+                        formats=tuple(telemetry), progress=progress)
     write_sacct(out / "sacct" / "sacct.psv", h.runs, as_of=t1, **kw)
     if nightly:
-        if spill:
-            raise ValueError("nightly extracts need the runs in memory: not with spill")
         (out / "sacct" / "nightly").mkdir(exist_ok=True)
         for d in range(days):
             w0 = t0 + d * 86400
             day = (start + timedelta(days=d)).strftime("%Y-%m-%d")
             (out / "sacct" / "nightly" / f"{day}.psv").write_text(
                 sacct_text(h.runs, as_of=w0 + 86400, window=(w0, w0 + 86400), **kw), encoding="utf-8")
-    if backfill_days > 0:
-        if spill:
-            raise ValueError("a backfill extract needs the runs in memory: not with spill")
-        (out / "sacct" / "backfill").mkdir(exist_ok=True)
-        w1 = t0 + backfill_days * 86400
-        last_day = (start + timedelta(days=backfill_days - 1)).strftime("%Y-%m-%d")
-        write_sacct(out / "sacct" / "backfill" / f"{start:%Y-%m-%d}..{last_day}.psv", h.runs, as_of=w1,
-                    window=(t0, w1), **kw)
     (out / "slurm" / "events.psv").write_text(_events_psv(h), encoding="utf-8")
     (out / "slurm" / "reservations.txt").write_text(_reservations_txt(h), encoding="utf-8")
     h.inventory.select("node", "gpu_model", "gpus", "partition", "rack",
@@ -180,13 +194,4 @@ def generate(out_dir: str | Path, *, start: datetime, days: int, jobs_per_day: i
         "hot_nodes": sorted(set(h.throttle.get_column("node").to_list())),
         "idle_users": dict(idle_users.iter_rows())}, indent=1) + "\n", encoding="utf-8")
     write_kernel_log(out, h.xids)  # where a site sees its Xids: every planted one, the fatal ones too
-    if telemetry:
-
-        # the runs' raw job ids: what dcgm-exporter's hpc_job label carries (SLURM_JOB_ID)
-        raw_ids = h.runs.lazy().select("job_id", "job_id_raw").unique()
-        write_telemetry(out, spec=spec, inventory=h.inventory,
-                        gpu_alloc=h.gpu_alloc.lazy().join(raw_ids, on="job_id", how="left").collect(),
-                        node_events=h.node_events,
-                        xids=h.xids, throttle=h.throttle, start=start, end=h.end, step_s=metrics_step_s, seed=seed,
-                        formats=tuple(telemetry), progress=progress)
     return h

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 from ops_warehouse.generate.model import (
     GPU_ALLOC_SCHEMA,
     GPU_MODELS,
@@ -455,7 +457,7 @@ def _chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, off
         "exit": field("exit"), "gpus": np.asarray(J["gpus"])[i].astype(np.int64),
         "timelimit_min": pl.Series(np.asarray(J["timelimit_min"])[i].astype(np.int64)).set(pl.Series(unlimited), None)
         if n else [],
-        "nodes": field("nodes"), "reservation": field("reservation"), "hang_from": field("hang_from"),
+        "nodes": _name_lists(field("nodes")), "reservation": field("reservation"), "hang_from": field("hang_from"),
         "ckpt_period_s": np.asarray(J["ckpt_period_s"])[i].astype(np.int64),
         # the truth of goodput: the campaign (its first run's job id), the run's work lost at its end and
         # its start-up (a restart's quiet GPUs, when it kept work after it), in seconds
@@ -499,6 +501,15 @@ def _chunk(spec, nodes, J, raw_id, array_of, task_of, out, alloc_rows, slow, off
         .select([pl.col(c).cast(t) for c, t in GPU_ALLOC_SCHEMA.items()])
     )
     return runs, gpu_alloc
+
+
+def _name_lists(lists: list[list[str]]) -> pl.Series:
+    """A List(String) column of Python lists of names, made from their concatenation and offsets: polars making
+    it list by list (a Series a run) was a tenth of the simulation's CPU (issue 51 item 3, round 11)."""
+    offsets = np.zeros(len(lists) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, lists), np.int64, len(lists)), out=offsets[1:])
+    return pl.Series(pa.LargeListArray.from_arrays(
+        pa.array(offsets), pa.array(list(chain.from_iterable(lists)), pa.large_string())))
 
 
 def _frames(spec, start, t0, t_end, inv, nodes, runs, gpu_alloc, events, throttle, resv, lemons, straggler
