@@ -26,6 +26,7 @@ import polars as pl
 from ops_warehouse.analytics import declarations
 from ops_warehouse.analytics.mart_schedule import groups
 from ops_warehouse.sqlfiles import mart_query, sql_query
+from ops_warehouse.warehouse import INTERPRETED
 
 # The parameters some marts take beyond the window and the project, with the report's values (the report
 # records the values it ran with): each declared by the marts that name it, in their "--- parameters" line,
@@ -40,7 +41,11 @@ PARAMETERS = declarations.parameters()
 # view a mart reads (fct_job_run, and dim_account inside it; cluster_as_of) as the subquery it stands for, in
 # the mart's own query, instead of as a view of its own: the same rows (the view's own SETTINGS kept), the
 # report's mart statements planned in 0.81 CPU-s where they took 1.05 (docs/benchmarks.md, issue 51, round 7).
-SETTINGS = {"analyzer_inline_views": 1}
+# INTERPRETED (core/warehouse.py): the engine's JIT compilation of expressions off. A report runs each mart once
+# with its own window and project, and what the engine compiles (LLVM, milliseconds a statement) serves that
+# statement alone: the cluster report in fresh processes 2.78 -> 2.45 CPU-s median, the same JSON byte for byte
+# (docs/benchmarks.md, issue 51 round 11, coordinator).
+SETTINGS = {"analyzer_inline_views": 1, **INTERPRETED}
 
 
 def _settings(wh) -> str:

@@ -38,7 +38,7 @@ from ops_warehouse.etl.watermarks import set_watermark
 from ops_warehouse.grain_versions import GRAINS, models, record_grains
 from ops_warehouse.progress import count_progress
 from ops_warehouse.sqlfiles import sql_query, sql_statements
-from ops_warehouse.warehouse import INSERT_SETTINGS
+from ops_warehouse.warehouse import INSERT_SETTINGS, INTERPRETED
 
 _PARAM = re.compile(r"\{(\w+):")
 _CHUNK = timedelta(days=1)  # the fewest hours a piece of a big refresh covers (memory: _refresh_hours)
@@ -50,6 +50,23 @@ _PIECE_NODE_H = 400_000
 # the runs one job_run statement reads (etl/grains.py _job_ranges): about 1.3 KB of the engine's memory a run
 # (docs/benchmarks.md, "Issue 50: sacct loads in bounded memory", round 3)
 _PIECE_RUNS = 50_000
+# The refresh's statements that compute rows (an INSERT ... SELECT, a temporary table's CREATE ... AS SELECT) run
+# with the engine's JIT compilation off (core/warehouse.py INTERPRETED, as a telemetry load's): a refresh runs each
+# once with its window's constants, and what the engine compiles serves that statement alone. Four days of a
+# 256-GPU month refreshed, alternated in fresh processes (load 2.2-2.6): 6.82 -> 5.91 CPU-s median, every grain's
+# rows the same (docs/benchmarks.md, issue 50 round 11, coordinator)
+_REFRESH_SETTINGS = INTERPRETED
+_TEMPORARY_AS = re.compile(r"CREATE TEMPORARY TABLE\b.*?\bAS\s+(?:SELECT|WITH)\b", re.S)
+
+
+def _computing(stmt: str, settings: dict | None = None) -> dict | None:
+    """The settings ``stmt`` runs with: ``settings`` and _REFRESH_SETTINGS where it computes rows (an INSERT, a
+    temporary table's CREATE ... AS SELECT), none elsewhere (a DROP, a DELETE: nothing to compile)."""
+    if stmt.startswith("INSERT") or _TEMPORARY_AS.match(stmt):
+        return {**_REFRESH_SETTINGS, **(settings or {})}
+    return None
+
+
 # the rows to merge over which a refresh's merges run two at once (below it, a night's: one after the other)
 _MERGE_ROWS_AT_ONCE = 500_000
 # the hours a load inside one_refresh left to refresh: etl_watermark's "grains pending <first hour>", its
@@ -226,7 +243,7 @@ def _rebuild_telemetry_hourly(wh) -> None:
     with count_progress("rebuilding telemetry_hourly (weeks)") as progress:
         for i, (w0, w1) in enumerate(weeks, 1):
             for stmt in sql_statements("intermediate/telemetry_hourly.sql"):
-                wh.command(stmt, {"from_ts": w0, "to_ts": w1})
+                wh.command(stmt, {"from_ts": w0, "to_ts": w1}, _computing(stmt))
             progress(i, len(weeks))
 
 
@@ -268,7 +285,7 @@ def _run_file(wh, name: str, params: dict) -> None:
         # optimize_on_insert is an insert's setting: the temporary tables' CREATE, the DROPs and the DELETE go
         # without it (Warehouse.command puts settings in the statement's own SETTINGS clause), as they go
         # without the model's own (its header's ``settings``: how its rows are planned)
-        wh.command(stmt, p, {**INSERT_SETTINGS, **declared} if stmt.startswith("INSERT") else None)
+        wh.command(stmt, p, _computing(stmt, {**INSERT_SETTINGS, **declared} if stmt.startswith("INSERT") else None))
 
 
 # the time column of the tables a model's ``requires`` may name by time: the samples. A model that requires
@@ -487,7 +504,7 @@ def refresh_hourly(wh, w0: datetime, w1: datetime) -> None:
     hours the job history reaches."""
     rebuild_stale(wh)
     for stmt in sql_statements("intermediate/telemetry_hourly.sql"):
-        wh.command(stmt, {"from_ts": w0, "to_ts": w1})
+        wh.command(stmt, {"from_ts": w0, "to_ts": w1}, _computing(stmt))
     if not _holds_rows(wh, "gpu_day"):
         _build_gpu_day(wh)
     else:
@@ -519,7 +536,7 @@ def _refresh_job_run(wh, first_ts: datetime, job_ids: tuple[str, str] | None = N
 
     def run(h, r: tuple[str, str]) -> None:
         for stmt in sql_statements("intermediate/job_run.sql"):
-            h.command(stmt, {**params, "job_lo": r[0], "job_hi": r[1]}, declared)
+            h.command(stmt, {**params, "job_lo": r[0], "job_hi": r[1]}, _computing(stmt, declared))
 
     concurrent_steps.run_steps(wh, ranges, [set() for _ in ranges], run)
     _compact_later(wh, "job_run")
@@ -553,7 +570,7 @@ def _job_ranges(wh, first_ts: datetime) -> list[tuple[str, str]]:
 
 def _refresh_gpu_day(wh, w0: datetime, w1: datetime) -> None:
     for stmt in sql_statements("intermediate/gpu_day.sql"):
-        wh.command(stmt, {"from_ts": w0, "to_ts": w1})
+        wh.command(stmt, {"from_ts": w0, "to_ts": w1}, _computing(stmt))
     _compact_later(wh, "gpu_day")  # (inside one_refresh, with the block's other merges at its end)
 
 

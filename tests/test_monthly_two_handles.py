@@ -171,18 +171,19 @@ def test_two_handles_give_the_one_handle_report_and_the_raw_lines_figures(scenar
 @pytest.mark.both_forms
 def test_the_statements_engine_settings_ride_on_every_evaluation_and_change_no_figure(scenario, monkeypatch):
     """analytics/marts.py SETTINGS (analyzer_inline_views: a view a mart reads, fct_job_run, dim_account inside it,
-    planned inside the mart's query) end every mart evaluation where the engine takes them, and the cluster's
-    and project A's reports are byte for byte those of statements without them."""
+    planned inside the mart's query; the engine's JIT compilation off) end every mart evaluation where the engine
+    takes them, and the cluster's and project A's reports are byte for byte those of statements without them."""
     from ops_warehouse.analytics import marts
 
     with_settings, made, _ = _reports(scenario, 2, monkeypatch)
-    carried = {sql.endswith("\nSETTINGS analyzer_inline_views = 1") for _, _, sql in made}
+    carried = {sql.endswith("\nSETTINGS analyzer_inline_views = 1, compile_expressions = 0, "
+                            "compile_aggregate_expressions = 0, compile_sort_description = 0") for _, _, sql in made}
     # every evaluation or none (a server user that may not set them, an engine that does not know them); the
     # suite's chDB knows it
     assert len(carried) == 1 and (carried == {True} or not scenario.embedded)
     monkeypatch.setattr(marts, "SETTINGS", {})
     without, made, _ = _reports(scenario, 2, monkeypatch)
-    assert not any("analyzer_inline_views" in sql for _, _, sql in made)
+    assert not any("analyzer_inline_views" in sql or "compile_expressions" in sql for _, _, sql in made)
     for a, b in zip(with_settings, without):
         assert to_json({**a, "generated_at": None}) == to_json({**b, "generated_at": None})
 
