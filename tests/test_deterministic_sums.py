@@ -203,3 +203,35 @@ def test_efficiency_is_the_same_however_its_grain_lies_in_parts(tmp_path_factory
         assert total["observed_gpu_h"] == pytest.approx(math.fsum(g * c for g, c in rows) / 3600, rel=1e-9)
     finally:
         wh.close()
+
+
+def test_capacity_node_hour_is_the_same_every_refresh(tmp_path_factory):
+    """capacity_node_hour summed each node-hour's runs' seen and busy GPU-seconds as Float64, in the order the
+    engine's threads gave: two refreshes of a month's same rows gave busy_gpu_s 22046.033333333333 and
+    22046.033333333336 (docs/benchmarks.md, round 11, coordinator). Refreshed again and again, in blocks of 8 rows
+    on 4 threads, its every value must stay the same to the bit, and the week's busy GPU-seconds are those of the
+    runs' hours in run_sample_hour (their own and the other jobs' readings seen in their time) added by math.fsum,
+    where every node has one GPU model (the share 1)."""
+    from ops_warehouse.etl import grains
+
+    wh = open_site(small_week(tmp_path_factory), tmp_path_factory.mktemp("capacity-refreshes"))
+    try:
+        wh.command("SET max_block_size = 8")
+        wh.command("SET max_threads = 4")
+        t0, t1 = SMALL_WEEK
+        read = ("SELECT * EXCEPT refreshed_at FROM capacity_node_hour FINAL WHERE hour >= {t0:DateTime('UTC')} "
+                "AND hour < {t1:DateTime('UTC')} ORDER BY cluster, node, hour, gpu_model")
+        frames = []
+        for _ in range(4):
+            grains.refresh_capacity(wh, "", t0, t1)
+            frames.append(pl.from_arrow(wh.query_arrow(read, {"t0": t0, "t1": t1})))
+        _same_bytes(frames)
+        assert wh.query_rows("SELECT countIf(gpus != node_gpus) FROM capacity_node_hour FINAL")[0][0] == 0
+        parts = wh.query_rows(
+            "SELECT busy_gpu_s + other_job_busy_gpu_s FROM run_sample_hour FINAL WHERE hour >= {t0:DateTime('UTC')} "
+            "AND hour < {t1:DateTime('UTC')} AND (cluster, job_id, submit_ts) IN "
+            "(SELECT cluster, job_id, submit_ts FROM job_run)", {"t0": t0, "t1": t1})
+        assert len(parts) > 100
+        assert frames[0]["busy_gpu_s"].sum() == pytest.approx(math.fsum(p for (p,) in parts), rel=1e-12)
+    finally:
+        wh.close()

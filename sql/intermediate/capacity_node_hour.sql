@@ -117,10 +117,13 @@ reserved AS (
     GROUP BY cluster, node, hour
 ),
 allocated AS (
+    -- the seen and busy GPU-seconds summed exactly (Decimal, as run_node_observed's): their fractions are the
+    -- samples', and a Float64 sum of a node-hour's runs took the order the engine's threads gave, so busy_gpu_s
+    -- differed in its last bit between two refreshes of the same rows (docs/benchmarks.md, round 11)
     SELECT cluster, node, hour, gpu_model, sum(gpu_s * share) AS allocated_gpu_s,
            sumIf(gpu_s * share, reservation != '') AS allocated_resv_gpu_s,
-           sum(observed_gpu_s * share) AS allocated_observed_gpu_s,
-           sum(busy_gpu_s * share) AS busy_gpu_s
+           toFloat64(sum(accurateCastOrNull(observed_gpu_s * share, 'Decimal(38, 9)'))) AS allocated_observed_gpu_s,
+           toFloat64(sum(accurateCastOrNull(busy_gpu_s * share, 'Decimal(38, 9)'))) AS busy_gpu_s
     FROM (
         SELECT f.cluster AS cluster, f.node AS node, f.hour AS hour, m.gpu_model AS gpu_model, f.gpu_s AS gpu_s,
                -- (the readings another job's label names, in the run's allocated time: seen, not the run's)
