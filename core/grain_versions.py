@@ -68,8 +68,9 @@ def _read_models(root) -> dict[str, dict]:
         m = tomllib.loads("\n".join(lines)).get("model", {})
         if m.get("kind") not in _KINDS or set(m) - _KEYS:
             raise ValueError(f"sql/intermediate/{name}.sql: kind {m.get('kind')!r} or keys {sorted(set(m) - _KEYS)}")
-        if not all(isinstance(v, (int, float, str)) and not isinstance(v, bool)
-                   for v in (m.get("settings") or {}).values()) or not isinstance(m.get("settings", {}), dict):
+        settings = m.get("settings", {})
+        if not isinstance(settings, dict) or not all(
+                isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in settings.values()):
             raise ValueError(f"sql/intermediate/{name}.sql: settings must be a table of engine settings "
                              "(name = number or string)")
         code = set(_WORD.findall("\n".join(_code(text))))

@@ -55,15 +55,14 @@ _PIECE_RUNS = 50_000
 # once with its window's constants, and what the engine compiles serves that statement alone. Four days of a
 # 256-GPU month refreshed, alternated in fresh processes (load 2.2-2.6): 6.82 -> 5.91 CPU-s median, every grain's
 # rows the same (docs/benchmarks.md, issue 50 round 11, coordinator)
-_REFRESH_SETTINGS = INTERPRETED
 _TEMPORARY_AS = re.compile(r"CREATE TEMPORARY TABLE\b.*?\bAS\s+(?:SELECT|WITH)\b", re.S)
 
 
 def _computing(stmt: str, settings: dict | None = None) -> dict | None:
-    """The settings ``stmt`` runs with: ``settings`` and _REFRESH_SETTINGS where it computes rows (an INSERT, a
+    """The settings ``stmt`` runs with: ``settings`` and INTERPRETED where it computes rows (an INSERT, a
     temporary table's CREATE ... AS SELECT), none elsewhere (a DROP, a DELETE: nothing to compile)."""
     if stmt.startswith("INSERT") or _TEMPORARY_AS.match(stmt):
-        return {**_REFRESH_SETTINGS, **(settings or {})}
+        return {**INTERPRETED, **(settings or {})}
     return None
 
 

@@ -191,11 +191,11 @@ def capacity_timeline(r: dict) -> str | None:
     values = {key: np.array([row[key] or 0 for row in rows], float) for key, _, _ in _STACK}
     total = sum(values.values())
     fig = _figure(8, 3.6)
-    # the legend (three to a row, inside the axes' upper edge) gets headroom of its own above the tallest bar:
-    # in the lower left, where it was, it hid the first days' bars (the stack starts at zero)
+    ax = _axes(fig, _padded(days.min() - 0.45, days.max() + 0.45), (0, 1), left=0.1, bottom=0.2)
+    # the legend (three to a row, 6 px inside the axes' upper edge) gets headroom of its own, 6 px more, above
+    # the tallest bar: in the lower left, where it was, it hid the first days' bars (the stack starts at zero)
     legend_px = legend_height(len(_STACK) + (r["scope"] == "project"), 8, ncol=3) + 12
-    top = max(total.max(), 1) * 1.05 / (1 - legend_px / ((0.9 - 0.2) * fig.height))
-    ax = _axes(fig, _padded(days.min() - 0.45, days.max() + 0.45), (0, top), left=0.1, bottom=0.2)
+    ax.ylim = (0.0, max(total.max(), 1) * 1.05 / (1 - legend_px / ax.height))
     bottom = np.zeros(len(rows))
     entries = []
     for key, label, color in _STACK:
@@ -206,7 +206,7 @@ def capacity_timeline(r: dict) -> str | None:
         ax.line(days, [row["project_allocated_gpu_h"] or 0 for row in rows], "black", marker=True)
         entries.append((f"project {r['project']}", "line+dot", "black"))
     _date_ticks(ax, days.min(), days.max())
-    _yaxis(ax, 0, top)
+    _yaxis(ax, *ax.ylim)
     ax.ylabel("GPU-hours per day", 55)
     ax.title("Capacity: allocated, idle, down")
     ax.legend(entries, "upper left", 8, ncol=3)
